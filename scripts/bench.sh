@@ -1,0 +1,1 @@
+echo "benchmarks: not written yet"

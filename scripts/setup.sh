@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what parmon needs to build and test on Debian 12. Idempotent and quick when all is present.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config libzstd-dev libfmt-dev libcli11-dev
+      nlohmann-json3-dev libgtest-dev libbenchmark-dev openmpi-bin libopenmpi-dev gfortran
+      libseccomp-dev linux-perf)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "parmon setup: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

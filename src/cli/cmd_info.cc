@@ -1,0 +1,191 @@
+// parmon info: what a trace holds. See docs/man/parmon-info.md.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <ctime>
+#include <map>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "format/reader.h"
+
+namespace parmon::cli {
+namespace {
+
+using format::Kind;
+
+struct LocationStats {
+  uint64_t events = 0;
+  uint64_t lost = 0;
+  uint64_t first = UINT64_MAX;
+  uint64_t last = 0;
+};
+
+std::map<uint32_t, uint64_t> ParseCounts(const std::string& s) {
+  std::map<uint32_t, uint64_t> out;
+  std::istringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ';')) {
+    unsigned loc;
+    unsigned long long n;
+    if (sscanf(item.c_str(), "%u:%llu", &loc, &n) == 2) out[loc] += n;
+  }
+  return out;
+}
+
+std::string FormatTime(uint64_t realtime_ns) {
+  time_t t = static_cast<time_t>(realtime_ns / 1000000000ull);
+  tm tm;
+  gmtime_r(&t, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+}  // namespace
+
+int RunInfo(int argc, char** argv) {
+  CLI::App app{"Summarise a trace: session, processes, threads, events and losses.", "parmon info"};
+  std::string path;
+  bool json = false;
+  app.add_option("file", path, "trace file")->required();
+  app.add_flag("--json", json, "machine-readable output");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  format::OpenOptions oo;
+  oo.verify_payloads = true;
+  auto opened = format::TraceReader::Open(path, oo);
+  if (!opened.ok()) {
+    fmt::print(stderr, "parmon info: {}\n", opened.status().message());
+    return 1;
+  }
+  const format::TraceReader& r = **opened;
+  const auto& defs = r.definitions();
+
+  std::map<uint32_t, LocationStats> stats;
+  for (const auto& s : r.streams()) {
+    auto& st = stats[s.location];
+    st.events += s.events;
+    st.first = std::min(st.first, s.first_ts);
+    st.last = std::max(st.last, s.last_ts);
+  }
+  // Lost events: the END chunk's totals when the file was closed, else count the Lost events.
+  if (r.closed_cleanly()) {
+    for (const auto& [loc, n] : ParseCounts(r.SessionValue("lost_by_location"))) stats[loc].lost += n;
+  } else {
+    format::CursorFilter f;
+    f.sources = std::set<format::Source>{format::Source::kRuntime, format::Source::kRecorder};
+    format::MergeCursor cursor(r, f);
+    format::Event e;
+    while (cursor.Next(&e))
+      if (e.kind_enum() == Kind::kLost || e.kind_enum() == Kind::kRingLost) stats[e.location].lost += e.args[0];
+  }
+  uint64_t lost_total = 0, damaged_total = 0;
+  bool damaged_unknown = false;
+  for (const auto& [loc, st] : stats) lost_total += st.lost;
+  for (const auto& p : r.problems()) {
+    if (p.events_lost > 0) damaged_total += static_cast<uint64_t>(p.events_lost);
+    if (p.events_lost < 0) damaged_unknown = true;
+  }
+  uint64_t unattached = std::stoull(r.SessionValue("unattached_lost_events", "0"));
+  uint64_t overwritten = std::stoull(r.SessionValue("overwritten_events", "0"));
+  uint64_t events = r.total_events();
+  uint64_t start_ts = std::stoull(r.SessionValue("start_ts", "0"));
+  uint64_t end_ts = std::stoull(r.SessionValue("end_ts", std::to_string(r.last_ts())));
+  if (start_ts == 0) start_ts = r.first_ts();
+  double duration = end_ts > start_ts ? static_cast<double>(end_ts - start_ts) / 1e9 : 0;
+  size_t threads = 0;
+  for (const auto& [id, l] : defs.locations) threads += l.type == format::LocationType::kThread;
+  double bytes_per_event = events ? static_cast<double>(r.file_size()) / static_cast<double>(events) : 0;
+
+  if (json) {
+    nlohmann::json j;
+    j["file"] = path;
+    j["file_bytes"] = r.file_size();
+    j["format_version"] = fmt::format("{}.{}", r.version_major(), r.version_minor());
+    j["closed_cleanly"] = r.closed_cleanly();
+    j["session"] = r.session();
+    j["duration_s"] = duration;
+    j["processes"] = defs.processes.size();
+    j["threads"] = threads;
+    j["events"] = events;
+    j["lost_events"] = lost_total + unattached;
+    j["overwritten_events"] = overwritten;
+    j["damaged_events"] = damaged_total;
+    j["damaged_events_unknown"] = damaged_unknown;
+    j["bytes_per_event"] = bytes_per_event;
+    j["clock"] = r.SessionValue("clock");
+    nlohmann::json locs = nlohmann::json::array();
+    for (const auto& [id, st] : stats) {
+      nlohmann::json l;
+      l["location"] = id;
+      auto it = defs.locations.find(id);
+      if (it != defs.locations.end()) {
+        l["type"] = it->second.type == format::LocationType::kCpu ? "cpu" : "thread";
+        l["pid"] = it->second.pid;
+        l["tid"] = it->second.tid;
+        l["name"] = it->second.name;
+      }
+      l["events"] = st.events;
+      l["lost"] = st.lost;
+      l["first_ts"] = st.first == UINT64_MAX ? 0 : st.first;
+      l["last_ts"] = st.last;
+      locs.push_back(l);
+    }
+    j["locations"] = locs;
+    nlohmann::json procs = nlohmann::json::array();
+    for (const auto& [pid, p] : defs.processes) procs.push_back({{"pid", pid}, {"ppid", p.ppid}, {"command", p.command}});
+    j["process_list"] = procs;
+    nlohmann::json problems = nlohmann::json::array();
+    for (const auto& p : r.problems()) {
+      nlohmann::json pj{{"offset", p.offset}, {"message", p.message}, {"events_lost", p.events_lost}};
+      if (p.location) pj["location"] = *p.location;
+      problems.push_back(pj);
+    }
+    j["problems"] = problems;
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+
+  fmt::print("trace       {} ({} bytes, format {}.{}{})\n", path, r.file_size(), r.version_major(),
+             r.version_minor(), r.closed_cleanly() ? "" : ", NOT closed cleanly");
+  fmt::print("command     {}\n", r.SessionValue("command", "?"));
+  fmt::print("host        {}\n", r.SessionValue("host", "?"));
+  if (auto rt = r.SessionValue("start_realtime_ns"); !rt.empty())
+    fmt::print("started     {}\n", FormatTime(std::stoull(rt)));
+  fmt::print("duration    {:.6f} s\n", duration);
+  fmt::print("clock       {}\n", r.SessionValue("clock", "?"));
+  if (auto ec = r.SessionValue("exit_code"); !ec.empty()) fmt::print("exit code   {}\n", ec);
+  fmt::print("processes   {}\n", defs.processes.size());
+  fmt::print("threads     {}\n", threads);
+  fmt::print("events      {} ({:.2f} bytes per event on disk)\n", events, bytes_per_event);
+  fmt::print("lost        {}{}{}\n", lost_total + unattached,
+             unattached ? fmt::format(" ({} from threads that found no free ring)", unattached) : "",
+             overwritten ? fmt::format("; {} overwritten by the flight recorder", overwritten) : "");
+  if (!r.problems().empty()) {
+    fmt::print("\ndamage:\n");
+    for (const auto& p : r.problems()) fmt::print("  - {}\n", p.message);
+  }
+  fmt::print("\n{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12}\n", "LOC", "PID", "TID", "NAME", "EVENTS", "LOST",
+             "SPAN(s)");
+  for (const auto& [id, st] : stats) {
+    auto it = defs.locations.find(id);
+    uint32_t pid = 0, tid = 0;
+    std::string name;
+    if (it != defs.locations.end()) {
+      pid = it->second.pid;
+      tid = it->second.tid;
+      name = it->second.name;
+    }
+    double span = st.last > st.first ? static_cast<double>(st.last - st.first) / 1e9 : 0;
+    fmt::print("{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12.6f}\n", id, pid, tid, name.substr(0, 16), st.events,
+               st.lost, span);
+  }
+  return 0;
+}
+
+}  // namespace parmon::cli

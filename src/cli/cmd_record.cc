@@ -1,0 +1,63 @@
+// parmon record: run a command under the recorder. See docs/man/parmon-record.md.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "recorder/recorder.h"
+
+namespace parmon::cli {
+
+int RunRecord(int argc, char** argv) {
+  CLI::App app{"Run a command and record what its threads, processes and ranks do.", "parmon record"};
+  recorder::RecordOptions options;
+  std::string buffer_size, overflow = "block", flight_size, window;
+  app.add_option("-o,--output", options.output, "trace file to write")->capture_default_str();
+  app.add_option("--buffer-size", buffer_size, "ring size per thread, e.g. 4M (default 4M)");
+  app.add_option("--overflow", overflow,
+                 "when a thread's ring is full: block (wait, lose nothing), drop (count what is "
+                 "lost) or overwrite (flight recorder: keep the newest --flight-size)")
+      ->check(CLI::IsMember({"block", "drop", "overwrite"}))
+      ->capture_default_str();
+  app.add_option("--flight-size", flight_size, "overwrite mode: encoded bytes kept (default 64M)");
+  app.add_option("--window", window, "drain period when idle, e.g. 5ms");
+  app.add_option("--max-threads", options.ring_count, "most threads alive at once (rings)")
+      ->capture_default_str();
+  app.add_option("--zstd-level", options.zstd_level, "compression level")->capture_default_str();
+  app.add_flag("-q,--quiet", options.quiet, "no status line");
+  app.prefix_command();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  std::vector<std::string> command = app.remaining();
+  if (!command.empty() && command[0] == "--") command.erase(command.begin());
+  if (command.empty()) {
+    fmt::print(stderr, "parmon record: no command given\nusage: parmon record [options] -- CMD [ARGS...]\n");
+    return 2;
+  }
+  if (!buffer_size.empty() && !recorder::ParseSize(buffer_size, &options.ring_bytes)) {
+    fmt::print(stderr, "parmon record: --buffer-size '{}' is not a size (try 4M or 512K)\n", buffer_size);
+    return 2;
+  }
+  if (!flight_size.empty() && !recorder::ParseSize(flight_size, &options.flight_bytes)) {
+    fmt::print(stderr, "parmon record: --flight-size '{}' is not a size (try 64M)\n", flight_size);
+    return 2;
+  }
+  if (!window.empty() && !recorder::ParseDuration(window, &options.window_ns)) {
+    fmt::print(stderr, "parmon record: --window '{}' is not a duration (try 5ms)\n", window);
+    return 2;
+  }
+  options.overflow = overflow == "drop"        ? shm::Overflow::kDrop
+                     : overflow == "overwrite" ? shm::Overflow::kOverwrite
+                                               : shm::Overflow::kBlock;
+  recorder::Recorder rec(options);
+  auto result = rec.Run(command);
+  if (!result.ok()) {
+    fmt::print(stderr, "parmon record: {}\n", result.status().message());
+    return 127;
+  }
+  return result->exit_code;
+}
+
+}  // namespace parmon::cli

@@ -1,0 +1,41 @@
+// parmon: run-time performance monitor for parallel programs.
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+
+namespace parmon::cli {
+namespace {
+
+const Command kCommands[] = {
+    {"record", "run a command and record its threads, processes and ranks", RunRecord},
+    {"info", "summarise a trace: session, threads, events, losses", RunInfo},
+    {"dump", "print every event of a trace in time order", RunDump},
+};
+
+int Usage(FILE* out) {
+  fmt::print(out, "usage: parmon <command> [options]\n\ncommands:\n");
+  for (const auto& c : kCommands) fmt::print(out, "  {:<8} {}\n", c.name, c.summary);
+  fmt::print(out, "\n'parmon <command> --help' describes a command's options.\n");
+  return out == stderr ? 2 : 0;
+}
+
+}  // namespace
+}  // namespace parmon::cli
+
+int main(int argc, char** argv) {
+  using namespace parmon::cli;
+  if (argc < 2) return Usage(stderr);
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
+    return Usage(stdout);
+  if (!strcmp(argv[1], "--version")) {
+    fmt::print("parmon {}\n", PARMON_VERSION);
+    return 0;
+  }
+  for (const auto& c : kCommands)
+    if (!strcmp(argv[1], c.name)) return c.run(argc - 1, argv + 1);
+  fmt::print(stderr, "parmon: '{}' is not a parmon command\n\n", argv[1]);
+  return Usage(stderr);
+}

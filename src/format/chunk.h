@@ -1,0 +1,74 @@
+// The trace file's framing: file header, chunk header, trailer. See docs/format.md.
+//
+// A file is a 16-byte header followed by self-describing chunks. Each chunk is a 64-byte header
+// (checksummed on its own) and a payload (checksummed, usually zstd-compressed). A reader needs no
+// seeking: it can read chunk after chunk from a pipe or socket. A closed file ends with an INDEX
+// chunk, an END chunk and a 16-byte trailer that points at the END chunk, so a reader with a
+// seekable file can find every chunk without reading them all.
+#ifndef PARMON_SRC_FORMAT_CHUNK_H_
+#define PARMON_SRC_FORMAT_CHUNK_H_
+
+#include <cstdint>
+#include <cstring>
+
+namespace parmon::format {
+
+constexpr char kFileMagic[8] = {'P', 'A', 'R', 'M', 'O', 'N', 'T', 'R'};
+constexpr uint16_t kVersionMajor = 1;
+constexpr uint16_t kVersionMinor = 0;
+
+struct FileHeader {
+  char magic[8];
+  uint16_t version_major;
+  uint16_t version_minor;
+  uint32_t flags;
+};
+static_assert(sizeof(FileHeader) == 16);
+
+constexpr uint32_t kChunkMagic = 0x4B434D50;  // "PMCK" little-endian
+
+enum class ChunkType : uint16_t {
+  kSession = 1,  // key/value pairs: command, host, clock, ...
+  kSchema = 2,   // the event kind table
+  kEvents = 3,   // events of one stream (location, source); definitions are events too
+  kIndex = 4,    // one entry per chunk
+  kEnd = 5,      // totals; the file was closed cleanly
+};
+
+enum class Codec : uint16_t { kRaw = 0, kZstd = 1 };
+
+struct ChunkHeader {
+  uint32_t magic;
+  uint16_t type;
+  uint16_t codec;
+  uint32_t location;
+  uint8_t source;
+  uint8_t flags;
+  uint16_t reserved0;
+  uint64_t first_ts;
+  uint64_t last_ts;
+  uint32_t event_count;
+  uint32_t raw_size;
+  uint32_t stored_size;
+  uint32_t payload_crc;
+  uint64_t sequence;
+  uint32_t reserved1;
+  uint32_t header_crc;  // CRC-32C of the 60 bytes before it
+};
+static_assert(sizeof(ChunkHeader) == 64);
+
+constexpr uint32_t kTrailerMagic = 0x4C544D50;  // "PMTL"
+
+struct Trailer {
+  uint64_t end_chunk_offset;
+  uint32_t magic;
+  uint32_t crc;  // CRC-32C of the 12 bytes before it
+};
+static_assert(sizeof(Trailer) == 16);
+
+// Largest payload a chunk may declare; larger declarations are treated as corruption.
+constexpr uint32_t kMaxChunkPayload = 64u << 20;
+
+}  // namespace parmon::format
+
+#endif  // PARMON_SRC_FORMAT_CHUNK_H_

@@ -1,0 +1,156 @@
+#include "format/codec.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace parmon::format {
+
+void StreamEncoder::Append(const Event& e) {
+  uint8_t* p = buf_.Reserve((3 + e.nargs) * kMaxVarintBytes + e.payload.size());
+  p = PutVarint(p, e.kind);
+  p = PutVarint(p, ZigZag(static_cast<int64_t>(e.ts - prev_ts_)));
+  for (int i = 0; i < e.nargs; ++i) p = PutVarint(p, e.args[i]);
+  if (GetKindInfo(e.kind).has_payload) {
+    p = PutVarint(p, e.payload.size());
+    std::memcpy(p, e.payload.data(), e.payload.size());
+    p += e.payload.size();
+  }
+  buf_.Commit(p);
+  Note(e.ts);
+}
+
+KindSchema::KindSchema() : entries_(65536) {
+#define PARMON_SCHEMA_ENTRY_(name_, id_, nargs_, payload_, time_mask_, arg_names_) \
+  entries_[id_] = Entry{true, nargs_, payload_, time_mask_, #name_, arg_names_};
+  PARMON_EVENT_KINDS(PARMON_SCHEMA_ENTRY_)
+#undef PARMON_SCHEMA_ENTRY_
+}
+
+void KindSchema::Set(uint16_t id, uint8_t nargs, bool has_payload, uint32_t time_mask,
+                     std::string name, std::string arg_names) {
+  entries_[id] = Entry{true, nargs, has_payload, time_mask, std::move(name), std::move(arg_names)};
+}
+
+namespace {
+
+void PutString(ByteBuffer* out, std::string_view s) {
+  uint8_t* p = out->Reserve(kMaxVarintBytes);
+  out->Commit(PutVarint(p, s.size()));
+  out->Append(s.data(), s.size());
+}
+
+bool GetString(const uint8_t** p, const uint8_t* end, std::string* s) {
+  uint64_t len;
+  *p = GetVarint(*p, end, &len);
+  if (*p == nullptr || len > static_cast<uint64_t>(end - *p)) return false;
+  s->assign(reinterpret_cast<const char*>(*p), len);
+  *p += len;
+  return true;
+}
+
+}  // namespace
+
+void EncodeSchema(ByteBuffer* out) {
+#define PARMON_SCHEMA_ENCODE_(name_, id_, nargs_, payload_, time_mask_, arg_names_) \
+  {                                                                                \
+    uint8_t* p = out->Reserve(4 * kMaxVarintBytes);                                \
+    p = PutVarint(p, id_);                                                         \
+    p = PutVarint(p, nargs_);                                                      \
+    p = PutVarint(p, (payload_) ? 1 : 0);                                          \
+    p = PutVarint(p, time_mask_);                                                  \
+    out->Commit(p);                                                                \
+    PutString(out, #name_);                                                        \
+    PutString(out, arg_names_);                                                    \
+  }
+  PARMON_EVENT_KINDS(PARMON_SCHEMA_ENCODE_)
+#undef PARMON_SCHEMA_ENCODE_
+}
+
+bool DecodeSchema(const uint8_t* p, size_t n, KindSchema* schema) {
+  const uint8_t* end = p + n;
+  while (p < end) {
+    uint64_t id, nargs, payload, time_mask;
+    if (!(p = GetVarint(p, end, &id)) || !(p = GetVarint(p, end, &nargs)) ||
+        !(p = GetVarint(p, end, &payload)) || !(p = GetVarint(p, end, &time_mask)))
+      return false;
+    std::string name, arg_names;
+    if (!GetString(&p, end, &name) || !GetString(&p, end, &arg_names)) return false;
+    if (id > 0xffff || nargs > kMaxArgs) return false;
+    schema->Set(static_cast<uint16_t>(id), static_cast<uint8_t>(nargs), payload != 0,
+                static_cast<uint32_t>(time_mask), std::move(name), std::move(arg_names));
+  }
+  return true;
+}
+
+bool DecodeEvents(const uint8_t* p, size_t n, uint32_t location, Source source,
+                  const KindSchema& schema, std::vector<Event>* out, std::string* error) {
+  const uint8_t* const begin = p;
+  const uint8_t* const end = p + n;
+  uint64_t prev_ts = 0;
+  while (p < end) {
+    const uint8_t* event_start = p;
+    Event e;
+    e.location = location;
+    e.source = source;
+    uint64_t kind, delta;
+    if (!(p = GetVarint(p, end, &kind)) || !(p = GetVarint(p, end, &delta))) {
+      *error = fmt::format("event header truncated at byte {}", event_start - begin);
+      return false;
+    }
+    if (kind > 0xffff || !schema.Known(static_cast<uint16_t>(kind))) {
+      *error = fmt::format("unknown event kind {} at byte {}", kind, event_start - begin);
+      return false;
+    }
+    e.kind = static_cast<uint16_t>(kind);
+    e.ts = prev_ts + static_cast<uint64_t>(UnZigZag(delta));
+    prev_ts = e.ts;
+    e.nargs = schema.nargs(e.kind);
+    for (int i = 0; i < e.nargs; ++i) {
+      if (!(p = GetVarint(p, end, &e.args[i]))) {
+        *error = fmt::format("event args truncated at byte {}", event_start - begin);
+        return false;
+      }
+    }
+    if (schema.has_payload(e.kind)) {
+      uint64_t len;
+      if (!(p = GetVarint(p, end, &len)) || len > static_cast<uint64_t>(end - p)) {
+        *error = fmt::format("event payload truncated at byte {}", event_start - begin);
+        return false;
+      }
+      e.payload = std::string_view(reinterpret_cast<const char*>(p), len);
+      p += len;
+    }
+    out->push_back(e);
+  }
+  return true;
+}
+
+void EncodeKeyValues(const std::vector<std::pair<std::string, std::string>>& kv, ByteBuffer* out) {
+  for (const auto& [k, v] : kv) {
+    PutString(out, k);
+    PutString(out, v);
+  }
+}
+
+bool DecodeKeyValues(const uint8_t* p, size_t n,
+                     std::vector<std::pair<std::string, std::string>>* out) {
+  const uint8_t* end = p + n;
+  while (p < end) {
+    std::string k, v;
+    if (!GetString(&p, end, &k) || !GetString(&p, end, &v)) return false;
+    out->emplace_back(std::move(k), std::move(v));
+  }
+  return true;
+}
+
+std::string DescribeEvent(const Event& e) {
+  const KindInfo& info = GetKindInfo(e.kind);
+  std::string s = fmt::format("{} loc={} {}", e.ts, e.location,
+                              info.name ? info.name : fmt::format("kind{}", e.kind));
+  for (int i = 0; i < e.nargs; ++i) s += fmt::format(" {}", e.args[i]);
+  if (!e.payload.empty()) s += fmt::format(" [{} bytes]", e.payload.size());
+  return s;
+}
+
+}  // namespace parmon::format

@@ -1,0 +1,133 @@
+// Encoding of events inside an EVENTS chunk payload (before compression):
+//   varint kind, zigzag varint (ts - previous ts), nargs varints, [varint length, payload bytes]
+// The number of args and whether a payload follows come from the kind table (the file's SCHEMA
+// chunk for files written by another version).
+#ifndef PARMON_SRC_FORMAT_CODEC_H_
+#define PARMON_SRC_FORMAT_CODEC_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/varint.h"
+#include "format/event.h"
+
+namespace parmon::format {
+
+// A growable byte buffer with cheap appends (std::string would zero-fill on resize).
+class ByteBuffer {
+ public:
+  uint8_t* Reserve(size_t n) {
+    if (size_ + n > data_.size()) data_.resize(std::max(data_.size() * 2, size_ + n + 4096));
+    return data_.data() + size_;
+  }
+  void Commit(uint8_t* end) { size_ = static_cast<size_t>(end - data_.data()); }
+  void Append(const void* p, size_t n) {
+    uint8_t* dst = Reserve(n);
+    std::memcpy(dst, p, n);
+    size_ += n;
+  }
+  const uint8_t* data() const { return data_.data(); }
+  size_t size() const { return size_; }
+  void Clear() { size_ = 0; }
+
+ private:
+  std::vector<uint8_t> data_;
+  size_t size_ = 0;
+};
+
+// Accumulates the encoded events of one stream until the recorder flushes them as a chunk.
+class StreamEncoder {
+ public:
+  StreamEncoder(uint32_t location, Source source) : location_(location), source_(source) {}
+
+  // Appends an event; its ts should not be earlier than the previous one's (it may be, at a cost
+  // of a few bytes).
+  void Append(const Event& e);
+  // The common case of the runtime's hot path: one arg, no payload.
+  void AppendOneArg(uint16_t kind, uint64_t ts, uint64_t arg) {
+    uint8_t* p = buf_.Reserve(3 * kMaxVarintBytes);
+    p = PutVarint(p, kind);
+    p = PutVarint(p, ZigZag(static_cast<int64_t>(ts - prev_ts_)));
+    p = PutVarint(p, arg);
+    buf_.Commit(p);
+    Note(ts);
+  }
+
+  uint32_t location() const { return location_; }
+  Source source() const { return source_; }
+  uint32_t count() const { return count_; }
+  uint64_t first_ts() const { return first_ts_; }
+  uint64_t last_ts() const { return last_ts_; }
+  size_t raw_size() const { return buf_.size(); }
+  const ByteBuffer& bytes() const { return buf_; }
+  // Starts a new chunk (after the writer wrote this one).
+  void Reset() {
+    buf_.Clear();
+    count_ = 0;
+    prev_ts_ = 0;
+    first_ts_ = 0;
+    last_ts_ = 0;
+  }
+
+ private:
+  void Note(uint64_t ts) {
+    if (count_ == 0) first_ts_ = ts;
+    if (ts > last_ts_) last_ts_ = ts;
+    prev_ts_ = ts;
+    ++count_;
+  }
+
+  uint32_t location_;
+  Source source_;
+  ByteBuffer buf_;
+  uint32_t count_ = 0;
+  uint64_t prev_ts_ = 0;
+  uint64_t first_ts_ = 0;
+  uint64_t last_ts_ = 0;
+};
+
+// Describes kinds while decoding: the compiled-in table, overridden by a file's SCHEMA chunk.
+class KindSchema {
+ public:
+  KindSchema();  // the compiled-in table
+  void Set(uint16_t id, uint8_t nargs, bool has_payload, uint32_t time_mask, std::string name,
+           std::string arg_names);
+  bool Known(uint16_t id) const { return entries_[id].known; }
+  uint8_t nargs(uint16_t id) const { return entries_[id].nargs; }
+  bool has_payload(uint16_t id) const { return entries_[id].has_payload; }
+  const std::string& name(uint16_t id) const { return entries_[id].name; }
+  const std::string& arg_names(uint16_t id) const { return entries_[id].arg_names; }
+
+ private:
+  struct Entry {
+    bool known = false;
+    uint8_t nargs = 0;
+    bool has_payload = false;
+    uint32_t time_mask = 0;
+    std::string name;
+    std::string arg_names;
+  };
+  std::vector<Entry> entries_;
+};
+
+// Encodes the compiled-in kind table (the SCHEMA chunk's payload).
+void EncodeSchema(ByteBuffer* out);
+// Decodes a SCHEMA payload into schema; false when it is malformed.
+bool DecodeSchema(const uint8_t* p, size_t n, KindSchema* schema);
+
+// Decodes an EVENTS payload. Payload views point into [p, p+n). Returns false (with *error set,
+// and the events decoded so far kept) when the payload is malformed.
+bool DecodeEvents(const uint8_t* p, size_t n, uint32_t location, Source source,
+                  const KindSchema& schema, std::vector<Event>* out, std::string* error);
+
+// Key/value pairs of the SESSION chunk.
+void EncodeKeyValues(const std::vector<std::pair<std::string, std::string>>& kv, ByteBuffer* out);
+bool DecodeKeyValues(const uint8_t* p, size_t n,
+                     std::vector<std::pair<std::string, std::string>>* out);
+
+}  // namespace parmon::format
+
+#endif  // PARMON_SRC_FORMAT_CODEC_H_

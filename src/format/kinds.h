@@ -1,0 +1,89 @@
+// The event kinds of the trace format: one table, used by the runtime (ring records), the
+// recorder (encoding), the reader (decoding) and `parmon dump` (names). The file also carries this
+// table in its SCHEMA chunk, so a reader can skip a kind it does not know.
+//
+// Columns: X(Name, id, number of u64 args, has a byte payload, mask of args that are times,
+//            "comma-separated arg names")
+// Times in args are TSC ticks in the ring and nanoseconds of the session clock in the file (the
+// recorder converts the args named by the mask). Ids are stable: never renumber, only add.
+//
+// Id ranges: 1-15 definitions, 16-63 program runtime, 64-127 communication (MPI, POSIX channels,
+// pthread sync), 128-191 scheduling (sampler, context switches), 192-255 recorder and clock.
+#ifndef PARMON_SRC_FORMAT_KINDS_H_
+#define PARMON_SRC_FORMAT_KINDS_H_
+
+#include <cstdint>
+
+#define PARMON_EVENT_KINDS(X)                                                                 \
+  /* definitions */                                                                           \
+  X(DefString, 1, 2, true, 0, "id,category")                                                  \
+  X(DefLocation, 2, 4, true, 0, "location,type,pid,tid")                                      \
+  X(DefProcess, 3, 2, true, 0, "pid,ppid")                                                    \
+  /* program runtime */                                                                       \
+  X(RegionEnter, 16, 1, false, 0, "region")                                                   \
+  X(RegionLeave, 17, 1, false, 0, "region")                                                   \
+  X(TraceEvent, 18, 1, false, 0, "event")                                                     \
+  X(TraceData, 19, 1, true, 0, "event")                                                       \
+  X(CounterInt, 20, 2, false, 0, "counter,value")                                             \
+  X(CounterDouble, 21, 2, false, 0, "counter,value_bits")                                     \
+  X(Marker, 22, 1, false, 0, "marker")                                                        \
+  X(ThreadName, 23, 0, true, 0, "")                                                           \
+  X(ProcessName, 24, 0, true, 0, "")                                                          \
+  X(Pause, 25, 0, false, 0, "")                                                               \
+  X(Resume, 26, 0, false, 0, "")                                                              \
+  X(Lost, 27, 2, false, 0x2, "count,first_time")                                              \
+  X(ThreadBegin, 28, 0, false, 0, "")                                                         \
+  X(ThreadEnd, 29, 0, false, 0, "")                                                           \
+  X(ProcessBegin, 30, 2, true, 0, "pid,ppid")                                                 \
+  X(Fork, 31, 1, false, 0, "child_pid")                                                       \
+  X(Exec, 32, 0, true, 0, "")                                                                 \
+  X(ProcessExit, 33, 1, false, 0, "status")                                                   \
+  /* recorder */                                                                              \
+  X(RingLost, 192, 2, false, 0x2, "count,first_time")
+
+namespace parmon::format {
+
+enum class Kind : uint16_t {
+#define PARMON_KIND_ENUM_(name, id, nargs, payload, time_mask, arg_names) k##name = id,
+  PARMON_EVENT_KINDS(PARMON_KIND_ENUM_)
+#undef PARMON_KIND_ENUM_
+};
+
+// Location types (DefLocation.type).
+enum class LocationType : uint32_t { kThread = 1, kCpu = 2, kProcess = 3 };
+
+// Name categories (DefString.category).
+enum class StringCategory : uint32_t {
+  kPlain = 0,
+  kRegion = 1,
+  kCounter = 2,
+  kMarker = 3,
+  kEvent = 4,
+};
+
+// Where a stream's events come from (the chunk header's source field).
+enum class Source : uint8_t {
+  kDefinitions = 0,
+  kRuntime = 1,   // the program's threads through libparmon (API and preload wrappers)
+  kSched = 2,     // perf_event_open context switches
+  kSampler = 3,   // the /proc sampler
+  kRecorder = 4,  // the recorder's own accounting
+};
+
+constexpr int kMaxArgs = 8;
+
+struct KindInfo {
+  uint16_t id;
+  const char* name;  // nullptr for an unknown kind
+  uint8_t nargs;
+  bool has_payload;
+  uint32_t time_mask;
+  const char* arg_names;
+};
+
+// Info for a kind id; name == nullptr when the id is not in the table.
+const KindInfo& GetKindInfo(uint16_t id);
+
+}  // namespace parmon::format
+
+#endif  // PARMON_SRC_FORMAT_KINDS_H_

@@ -1,0 +1,174 @@
+// TraceReader: opens a trace file, checks its framing chunk by chunk, collects the session,
+// schema and definitions, and lists every stream's chunks. MergeCursor then hands out the events
+// of any set of streams merged in time order, holding one decoded chunk per stream: memory grows
+// with the number of streams, not events.
+//
+// Damage is reported, never fatal: a chunk whose header or payload fails its checksum is named in
+// problems() with the number of events it held (exact when its header or the END chunk says), and
+// every intact chunk is still read. A file that does not end with the END chunk and trailer (the
+// recorder was killed, the disk filled) is read up to its last whole chunk.
+#ifndef PARMON_SRC_FORMAT_READER_H_
+#define PARMON_SRC_FORMAT_READER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "format/chunk.h"
+#include "format/codec.h"
+#include "format/event.h"
+
+namespace parmon::format {
+
+struct ChunkRef {
+  uint64_t offset = 0;
+  ChunkHeader header{};
+};
+
+struct Stream {
+  uint32_t location = 0;
+  Source source = Source::kRuntime;
+  std::vector<ChunkRef> chunks;
+  uint64_t events = 0;
+  uint64_t first_ts = UINT64_MAX;
+  uint64_t last_ts = 0;
+};
+
+struct Problem {
+  uint64_t offset = 0;
+  std::string message;
+  int64_t events_lost = -1;  // -1: unknown
+  std::optional<uint32_t> location;
+};
+
+struct LocationDef {
+  uint32_t id = 0;
+  LocationType type = LocationType::kThread;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string name;
+};
+
+struct ProcessDef {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  std::string command;
+};
+
+struct StringDef {
+  StringCategory category = StringCategory::kPlain;
+  std::string text;
+};
+
+struct Definitions {
+  std::map<uint32_t, StringDef> strings;
+  std::map<uint32_t, std::string> event_names;  // program-chosen event ids (parmon_event_name)
+  std::map<uint32_t, LocationDef> locations;
+  std::map<uint32_t, ProcessDef> processes;
+
+  // The string's text, or "#<id>" when it was never defined.
+  std::string Name(uint32_t id) const;
+  // Applies one definition event.
+  void Apply(const Event& e);
+};
+
+struct DecodedChunk {
+  std::vector<uint8_t> raw;  // decompressed payload; events' payload views point here
+  std::vector<Event> events;
+};
+
+struct OpenOptions {
+  // Check every payload's checksum at open (reads the whole file). Otherwise payloads are checked
+  // as they are read.
+  bool verify_payloads = false;
+};
+
+class TraceReader {
+ public:
+  static StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path,
+                                                     OpenOptions options = {});
+  ~TraceReader();
+
+  const std::string& path() const { return path_; }
+  uint64_t file_size() const { return file_size_; }
+  uint16_t version_major() const { return version_major_; }
+  uint16_t version_minor() const { return version_minor_; }
+  // Session key/values (command, host, start_realtime_ns, clock, ...), END key/values appended.
+  const std::map<std::string, std::string>& session() const { return session_; }
+  std::string SessionValue(const std::string& key, const std::string& fallback = "") const;
+  const Definitions& definitions() const { return defs_; }
+  const std::vector<Stream>& streams() const { return streams_; }
+  const KindSchema& schema() const { return schema_; }
+  // Damage found so far (at open, and by ReadChunk calls since).
+  const std::vector<Problem>& problems() const { return problems_; }
+  bool closed_cleanly() const { return closed_cleanly_; }
+  uint64_t total_events() const;  // events in intact chunks (not definitions)
+  uint64_t first_ts() const { return first_ts_; }
+  uint64_t last_ts() const { return last_ts_; }
+
+  // Decodes one chunk. On damage returns an error naming the chunk and records a Problem.
+  Status ReadChunk(const ChunkRef& ref, DecodedChunk* out) const;
+
+ private:
+  TraceReader() = default;
+  Status Scan(const OpenOptions& options);
+  Status ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) const;
+  void AddProblem(Problem p) const;
+
+  int fd_ = -1;
+  std::string path_;
+  uint64_t file_size_ = 0;
+  uint16_t version_major_ = 0;
+  uint16_t version_minor_ = 0;
+  std::map<std::string, std::string> session_;
+  Definitions defs_;
+  std::vector<Stream> streams_;
+  KindSchema schema_;
+  mutable std::vector<Problem> problems_;
+  mutable std::set<uint64_t> bad_chunks_;  // offsets already reported
+  bool closed_cleanly_ = false;
+  uint64_t first_ts_ = UINT64_MAX;
+  uint64_t last_ts_ = 0;
+};
+
+struct CursorFilter {
+  std::optional<std::set<uint32_t>> locations;  // all when empty
+  std::optional<std::set<Source>> sources;      // all non-definition sources when empty
+  uint64_t from_ts = 0;
+  uint64_t to_ts = UINT64_MAX;
+};
+
+// Events of the selected streams in time order (ties: stream order, then event order).
+class MergeCursor {
+ public:
+  MergeCursor(const TraceReader& reader, CursorFilter filter = {});
+  // The next event, or false at the end. The payload view stays valid until the next call.
+  bool Next(Event* out);
+
+ private:
+  struct StreamState {
+    const Stream* stream;
+    size_t next_chunk = 0;
+    DecodedChunk chunk;
+    size_t pos = 0;
+  };
+  bool Refill(StreamState* s);
+
+  const TraceReader& reader_;
+  CursorFilter filter_;
+  std::vector<StreamState> states_;
+  using HeapEntry = std::pair<uint64_t, size_t>;  // (ts, state index)
+  std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<>> heap_;
+  // The stream whose event was returned last: refilled lazily so its payload stays valid.
+  std::optional<size_t> pending_;
+};
+
+}  // namespace parmon::format
+
+#endif  // PARMON_SRC_FORMAT_READER_H_

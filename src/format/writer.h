@@ -1,0 +1,84 @@
+// TraceWriter: writes the trace file chunk by chunk. Used by the recorder (and by tests and
+// benchmarks that build traces whose right answer they know).
+//
+// Every chunk is written whole with one write() of header and payload, so a reader of a file whose
+// writer was killed sees every chunk before the last complete one. Finish() adds the index, the
+// END chunk and the trailer.
+#ifndef PARMON_SRC_FORMAT_WRITER_H_
+#define PARMON_SRC_FORMAT_WRITER_H_
+
+#include <zstd.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "format/chunk.h"
+#include "format/codec.h"
+
+namespace parmon::format {
+
+struct WriterOptions {
+  int zstd_level = 1;
+};
+
+// Per-stream totals the END chunk records so a reader can count exactly what a damaged file lost.
+struct StreamTotal {
+  uint32_t location = 0;
+  Source source = Source::kRuntime;
+  uint64_t events = 0;
+};
+
+class TraceWriter {
+ public:
+  static StatusOr<std::unique_ptr<TraceWriter>> Create(const std::string& path,
+                                                       WriterOptions options = {});
+  ~TraceWriter();
+
+  Status WriteSession(const std::vector<std::pair<std::string, std::string>>& kv);
+  // Compresses and writes the encoder's events as one chunk, then resets the encoder.
+  Status Flush(StreamEncoder* encoder);
+  // Writes already-encoded events (a StreamEncoder's bytes) as one chunk.
+  Status WriteEncoded(uint32_t location, Source source, uint64_t first_ts, uint64_t last_ts,
+                      uint32_t count, const uint8_t* bytes, size_t size);
+  // Writes the index, the END chunk (with extra key/values) and the trailer, and closes the file.
+  Status Finish(const std::vector<std::pair<std::string, std::string>>& end_kv = {});
+
+  uint64_t bytes_written() const { return offset_; }
+  uint64_t events_written() const { return events_written_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  TraceWriter(int fd, std::string path, WriterOptions options);
+  Status WriteChunk(ChunkType type, uint32_t location, Source source, uint64_t first_ts,
+                    uint64_t last_ts, uint32_t count, const uint8_t* raw, size_t raw_size,
+                    bool compress);
+
+  struct IndexEntry {
+    uint64_t offset;
+    uint32_t location;
+    Source source;
+    ChunkType type;
+    uint64_t first_ts, last_ts;
+    uint32_t count;
+  };
+
+  int fd_;
+  std::string path_;
+  WriterOptions options_;
+  ZSTD_CCtx* cctx_ = nullptr;
+  std::vector<uint8_t> compressed_;
+  uint64_t offset_ = 0;
+  uint64_t sequence_ = 0;
+  uint64_t events_written_ = 0;
+  std::vector<IndexEntry> index_;
+  std::vector<StreamTotal> totals_;
+  bool failed_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace parmon::format
+
+#endif  // PARMON_SRC_FORMAT_WRITER_H_

@@ -1,0 +1,44 @@
+// The recorder's side of the shared-memory segment (see runtime/shm_abi.h): creates it, sizes
+// it, and removes its name when the session ends.
+#ifndef PARMON_SRC_RECORDER_SEGMENT_H_
+#define PARMON_SRC_RECORDER_SEGMENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "runtime/shm_abi.h"
+
+namespace parmon::recorder {
+
+struct SegmentOptions {
+  uint64_t ring_bytes = 4u << 20;  // per thread; rounded up to a power of two of slots
+  uint32_t ring_count = 1024;      // most threads alive at once
+  shm::Overflow overflow = shm::Overflow::kBlock;
+  bool ticks_are_tsc = true;
+};
+
+class Segment {
+ public:
+  static StatusOr<std::unique_ptr<Segment>> Create(const SegmentOptions& options);
+  ~Segment();
+  const std::string& name() const { return name_; }  // the PARMON_SHM value
+  shm::SegmentHeader* header() const { return header_; }
+  shm::RingControl* rings() const { return shm::Rings(header_); }
+  shm::Slot* slots(const shm::RingControl& r) const { return shm::RingSlots(header_, r); }
+  uint64_t ring_slots() const { return header_->ring_slots; }
+  // Removes the /dev/shm name (the mapping stays until destruction).
+  void Unlink();
+
+ private:
+  Segment() = default;
+  std::string name_;
+  shm::SegmentHeader* header_ = nullptr;
+  uint64_t size_ = 0;
+  bool unlinked_ = false;
+};
+
+}  // namespace parmon::recorder
+
+#endif  // PARMON_SRC_RECORDER_SEGMENT_H_

@@ -1,0 +1,31 @@
+// The runtime's internal interface for parmon's own preload libraries (MPI, POSIX, pthread
+// wrappers). Exported from libparmon.so with the parmon_x_ prefix; not installed, not for programs.
+#ifndef PARMON_SRC_RUNTIME_EMIT_H_
+#define PARMON_SRC_RUNTIME_EMIT_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// 1 while this process is recorded and not paused (one relaxed load).
+int parmon_x_enabled(void);
+// Raw ticks of the session clock (TSC, or CLOCK_MONOTONIC ns where the TSC is not usable).
+uint64_t parmon_x_now(void);
+// Writes one event with the current time. kind < 256 (see format/kinds.h); nargs <= 8.
+// Returns PARMON_OK or a PARMON_E_* code from parmon.h.
+int parmon_x_emit(uint16_t kind, const uint64_t* args, unsigned nargs, const void* payload,
+                  uint32_t payload_size);
+// The same with a timestamp taken earlier with parmon_x_now().
+int parmon_x_emit_at(uint64_t ticks, uint16_t kind, const uint64_t* args, unsigned nargs,
+                     const void* payload, uint32_t payload_size);
+// Interns a name: the same (name, category) gives the same id within the process; ids are unique
+// in the session. category: format::StringCategory (extend it for new name families).
+uint32_t parmon_x_intern(const char* name, uint32_t category);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // PARMON_SRC_RUNTIME_EMIT_H_

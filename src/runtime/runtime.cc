@@ -1,0 +1,488 @@
+// libparmon: the program-side runtime. See shm_abi.h for the ring protocol it shares with the
+// recorder.
+//
+// Hot path (one event): one relaxed load of the process's enabled flag, a compare of the thread's
+// cached head against its cached limit, one rdtsc, two 8-byte stores and one release store of the
+// head. No lock, no system call, no allocation. Everything else -- attaching a thread to a ring,
+// waiting for space, reporting drops -- lives in out-of-line slow paths.
+//
+// This library links only libc; it calls the kernel directly (syscall()) where it needs files, so
+// parmon's own I/O wrappers never see it and it cannot recurse into them.
+#include <fcntl.h>
+#include <linux/limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "format/kinds.h"
+#include "parmon/parmon.h"
+#include "runtime/emit.h"
+#include "runtime/shm_abi.h"
+
+#define PARMON_EXPORT extern "C" __attribute__((visibility("default")))
+#define PARMON_HOT __attribute__((always_inline)) inline
+#define PARMON_COLD __attribute__((noinline, cold))
+
+namespace parmon::runtime {
+namespace {
+
+using format::Kind;
+using shm::RingControl;
+using shm::SegmentHeader;
+using shm::Slot;
+
+// Process-wide state. g_enabled is the hot path's one check: set (release) once the segment is
+// mapped, cleared by pause. Relaxed loads suffice: a thread that sees 1 late records nothing, one
+// that sees 1 early finds the segment already published by the same release store.
+std::atomic<int> g_enabled{0};
+SegmentHeader* g_segment = nullptr;
+bool g_use_tsc = true;
+pid_t g_announced_pid = 0;
+pthread_key_t g_exit_key;
+
+enum ThreadRingState : uint8_t { kUnattached = 0, kAttached = 1, kNoRing = 2, kRetiredThread = 3 };
+
+struct ThreadRing {
+  Slot* slots;
+  uint64_t mask;
+  uint64_t head;   // next slot to write (free-running)
+  uint64_t limit;  // cached tail + capacity: head may reach it without reading tail
+  RingControl* ctl;
+  uint8_t state;
+  uint8_t in_slow_path;     // guards against re-entry from a signal handler in the slow path
+  uint64_t drop_first;      // time of the first event of the current streak of drops
+  uint64_t drop_pending;    // drops not yet reported in a Lost event
+};
+
+__thread ThreadRing t_ring __attribute__((tls_model("initial-exec")));
+
+PARMON_HOT uint64_t Now() {
+  if (g_use_tsc) [[likely]]
+    return __rdtsc();
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+long RawOpen(const char* path, int flags) { return syscall(SYS_openat, AT_FDCWD, path, flags, 0); }
+
+pid_t GetTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver);
+
+// Writes a general event (args and payload in the slots after slot 0). Caller ensured room.
+void WriteGeneral(ThreadRing* r, uint64_t ticks, uint8_t kind, const uint64_t* args,
+                  unsigned nargs, const void* payload, uint32_t size, uint32_t nslots) {
+  const uint64_t capacity_bytes = (r->mask + 1) * sizeof(Slot);
+  char* base = reinterpret_cast<char*>(r->slots);
+  Slot* s0 = r->slots + (r->head & r->mask);
+  s0->tsc = ticks;
+  s0->word = shm::MakeWord(kind, static_cast<uint8_t>(shm::kFlagGeneral | nargs << 4),
+                           static_cast<uint16_t>(nslots), size);
+  uint64_t pos = ((r->head + 1) & r->mask) * sizeof(Slot);
+  auto put = [&](const void* src, uint64_t n) {
+    const char* p = static_cast<const char*>(src);
+    while (n > 0) {
+      uint64_t k = capacity_bytes - pos < n ? capacity_bytes - pos : n;
+      std::memcpy(base + pos, p, k);
+      p += k;
+      n -= k;
+      pos = (pos + k) % capacity_bytes;
+    }
+  };
+  put(args, uint64_t{nargs} * 8);
+  if (size > 0) put(payload, size);
+  r->head += nslots;
+  // Publishes slots [old head, head): pairs with the recorder's acquire load of head.
+  r->ctl->head.store(r->head, std::memory_order_release);
+}
+
+uint32_t GeneralSlots(unsigned nargs, uint32_t size) {
+  return 1 + static_cast<uint32_t>((uint64_t{nargs} * 8 + size + 15) / 16);
+}
+
+// Emits the Lost event for a streak of drops once there is room again. Called with room for
+// `reserve` more slots ensured for the caller's own event.
+void ReportDrops(ThreadRing* r, uint32_t reserve) {
+  const uint32_t n = GeneralSlots(2, 0);
+  uint64_t free_slots = r->limit - r->head;
+  if (free_slots < uint64_t{n} + reserve) return;
+  uint64_t args[2] = {r->drop_pending, r->drop_first};
+  WriteGeneral(r, Now(), static_cast<uint8_t>(Kind::kLost), args, 2, nullptr, 0, n);
+  r->ctl->dropped_reported.store(r->ctl->dropped_reported.load(std::memory_order_relaxed) +
+                                     r->drop_pending,
+                                 std::memory_order_relaxed);
+  r->drop_pending = 0;
+}
+
+PARMON_HOT void Emit1(uint8_t kind, uint32_t field) {
+  if (g_enabled.load(std::memory_order_relaxed) == 0) [[unlikely]]
+    return;
+  ThreadRing* r = &t_ring;
+  if (r->head >= r->limit) [[unlikely]] {
+    if (!MakeRoom(r, 1, false)) return;
+  }
+  Slot* s = r->slots + (r->head & r->mask);
+  s->tsc = Now();
+  s->word = shm::MakeWord(kind, 0, 1, field);
+  ++r->head;
+  // Publishes the slot: pairs with the recorder's acquire load of head.
+  r->ctl->head.store(r->head, std::memory_order_release);
+}
+
+int EmitGeneral(uint64_t ticks, bool have_ticks, uint16_t kind, const uint64_t* args,
+                unsigned nargs, const void* payload, uint32_t size, bool must_deliver) {
+  if (g_enabled.load(std::memory_order_relaxed) == 0 && !(must_deliver && g_segment))
+    return PARMON_E_INACTIVE;
+  if (kind > 255 || nargs > 8 || (size > 0 && payload == nullptr)) return PARMON_E_INVALID;
+  if (size > PARMON_TRACE_DATA_MAX) return PARMON_E_TOO_LARGE;
+  ThreadRing* r = &t_ring;
+  uint32_t n = GeneralSlots(nargs, size);
+  if (r->limit - r->head < n || r->state != kAttached) {
+    if (!MakeRoom(r, n, must_deliver)) return PARMON_E_DROPPED;
+  }
+  WriteGeneral(r, have_ticks ? ticks : Now(), static_cast<uint8_t>(kind), args, nargs, payload,
+               size, n);
+  return PARMON_OK;
+}
+
+void RetireRing(ThreadRing* r) {
+  if (r->state != kAttached) return;
+  if (r->drop_pending > 0) {
+    uint64_t tail = r->ctl->tail.load(std::memory_order_acquire);
+    r->limit = tail + r->mask + 1;
+    ReportDrops(r, 0);
+  }
+  // Release: the recorder that sees Retired (acquire) and then loads head sees the final head.
+  r->ctl->state.store(shm::kRetired, std::memory_order_release);
+  r->state = kRetiredThread;
+  r->limit = 0;
+  r->head = 0;
+}
+
+void OnThreadExit(void*) { RetireRing(&t_ring); }
+
+void AnnounceProcess(ThreadRing* r);
+
+PARMON_COLD bool Attach(ThreadRing* r) {
+  SegmentHeader* seg = g_segment;
+  if (seg == nullptr) return false;
+  RingControl* rings = shm::Rings(seg);
+  pid_t pid = getpid();
+  pid_t tid = GetTid();
+  for (uint32_t i = 0; i < seg->ring_count; ++i) {
+    uint32_t expected = shm::kFree;
+    if (rings[i].state.load(std::memory_order_relaxed) != shm::kFree) continue;
+    if (!rings[i].state.compare_exchange_strong(expected, shm::kClaiming,
+                                                std::memory_order_acquire))
+      continue;
+    RingControl* c = &rings[i];
+    c->pid = static_cast<uint32_t>(pid);
+    c->tid = static_cast<uint32_t>(tid);
+    c->generation += 1;
+    c->dropped.store(0, std::memory_order_relaxed);
+    c->dropped_reported.store(0, std::memory_order_relaxed);
+    r->ctl = c;
+    r->slots = shm::RingSlots(seg, *c);
+    r->mask = seg->ring_slots - 1;
+    // A free ring is fully drained: head == tail. Acquire pairs with the recorder's last release
+    // of tail, so the slots are ours to overwrite.
+    r->head = c->head.load(std::memory_order_relaxed);
+    r->limit = c->tail.load(std::memory_order_acquire) + seg->ring_slots;
+    r->drop_pending = 0;
+    r->state = kAttached;
+    // Release: the recorder that sees Claimed (acquire) sees pid/tid/generation.
+    c->state.store(shm::kClaimed, std::memory_order_release);
+    pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
+    if (g_announced_pid != pid) AnnounceProcess(r);
+    return true;
+  }
+  return false;
+}
+
+// Slow path: attach, refresh the cached limit, report drops, and apply the overflow policy.
+PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
+  if (r->in_slow_path) return false;  // a signal handler interrupted our own slow path
+  r->in_slow_path = 1;
+  bool ok = false;
+  SegmentHeader* seg = g_segment;
+  if (r->state == kUnattached && !Attach(r)) r->state = kNoRing;
+  if (r->state != kAttached) {
+    if (seg) seg->unattached_dropped.fetch_add(1, std::memory_order_relaxed);
+    r->in_slow_path = 0;
+    return false;
+  }
+  const uint64_t capacity = r->mask + 1;
+  uint32_t need = nslots;
+  for (unsigned spins = 0;; ++spins) {
+    // Acquire pairs with the recorder's release store of tail: the slots below tail are free.
+    r->limit = r->ctl->tail.load(std::memory_order_acquire) + capacity;
+    if (r->drop_pending > 0) ReportDrops(r, need);
+    if (r->limit - r->head >= need) {
+      ok = true;
+      break;
+    }
+    auto policy = static_cast<shm::Overflow>(seg->overflow);
+    bool wait = must_deliver || policy == shm::Overflow::kBlock;
+    if (!wait || seg->session_state.load(std::memory_order_relaxed) == shm::kFinishing ||
+        (must_deliver && spins > 20000)) {
+      if (r->drop_pending == 0) r->drop_first = Now();
+      ++r->drop_pending;
+      r->ctl->dropped.store(r->ctl->dropped.load(std::memory_order_relaxed) + 1,
+                            std::memory_order_relaxed);
+      break;
+    }
+    if (spins < 64) {
+      _mm_pause();
+    } else if (spins < 256) {
+      sched_yield();
+    } else {
+      timespec ts{0, 50000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+  r->in_slow_path = 0;
+  return ok;
+}
+
+void AnnounceProcess(ThreadRing* r) {
+  pid_t pid = getpid();
+  g_announced_pid = pid;
+  char cmdline[1024];
+  ssize_t n = 0;
+  long fd = RawOpen("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    n = syscall(SYS_read, fd, cmdline, sizeof cmdline);
+    syscall(SYS_close, fd);
+  }
+  if (n < 0) n = 0;
+  for (ssize_t i = 0; i + 1 < n; ++i)
+    if (cmdline[i] == '\0') cmdline[i] = ' ';
+  if (n > 0 && cmdline[n - 1] == '\0') --n;
+  uint64_t args[2] = {static_cast<uint64_t>(pid), static_cast<uint64_t>(getppid())};
+  uint32_t slots = GeneralSlots(2, static_cast<uint32_t>(n));
+  if (r->limit - r->head >= slots)
+    WriteGeneral(r, Now(), static_cast<uint8_t>(Kind::kProcessBegin), args, 2, cmdline,
+                 static_cast<uint32_t>(n), slots);
+}
+
+void AtForkChild() {
+  // The child's only thread must claim its own ring; the parent's stays the parent's.
+  t_ring = ThreadRing{};
+}
+
+// Rings still claimed by this pid belong to the image before an exec(): their threads are gone.
+void RetireRingsOfExecedImage(SegmentHeader* seg) {
+  RingControl* rings = shm::Rings(seg);
+  uint32_t pid = static_cast<uint32_t>(getpid());
+  for (uint32_t i = 0; i < seg->ring_count; ++i) {
+    if (rings[i].state.load(std::memory_order_acquire) == shm::kClaimed && rings[i].pid == pid)
+      rings[i].state.store(shm::kRetired, std::memory_order_release);
+  }
+}
+
+// Interned names of this process, for parmon_x_intern: a small open-addressing table in static
+// memory (no allocation; registration is rare and takes a spin lock).
+struct InternEntry {
+  uint64_t hash;
+  uint32_t category;
+  uint32_t id;
+  char name[112];
+};
+constexpr uint32_t kInternSlots = 4096;
+InternEntry g_intern[kInternSlots];
+std::atomic<bool> g_intern_lock{false};
+uint32_t g_local_ids = 1u << 31;  // ids handed out while not recording
+
+uint64_t HashName(const char* s, uint32_t category) {
+  uint64_t h = 1469598103934665603ull ^ category;
+  for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
+  return h | 1;
+}
+
+uint32_t Intern(const char* name, uint32_t category) {
+  if (name == nullptr) name = "";
+  uint64_t h = HashName(name, category);
+  while (g_intern_lock.exchange(true, std::memory_order_acquire)) sched_yield();
+  uint32_t id = 0;
+  uint32_t i = static_cast<uint32_t>(h % kInternSlots);
+  for (uint32_t probe = 0; probe < kInternSlots; ++probe, i = (i + 1) % kInternSlots) {
+    InternEntry& e = g_intern[i];
+    if (e.hash == 0) {
+      id = g_segment ? g_segment->next_string_id.fetch_add(1, std::memory_order_relaxed)
+                     : g_local_ids++;
+      e.hash = h;
+      e.category = category;
+      e.id = id;
+      std::strncpy(e.name, name, sizeof e.name - 1);
+      break;
+    }
+    if (e.hash == h && e.category == category && std::strncmp(e.name, name, sizeof e.name) == 0) {
+      g_intern_lock.store(false, std::memory_order_release);
+      return e.id;
+    }
+  }
+  if (id == 0)  // table full: still unique, just not deduplicated
+    id = g_segment ? g_segment->next_string_id.fetch_add(1, std::memory_order_relaxed)
+                   : g_local_ids++;
+  g_intern_lock.store(false, std::memory_order_release);
+  uint64_t args[2] = {id, category};
+  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kDefString), args, 2, name,
+              static_cast<uint32_t>(strnlen(name, 4096)), /*must_deliver=*/true);
+  return id;
+}
+
+void Init() {
+  const char* name = getenv(shm::kEnvSegment);
+  if (name == nullptr || *name == '\0') return;
+  char path[PATH_MAX];
+  if (std::strlen(name) + 10 >= sizeof path) return;
+  std::strcpy(path, "/dev/shm/");
+  std::strcat(path, name);
+  long fd = RawOpen(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return;  // the recorder is gone: run unrecorded
+  struct stat st;
+  if (fstat(static_cast<int>(fd), &st) != 0 || st.st_size < static_cast<off_t>(sizeof(SegmentHeader))) {
+    syscall(SYS_close, fd);
+    return;
+  }
+  void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
+                   static_cast<int>(fd), 0);
+  syscall(SYS_close, fd);
+  if (map == MAP_FAILED) return;
+  auto* seg = static_cast<SegmentHeader*>(map);
+  if (seg->magic != shm::kSegmentMagic || seg->abi_version != shm::kAbiVersion ||
+      seg->segment_size != static_cast<uint64_t>(st.st_size)) {
+    munmap(map, static_cast<size_t>(st.st_size));
+    return;
+  }
+  g_use_tsc = seg->ticks_are_tsc != 0;
+  RetireRingsOfExecedImage(seg);
+  pthread_key_create(&g_exit_key, OnThreadExit);
+  pthread_atfork(nullptr, nullptr, AtForkChild);
+  g_segment = seg;
+  // Release: a thread that sees enabled also sees g_segment (it reads it in Attach).
+  g_enabled.store(1, std::memory_order_release);
+  // The main thread attaches now so the process is announced even if it never emits.
+  ThreadRing* r = &t_ring;
+  MakeRoom(r, 1, false);
+}
+
+__attribute__((constructor)) void Construct() { Init(); }
+
+__attribute__((destructor)) void Destruct() {
+  // exit() does not run pthread key destructors for the thread calling it.
+  RetireRing(&t_ring);
+}
+
+}  // namespace
+}  // namespace parmon::runtime
+
+using namespace parmon::runtime;  // NOLINT: the C ABI below is this file's interface
+
+PARMON_EXPORT int parmon_is_active(void) {
+  return g_enabled.load(std::memory_order_relaxed);
+}
+
+PARMON_EXPORT parmon_id parmon_region_register(const char* name) {
+  return Intern(name, static_cast<uint32_t>(parmon::format::StringCategory::kRegion));
+}
+PARMON_EXPORT void parmon_region_enter(parmon_id region) {
+  Emit1(static_cast<uint8_t>(Kind::kRegionEnter), region);
+}
+PARMON_EXPORT void parmon_region_leave(parmon_id region) {
+  Emit1(static_cast<uint8_t>(Kind::kRegionLeave), region);
+}
+
+PARMON_EXPORT void parmon_event_name(uint32_t event_id, const char* name) {
+  // Event ids are the program's own numbers; the name travels as a DefString of category kEvent,
+  // which readers keep apart from interned ids.
+  if (name == nullptr) return;
+  uint64_t args[2] = {event_id, static_cast<uint64_t>(parmon::format::StringCategory::kEvent)};
+  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kDefString), args, 2, name,
+              static_cast<uint32_t>(strnlen(name, 4096)), true);
+}
+PARMON_EXPORT void parmon_trace_event(uint32_t event_id) {
+  Emit1(static_cast<uint8_t>(Kind::kTraceEvent), event_id);
+}
+PARMON_EXPORT int parmon_trace_data(uint32_t event_id, const void* data, size_t size) {
+  if (size > PARMON_TRACE_DATA_MAX) return PARMON_E_TOO_LARGE;
+  if (size > 0 && data == nullptr) return PARMON_E_INVALID;
+  uint64_t arg = event_id;
+  return EmitGeneral(0, false, static_cast<uint16_t>(Kind::kTraceData), &arg, 1, data,
+                     static_cast<uint32_t>(size), false);
+}
+
+PARMON_EXPORT parmon_id parmon_counter_register(const char* name) {
+  return Intern(name, static_cast<uint32_t>(parmon::format::StringCategory::kCounter));
+}
+PARMON_EXPORT void parmon_counter_int(parmon_id counter, int64_t value) {
+  uint64_t args[2] = {counter, static_cast<uint64_t>(value)};
+  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kCounterInt), args, 2, nullptr, 0, false);
+}
+PARMON_EXPORT void parmon_counter_double(parmon_id counter, double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  uint64_t args[2] = {counter, bits};
+  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kCounterDouble), args, 2, nullptr, 0, false);
+}
+
+PARMON_EXPORT parmon_id parmon_marker_register(const char* name) {
+  return Intern(name, static_cast<uint32_t>(parmon::format::StringCategory::kMarker));
+}
+PARMON_EXPORT void parmon_marker(parmon_id marker) {
+  Emit1(static_cast<uint8_t>(Kind::kMarker), marker);
+}
+
+PARMON_EXPORT void parmon_thread_name(const char* name) {
+  if (name == nullptr) return;
+  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kThreadName), nullptr, 0, name,
+              static_cast<uint32_t>(strnlen(name, 256)), true);
+}
+PARMON_EXPORT void parmon_process_name(const char* name) {
+  if (name == nullptr) return;
+  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kProcessName), nullptr, 0, name,
+              static_cast<uint32_t>(strnlen(name, 256)), true);
+}
+
+PARMON_EXPORT void parmon_pause(void) {
+  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) == 0) return;
+  Emit1(static_cast<uint8_t>(Kind::kPause), 0);
+  g_enabled.store(0, std::memory_order_relaxed);
+}
+PARMON_EXPORT void parmon_resume(void) {
+  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) != 0) return;
+  g_enabled.store(1, std::memory_order_relaxed);
+  Emit1(static_cast<uint8_t>(Kind::kResume), 0);
+}
+
+PARMON_EXPORT int parmon_x_enabled(void) { return g_enabled.load(std::memory_order_relaxed); }
+PARMON_EXPORT uint64_t parmon_x_now(void) { return Now(); }
+PARMON_EXPORT int parmon_x_emit(uint16_t kind, const uint64_t* args, unsigned nargs,
+                                const void* payload, uint32_t payload_size) {
+  if (nargs <= 1 && payload_size == 0 && kind < 256 &&
+      (nargs == 0 || args[0] <= 0xffffffffu)) {
+    if (g_enabled.load(std::memory_order_relaxed) == 0) return PARMON_E_INACTIVE;
+    Emit1(static_cast<uint8_t>(kind), nargs ? static_cast<uint32_t>(args[0]) : 0);
+    return PARMON_OK;
+  }
+  return EmitGeneral(0, false, kind, args, nargs, payload, payload_size, false);
+}
+PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks, uint16_t kind, const uint64_t* args,
+                                   unsigned nargs, const void* payload, uint32_t payload_size) {
+  return EmitGeneral(ticks, true, kind, args, nargs, payload, payload_size, false);
+}
+PARMON_EXPORT uint32_t parmon_x_intern(const char* name, uint32_t category) {
+  return Intern(name, category);
+}

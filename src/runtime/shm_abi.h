@@ -1,0 +1,106 @@
+// The shared-memory contract between libparmon (in the program's threads) and the recorder.
+//
+// Roles and ownership. The recorder creates one segment per session (a /dev/shm file named in the
+// PARMON_SHM environment variable) and owns it: a program that crashes loses nothing it had
+// committed, because the rings live in the recorder's memory, not the program's. The segment holds
+// a header, an array of ring controls and the ring storage.
+//
+// Each ring has one producer (one thread of the program) and one consumer (the recorder): a
+// single-producer single-consumer queue of 16-byte slots with free-running 64-bit head and tail.
+//   - The producer writes slots [head, head+n) and then publishes with head.store(release). It
+//     reads tail (acquire) only when its cached limit says the ring may be full, so the hot path
+//     touches no shared cache line but its own head.
+//   - The consumer reads head (acquire), copies slots [tail, head), then tail.store(release), which
+//     hands the space back; the producer's acquire load of tail pairs with it, so the producer never
+//     overwrites a slot the consumer is still reading.
+// Ring states: Free -> Claiming (a thread won the CAS and fills in pid/tid) -> Claimed (release:
+// pid/tid visible) -> Retired (the thread exited; release after its last head store, so a consumer
+// that sees Retired with acquire and then loads head sees the final head) -> Free (set by the
+// recorder after the last drain).
+//
+// An event is one slot, or several: slot 0 holds the TSC and a word with the kind, flags, the
+// number of slots and a 32-bit field; a compact event (the common case: region enter/leave) keeps
+// its only arg in that field. A general event keeps its payload length there and its u64 args and
+// payload bytes in the slots that follow (wrapping around the ring end like any slot).
+#ifndef PARMON_SRC_RUNTIME_SHM_ABI_H_
+#define PARMON_SRC_RUNTIME_SHM_ABI_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace parmon::shm {
+
+constexpr uint64_t kSegmentMagic = 0x48534e4f4d524150ull;  // "PARMONSH"
+constexpr uint32_t kAbiVersion = 1;
+constexpr const char* kEnvSegment = "PARMON_SHM";
+
+struct Slot {
+  uint64_t tsc;
+  uint64_t word;
+};
+static_assert(sizeof(Slot) == 16);
+
+constexpr uint8_t kFlagGeneral = 1;  // args and payload follow in the next slots
+// In a general event, flags bits 4-7 hold the number of u64 args.
+inline uint8_t WordArgCount(uint64_t w) { return static_cast<uint8_t>(w >> 12) & 0xf; }
+
+inline uint64_t MakeWord(uint8_t kind, uint8_t flags, uint16_t nslots, uint32_t field) {
+  return uint64_t{kind} | uint64_t{flags} << 8 | uint64_t{nslots} << 16 | uint64_t{field} << 32;
+}
+inline uint8_t WordKind(uint64_t w) { return static_cast<uint8_t>(w); }
+inline uint8_t WordFlags(uint64_t w) { return static_cast<uint8_t>(w >> 8); }
+inline uint16_t WordSlots(uint64_t w) { return static_cast<uint16_t>(w >> 16); }
+inline uint32_t WordField(uint64_t w) { return static_cast<uint32_t>(w >> 32); }
+
+enum RingState : uint32_t { kFree = 0, kClaiming = 1, kClaimed = 2, kRetired = 3 };
+
+enum class Overflow : uint32_t { kDrop = 0, kBlock = 1, kOverwrite = 2 };
+
+struct alignas(64) RingControl {
+  alignas(64) std::atomic<uint64_t> head;  // producer: store(release); recorder: load(acquire)
+  alignas(64) std::atomic<uint64_t> tail;  // recorder: store(release); producer: load(acquire)
+  alignas(64) std::atomic<uint32_t> state;
+  uint32_t pid;
+  uint32_t tid;
+  uint32_t generation;  // incremented by each claim
+  // Events this ring's producer could not write (drop/overwrite policy), cumulative. Written only
+  // by the producer (relaxed); the recorder reads it after Retired, or for the status line.
+  std::atomic<uint64_t> dropped;
+  // Of those, how many the producer has already reported in Lost events.
+  std::atomic<uint64_t> dropped_reported;
+  uint64_t data_offset;  // of this ring's slots from the segment start
+};
+static_assert(sizeof(RingControl) == 192);
+
+enum SessionState : uint32_t { kRecording = 0, kFinishing = 1 };
+
+struct alignas(64) SegmentHeader {
+  uint64_t magic;
+  uint32_t abi_version;
+  uint32_t ring_count;
+  uint64_t segment_size;
+  uint64_t ring_slots;  // a power of two
+  uint64_t rings_offset;
+  uint32_t overflow;  // Overflow
+  uint32_t ticks_are_tsc;
+  uint32_t recorder_pid;
+  std::atomic<uint32_t> session_state;
+  std::atomic<uint32_t> next_string_id;
+  uint32_t reserved;
+  // Events from threads that found no free ring (more threads alive than rings).
+  std::atomic<uint64_t> unattached_dropped;
+};
+
+inline RingControl* Rings(SegmentHeader* h) {
+  return reinterpret_cast<RingControl*>(reinterpret_cast<char*>(h) + h->rings_offset);
+}
+inline Slot* RingSlots(SegmentHeader* h, const RingControl& r) {
+  return reinterpret_cast<Slot*>(reinterpret_cast<char*>(h) + r.data_offset);
+}
+
+// Largest number of slots one event may span (slot 0 + 6 args + PARMON_TRACE_DATA_MAX bytes).
+constexpr uint32_t kMaxEventSlots = 1 + (8 * 8 + 32768 + 15) / 16;
+
+}  // namespace parmon::shm
+
+#endif  // PARMON_SRC_RUNTIME_SHM_ABI_H_
