@@ -38,6 +38,8 @@
   X(Fork, 31, 1, false, 0, "child_pid")                                                       \
   X(Exec, 32, 0, true, 0, "")                                                                 \
   X(ProcessExit, 33, 1, false, 0, "status")                                                   \
+  /* communication (64-127): MPI, POSIX channels, pthread sync -- see docs/events.md */       \
+  /* scheduling (128-191): context switches, /proc sampler -- see docs/events.md */           \
   /* recorder */                                                                              \
   X(RingLost, 192, 2, false, 0x2, "count,first_time")
 
