@@ -39,6 +39,28 @@
   X(Exec, 32, 0, true, 0, "")                                                                 \
   X(ProcessExit, 33, 1, false, 0, "status")                                                   \
   /* communication (64-127): MPI, POSIX channels, pthread sync -- see docs/events.md */       \
+  X(MpiInit, 64, 3, false, 0, "rank,size,thread_level")                                       \
+  X(MpiEnter, 65, 1, false, 0, "func")                                                        \
+  X(MpiLeave, 66, 1, false, 0, "func")                                                        \
+  X(MpiSend, 67, 5, false, 0, "peer,tag,comm,bytes,request")                                  \
+  X(MpiRecv, 68, 6, false, 0x20, "peer,tag,comm,bytes,request,posted")                        \
+  X(MpiRequestDone, 69, 2, false, 0x2, "request,posted")                                      \
+  X(MpiCollective, 70, 6, false, 0, "func,comm,root,bytes_sent,bytes_recv,request")           \
+  X(MpiCommDef, 71, 3, true, 0, "comm,size,flags")                                            \
+  X(MpiClockSync, 72, 4, false, 0xc, "peer,epoch,t_send,t_recv")                              \
+  X(MpiRma, 73, 4, false, 0, "func,peer,win,bytes")                                           \
+  X(MpiIo, 74, 3, false, 0, "func,file,bytes")                                                \
+  X(MpiError, 75, 2, false, 0, "func,code")                                                   \
+  X(MpiStats, 76, 4, false, 0, "func,calls,busy_ns,bytes")                                    \
+  X(MpiPeerStats, 77, 3, false, 0, "peer,messages,bytes")                                     \
+  X(ChanInfo, 96, 4, true, 0, "fd,type,local_id,peer_id")                                     \
+  X(ChanRead, 97, 4, false, 0x4, "fd,bytes,begin,func")                                       \
+  X(ChanWrite, 98, 4, false, 0x4, "fd,bytes,begin,func")                                      \
+  X(ChanWait, 99, 4, false, 0x8, "func,nfds,ready,begin")                                     \
+  X(ChanClose, 100, 1, false, 0, "fd")                                                        \
+  X(SyncWait, 101, 4, false, 0x4, "object,type,begin,result")                                 \
+  X(SyncSignal, 102, 2, false, 0, "object,type")                                              \
+  X(TimerWait, 103, 3, false, 0x4, "func,requested_ns,begin")                                 \
   /* scheduling (128-191): context switches, /proc sampler -- see docs/events.md */           \
   /* recorder */                                                                              \
   X(RingLost, 192, 2, false, 0x2, "count,first_time")
@@ -61,6 +83,7 @@ enum class StringCategory : uint32_t {
   kCounter = 2,
   kMarker = 3,
   kEvent = 4,
+  kFunction = 5,  // interposed functions: MPI_Send, read, poll (MpiEnter.func, ChanRead.func, ...)
 };
 
 // Where a stream's events come from (the chunk header's source field).
