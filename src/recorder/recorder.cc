@@ -21,6 +21,9 @@
 #include <fmt/format.h>
 
 #include "base/varint.h"
+#include "recorder/drain.h"
+
+#include <functional>
 
 extern char** environ;
 
@@ -240,30 +243,6 @@ void Recorder::FlushAll() {
   for (auto& [key, enc] : encoders_) FlushEncoder(enc.get());
 }
 
-void Recorder::DecodeGeneral(uint32_t, const shm::Slot* slots, uint64_t pos, uint16_t nslots,
-                             Event* e) {
-  const uint64_t mask = segment_->ring_slots() - 1;
-  const uint64_t bytes = uint64_t{nslots - 1u} * sizeof(shm::Slot);
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
-  uint64_t first = (pos + 1) & mask;
-  uint64_t until_end = segment_->ring_slots() - first;
-  uint64_t n1 = std::min<uint64_t>(until_end, nslots - 1u);
-  std::memcpy(scratch_.data(), slots + first, n1 * sizeof(shm::Slot));
-  if (n1 < nslots - 1u)
-    std::memcpy(scratch_.data() + n1 * sizeof(shm::Slot), slots, (nslots - 1u - n1) * sizeof(shm::Slot));
-  const shm::Slot& s0 = slots[pos & mask];
-  uint8_t nargs = shm::WordArgCount(s0.word);
-  uint32_t size = shm::WordField(s0.word);
-  if (uint64_t{nargs} * 8 + size > bytes) {  // inconsistent: keep what is certain
-    ++ring_corruptions_;
-    nargs = 0;
-    size = 0;
-  }
-  e->nargs = nargs;
-  std::memcpy(e->args, scratch_.data(), uint64_t{nargs} * 8);
-  e->payload = std::string_view(reinterpret_cast<const char*>(scratch_.data()) + nargs * 8, size);
-}
-
 void Recorder::HandleSpecial(RingCursor& cur, shm::RingControl& ctl, Event& e) {
   switch (e.kind_enum()) {
     case Kind::kDefString:
@@ -299,9 +278,31 @@ void Recorder::HandleSpecial(RingCursor& cur, shm::RingControl& ctl, Event& e) {
   }
 }
 
+namespace {
+
+// Routes drained events to the thread's stream; definitions and names to the definitions stream.
+class RecorderSink : public DrainSink {
+ public:
+  RecorderSink(Recorder* recorder, format::StreamEncoder* encoder,
+               std::function<void(Event&)> special)
+      : recorder_(recorder), encoder_(encoder), special_(std::move(special)) {}
+  void OnCompact(uint16_t kind, uint64_t ts, uint64_t arg) override {
+    encoder_->AppendOneArg(kind, ts, arg);
+  }
+  void OnEvent(Event& e) override { special_(e); }
+
+ private:
+  Recorder* recorder_;
+  format::StreamEncoder* encoder_;
+  std::function<void(Event&)> special_;
+};
+
+}  // namespace
+
 size_t Recorder::DrainRing(uint32_t index, bool final_pass) {
   shm::RingControl& ctl = segment_->rings()[index];
-  // Acquire pairs with the producer's release store of Claimed/Retired.
+  // Acquire pairs with the producer's release store of Claimed/Retired: pid/tid are visible, and
+  // after Retired the head we load next is final.
   uint32_t state = ctl.state.load(std::memory_order_acquire);
   RingCursor& cur = cursors_[index];
   if (state == shm::kFree || state == shm::kClaiming) return 0;
@@ -312,59 +313,22 @@ size_t Recorder::DrainRing(uint32_t index, bool final_pass) {
     cur.location = ThreadLocation(ctl.pid, ctl.tid);
     cur.encoder = EncoderFor(cur.location, Source::kRuntime);
   }
-  // Acquire pairs with the producer's release store of head: slots below head are written.
-  const uint64_t head = ctl.head.load(std::memory_order_acquire);
-  uint64_t tail = ctl.tail.load(std::memory_order_relaxed);
-  const shm::Slot* slots = segment_->slots(ctl);
-  const uint64_t mask = segment_->ring_slots() - 1;
-  size_t n = 0;
-  while (tail < head) {
-    const shm::Slot& s = slots[tail & mask];
-    const uint64_t word = s.word;
-    const uint16_t nslots = shm::WordSlots(word);
-    if (nslots == 0 || nslots > shm::kMaxEventSlots || tail + nslots > head) {
-      // Only a program that wrote over parmon's memory gets here: skip what cannot be trusted.
-      ++ring_corruptions_;
-      lost_by_location_[cur.location] += 1;
-      tail = head;
-      break;
-    }
-    Event e;
-    e.kind = shm::WordKind(word);
-    e.source = Source::kRuntime;
+  RecorderSink sink(this, cur.encoder, [&](Event& e) {
     e.location = cur.location;
-    e.ts = clock_.ToNs(s.tsc);
-    if ((shm::WordFlags(word) & shm::kFlagGeneral) == 0) {
-      const auto& info = format::GetKindInfo(e.kind);
-      if (info.nargs == 1 && !info.has_payload) {
-        // The hot case: region enter/leave, trace events, markers.
-        cur.encoder->AppendOneArg(e.kind, e.ts, shm::WordField(word));
-        ++n;
-        tail += nslots;
-        continue;
-      }
-      e.nargs = info.nargs;
-      if (e.nargs > 0) e.args[0] = shm::WordField(word);
-    } else {
-      DecodeGeneral(index, slots, tail, nslots, &e);
-      const auto& info = format::GetKindInfo(e.kind);
-      for (int i = 0; i < e.nargs; ++i)
-        if (info.time_mask & (1u << i)) e.args[i] = clock_.ToNs(e.args[i]);
-    }
+    e.source = Source::kRuntime;
     HandleSpecial(cur, ctl, e);
-    ++n;
-    tail += nslots;
-  }
-  // Release hands the slots back: pairs with the producer's acquire load of tail.
-  ctl.tail.store(tail, std::memory_order_release);
+  });
+  uint64_t corrupt_before = drainer_->corruptions();
+  size_t n = drainer_->Drain(index, clock_, sink);
+  if (drainer_->corruptions() != corrupt_before)
+    lost_by_location_[cur.location] += drainer_->corruptions() - corrupt_before;
   events_seen_ += n;
   if (cur.encoder->raw_size() >= (256u << 10)) {
     FlushEncoder(&defs_);
     FlushEncoder(cur.encoder);
   }
-  if (state == shm::kRetired || final_pass) {
-    if (state == shm::kRetired) RetireRing(index);
-  }
+  (void)final_pass;
+  if (state == shm::kRetired) RetireRing(index);
   return n;
 }
 
@@ -537,6 +501,7 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   so.ticks_are_tsc = clock_.ticks_are_tsc;
   PARMON_ASSIGN_OR_RETURN(segment_, Segment::Create(so));
   cursors_.resize(so.ring_count);
+  drainer_ = std::make_unique<RingDrainer>(*segment_);
   format::WriterOptions wo;
   wo.zstd_level = options_.zstd_level;
   PARMON_ASSIGN_OR_RETURN(writer_, format::TraceWriter::Create(options_.output, wo));
@@ -676,7 +641,7 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
       {"lost_by_location", lost_list},
       {"overwritten_events", std::to_string(overwritten)},
       {"unattached_lost_events", std::to_string(unattached)},
-      {"ring_corruptions", std::to_string(ring_corruptions_)},
+      {"ring_corruptions", std::to_string(drainer_->corruptions())},
       {"recorder_cpu_ns", std::to_string(CpuTimeNs(RUSAGE_SELF))},
       {"children_cpu_ns", std::to_string(CpuTimeNs(RUSAGE_CHILDREN))},
   };

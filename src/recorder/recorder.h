@@ -22,6 +22,7 @@
 #include "base/status.h"
 #include "format/codec.h"
 #include "format/writer.h"
+#include "recorder/drain.h"
 #include "recorder/segment.h"
 
 namespace parmon::recorder {
@@ -108,8 +109,6 @@ class Recorder {
   Status StartChild(const std::vector<std::string>& argv);
   size_t DrainAll(bool final_pass);
   size_t DrainRing(uint32_t index, bool final_pass);
-  void DecodeGeneral(uint32_t index, const shm::Slot* slots, uint64_t pos, uint16_t nslots,
-                     format::Event* e);
   void HandleSpecial(RingCursor& cur, shm::RingControl& ctl, format::Event& e);
   void RetireRing(uint32_t index);
   void CheckDeadThreads();
@@ -126,6 +125,7 @@ class Recorder {
   TickConversion clock_;
   TscSample clock_first_sample_;  // measured-rate clocks: the start of the rate's baseline
   std::unique_ptr<Segment> segment_;
+  std::unique_ptr<RingDrainer> drainer_;
   std::unique_ptr<format::TraceWriter> writer_;
   std::vector<std::unique_ptr<RecorderSource>> sources_;
   std::vector<RingCursor> cursors_;
@@ -140,7 +140,6 @@ class Recorder {
   uint64_t held_bytes_ = 0;
   std::map<uint32_t, uint64_t> overwritten_by_location_;
   uint32_t next_location_ = 1;
-  std::vector<uint8_t> scratch_;
   pid_t child_pid_ = -1;
   int child_status_ = 0;
   bool child_exited_ = false;
@@ -156,7 +155,6 @@ class Recorder {
   uint64_t last_status_ns_ = 0;
   uint64_t last_dead_check_ns_ = 0;
   bool status_line_ = false;
-  uint64_t ring_corruptions_ = 0;
 };
 
 // Parses sizes such as 4M, 512K, 1G, 4096.
