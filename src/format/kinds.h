@@ -62,6 +62,18 @@
   X(SyncSignal, 102, 2, false, 0, "object,type")                                              \
   X(TimerWait, 103, 3, false, 0x4, "func,requested_ns,begin")                                 \
   /* scheduling (128-191): context switches, /proc sampler -- see docs/events.md */           \
+  X(SwitchIn, 128, 1, false, 0, "cpu")                                                        \
+  X(SwitchOut, 129, 2, false, 0, "cpu,preempt")                                               \
+  X(Migrate, 130, 2, false, 0, "from_cpu,to_cpu")                                             \
+  X(SwitchCounts, 131, 5, false, 0, "switch_ins,preempted,blocked,migrations,on_cpu_ns")      \
+  X(SchedLost, 132, 1, false, 0, "count")                                                     \
+  X(TaskStart, 133, 1, false, 0, "parent_tid")                                                \
+  X(TaskExit, 134, 1, false, 0, "cpu_time")                                                   \
+  X(ThreadStates, 136, 8, false, 0,                                                           \
+    "running,runnable,comm_wait,lock_wait,timer_wait,io_wait,stopped,other_wait")             \
+  X(ThreadSample, 137, 5, false, 0, "cpu_time,last_cpu,syscall,state,run_count")              \
+  X(CpuSample, 138, 4, false, 0, "busy_ns,idle_ns,iowait_ns,steal_ns")                        \
+  X(ProcessSample, 139, 3, false, 0, "cpu_time,threads,exited_cpu")                           \
   /* recorder */                                                                              \
   X(RingLost, 192, 2, false, 0x2, "count,first_time")
 
