@@ -51,6 +51,10 @@ int RunRecord(int argc, char** argv) {
   options.overflow = overflow == "drop"        ? shm::Overflow::kDrop
                      : overflow == "overwrite" ? shm::Overflow::kOverwrite
                                                : shm::Overflow::kBlock;
+  // Communication monitoring (docs/comm.md): MPI, POSIX channels and pthread waits are recorded
+  // by preload libraries; each is loaded when it was built.
+  for (const char* lib : {"libparmon_mpi.so", "libparmon_posix.so", "libparmon_pthread.so"})
+    options.extra_preload.emplace_back(lib);
   recorder::Recorder rec(options);
   auto result = rec.Run(command);
   if (!result.ok()) {

@@ -1,0 +1,61 @@
+// Shared pieces of parmon's preload libraries (MPI, POSIX channels, pthread sync).
+//
+// Every interposed function follows the same pattern:
+//   - One cheap check first: parmon_x_enabled() (a relaxed load in libparmon) and this thread's
+//     reentrancy guard. When recording is off or paused, the wrapper calls the real function and
+//     nothing else, so a paused session costs a load and a branch.
+//   - The guard (a thread-local flag, initial-exec TLS so reading it never allocates or locks) is
+//     set while the wrapper runs its own code, so functions the wrapper or libparmon call
+//     internally are passed straight through instead of being recorded twice or recursing.
+//   - errno is saved after the real call and restored before returning: recording never changes
+//     what the program sees (errno, return values, cancellation points).
+// Symbols are hidden except the interposed functions themselves.
+#ifndef PARMON_SRC_PRELOAD_COMMON_PRELOAD_H_
+#define PARMON_SRC_PRELOAD_COMMON_PRELOAD_H_
+
+#include <stdint.h>
+
+#include "format/kinds.h"
+#include "runtime/emit.h"
+
+#define PARMON_INTERPOSE extern "C" __attribute__((visibility("default")))
+
+namespace parmon::preload {
+
+// Set while a wrapper of this thread is running its own code.
+extern __thread int t_in_wrapper __attribute__((tls_model("initial-exec")));
+
+// Holds the guard for one wrapper invocation. active() is false when the wrapper must only pass
+// the call through (not recording, or already inside a wrapper).
+class Guard {
+ public:
+  Guard() : active_(t_in_wrapper == 0 && parmon_x_enabled() != 0) {
+    if (active_) t_in_wrapper = 1;
+  }
+  ~Guard() {
+    if (active_) t_in_wrapper = 0;
+  }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  bool active_;
+};
+
+inline uint16_t K(format::Kind k) { return static_cast<uint16_t>(k); }
+
+// The id of a function name (DefString category kFunction), interned on first use and cached
+// in *slot. Relaxed atomics: two threads racing intern the same name and get the same id.
+inline uint32_t FunctionId(uint32_t* slot, const char* name) {
+  uint32_t id = __atomic_load_n(slot, __ATOMIC_RELAXED);
+  if (id == 0) [[unlikely]] {
+    id = parmon_x_intern(name, static_cast<uint32_t>(format::StringCategory::kFunction));
+    __atomic_store_n(slot, id, __ATOMIC_RELAXED);
+  }
+  return id;
+}
+
+}  // namespace parmon::preload
+
+#endif  // PARMON_SRC_PRELOAD_COMMON_PRELOAD_H_

@@ -1,0 +1,140 @@
+// End-to-end tests of MPI monitoring: bundled MPI programs (tests/comm/programs) run under
+// `parmon record -- mpirun`, and the recorded messages, bytes per (sender, receiver) pair and
+// collective volumes must equal what each program reports it did.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "comm/comm_trace.h"
+#include "support/e2e.h"
+
+namespace parmon::testing {
+namespace {
+
+std::vector<std::string> Mpirun(int ranks) {
+  return {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
+}
+
+struct Expected {
+  std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, uint64_t>> pairs;
+  std::vector<MpiCollectiveCall> collectives;
+};
+
+Expected ParseProgramOutput(const std::string& out) {
+  Expected e;
+  std::istringstream in(out);
+  std::string word;
+  while (in >> word) {
+    if (word == "sent") {
+      int64_t from, to;
+      uint64_t n, bytes;
+      in >> from >> to >> n >> bytes;
+      e.pairs[{from, to}] = {n, bytes};
+    } else if (word == "coll") {
+      MpiCollectiveCall c;
+      in >> c.rank >> c.func >> c.sent >> c.recv;
+      e.collectives.push_back(c);
+    }
+  }
+  return e;
+}
+
+struct Recorded {
+  RunResult run;
+  CommTrace trace;
+};
+
+Recorded RecordMpi(const TempDir& dir, const std::string& program, const std::string& pattern,
+                   int ranks) {
+  std::vector<std::string> args = {"record", "-q", "-o", dir.File("run.ptrace"), "--"};
+  for (const auto& a : Mpirun(ranks)) args.push_back(a);
+  args.push_back(BinDir() + "/" + program);
+  args.push_back(pattern);
+  Recorded r;
+  r.run = Parmon(args, 90);
+  r.trace = LoadCommTrace(dir.File("run.ptrace"));
+  return r;
+}
+
+void CheckMessages(const std::string& program, const std::string& pattern, int ranks,
+                   bool expect_clean_exit = true) {
+  TempDir dir;
+  Recorded r = RecordMpi(dir, program, pattern, ranks);
+  if (expect_clean_exit) ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_TRUE(r.trace.error.empty()) << r.trace.error;
+  Expected want = ParseProgramOutput(r.run.out);
+  ASSERT_FALSE(want.pairs.empty()) << "the program reported no messages: " << r.run.out << r.run.err;
+  EXPECT_EQ(r.trace.rank_of_pid.size(), static_cast<size_t>(ranks));
+  Matching m = MatchMessages(r.trace);
+  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  EXPECT_EQ(m.pairs, want.pairs) << r.run.out;
+  EXPECT_EQ(m.matched, r.trace.sends.size());
+  EXPECT_EQ(m.matched, r.trace.recvs.size());
+}
+
+TEST(CommMpi, PingPongC) { CheckMessages("mpi_patterns", "pingpong", 2); }
+TEST(CommMpi, RingC) { CheckMessages("mpi_patterns", "ring", 3); }
+TEST(CommMpi, AllToAllC) { CheckMessages("mpi_patterns", "alltoall", 3); }
+TEST(CommMpi, HaloC) { CheckMessages("mpi_patterns", "halo", 3); }
+TEST(CommMpi, EarlyExitingRankStillLeavesItsData) {
+  // The last rank dies without MPI_Finalize after its sends; its events must be there.
+  CheckMessages("mpi_patterns", "early", 3, /*expect_clean_exit=*/false);
+}
+
+TEST(CommMpi, CollectiveBytesPerRankC) {
+  TempDir dir;
+  Recorded r = RecordMpi(dir, "mpi_patterns", "collectives", 3);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  Expected want = ParseProgramOutput(r.run.out);
+  ASSERT_EQ(want.collectives.size(), 12u * 3u) << r.run.out;
+  auto key = [](const MpiCollectiveCall& c) { return std::make_tuple(c.rank, c.func, c.sent, c.recv); };
+  std::multiset<std::tuple<int64_t, std::string, uint64_t, uint64_t>> got, expected;
+  for (const auto& c : r.trace.collectives) got.insert(key(c));
+  for (const auto& c : want.collectives) expected.insert(key(c));
+  EXPECT_EQ(got, expected);
+}
+
+TEST(CommMpi, FortranPingPongAndCollectives) {
+  TempDir dir;
+  Recorded r = RecordMpi(dir, "mpi_patterns_f", "", 2);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  Expected want = ParseProgramOutput(r.run.out);
+  Matching m = MatchMessages(r.trace);
+  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  EXPECT_EQ(m.pairs, want.pairs) << r.run.out;
+  std::multiset<std::tuple<int64_t, std::string, uint64_t, uint64_t>> got, expected;
+  for (const auto& c : r.trace.collectives) got.insert({c.rank, c.func, c.sent, c.recv});
+  for (const auto& c : want.collectives) expected.insert({c.rank, c.func, c.sent, c.recv});
+  EXPECT_EQ(got, expected);
+  // Fortran calls are recorded under the C names.
+  EXPECT_EQ(r.trace.calls["MPI_Send"], r.trace.calls["MPI_Recv"]);
+  EXPECT_GT(r.trace.calls["MPI_Send"], 0u);
+}
+
+TEST(CommMpi, InjectedClockSkewIsMeasuredAndRemoved) {
+  // Rank 1's MPI events are stamped 3 ms late (PARMON_MPI_CLOCK_SKEW_NS, read by the wrapper);
+  // the min-RTT ping-pong must measure it to within a few microseconds, and after alignment no
+  // receive may complete before its send.
+  constexpr double kSkewNs = 3'000'000;
+  TempDir dir;
+  std::string app = BinDir() + "/mpi_patterns";
+  RunResult run = Parmon({"record", "-q", "-o", dir.File("run.ptrace"), "--", "mpirun",
+                          "--allow-run-as-root", "--oversubscribe", "-np", "1", app, "pingpong",
+                          ":", "-np", "1", "-x", "PARMON_MPI_CLOCK_SKEW_NS=3000000", app,
+                          "pingpong"},
+                         90);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  CommTrace raw = LoadCommTrace(dir.File("run.ptrace"), /*align=*/false);
+  ASSERT_EQ(raw.clock_offset_ns.count(1), 1u);
+  EXPECT_NEAR(raw.clock_offset_ns[1], kSkewNs, 5000);
+  // Without alignment rank 1's sends appear 3 ms late: receives before their sends.
+  Matching unaligned = MatchMessages(raw);
+  EXPECT_FALSE(unaligned.problems.empty());
+  CommTrace aligned = LoadCommTrace(dir.File("run.ptrace"), /*align=*/true);
+  Matching m = MatchMessages(aligned);
+  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  EXPECT_EQ(m.matched, 80u);
+}
+
+}  // namespace
+}  // namespace parmon::testing
