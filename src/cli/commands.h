@@ -14,6 +14,9 @@ struct Command {
 int RunRecord(int argc, char** argv);
 int RunInfo(int argc, char** argv);
 int RunDump(int argc, char** argv);
+int RunReport(int argc, char** argv);
+int RunDiff(int argc, char** argv);
+int RunScale(int argc, char** argv);
 
 }  // namespace parmon::cli
 

@@ -13,6 +13,9 @@ const Command kCommands[] = {
     {"record", "run a command and record its threads, processes and ranks", RunRecord},
     {"info", "summarise a trace: session, threads, events, losses", RunInfo},
     {"dump", "print every event of a trace in time order", RunDump},
+    {"report", "what each thread and rank did, communication, waits and a diagnosis", RunReport},
+    {"diff", "compare two runs: what got better or worse", RunDiff},
+    {"scale", "run a command at several process counts: speedup and where it goes", RunScale},
 };
 
 int Usage(FILE* out) {

@@ -1,0 +1,69 @@
+// The analysis engine: one pass over a trace's events in time order (the reader's k-way merge),
+// feeding per-location state machines, message matching, interval aggregation, wait-state
+// patterns and the critical path; Finish() turns the state into Results and a diagnosis.
+//
+// Memory: per location (call stack, region table, state totals, one row of intervals, a share
+// vector for the critical path) and per message in flight (sends not yet received, collective
+// instances not yet complete). Nothing is kept per event, so a 100-million-event trace needs no
+// more memory than a 1000-event one with the same locations.
+//
+// Rank/location identity, message matching and wait/transfer splits follow docs/events.md.
+#ifndef PARMON_SRC_ANALYSIS_ENGINE_H_
+#define PARMON_SRC_ANALYSIS_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "analysis/results.h"
+#include "base/status.h"
+#include "format/event.h"
+#include "format/reader.h"
+
+namespace parmon::analysis {
+
+struct Options {
+  // Window, in ns from the session start; UINT64_MAX = to the end.
+  uint64_t from_ns = 0;
+  uint64_t to_ns = UINT64_MAX;
+  // Interval length; 0 picks a round length giving at most kAutoIntervals intervals.
+  uint64_t interval_ns = 0;
+  size_t top_regions = 5;
+  // Cost of one recorded event in the program's thread, when the trace does not say (ns).
+  double default_event_cost_ns = 0;
+};
+
+constexpr size_t kAutoIntervals = 40;
+// The interval length Analyze picks for a window when Options::interval_ns is 0.
+uint64_t AutoInterval(uint64_t window_ns);
+
+class Engine {
+ public:
+  Engine(const format::TraceReader& reader, const Options& options);
+  ~Engine();
+  // Consumes one event (in time order across all locations).
+  void Consume(const format::Event& e);
+  Results Finish();
+  // The window in session-clock ns [first, second].
+  std::pair<uint64_t, uint64_t> window() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads the whole window of a trace and analyses it.
+StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& options);
+
+// Ranks findings from Results (called by Engine::Finish; exposed for tests).
+void Diagnose(Results* results);
+
+// MPI function family by name ("p2p", "wait", "collective", "one-sided", "io", "other").
+std::string MpiFamily(const std::string& function);
+// True for the collectives where every member waits for the last to arrive.
+bool IsNToN(const std::string& function);
+
+}  // namespace parmon::analysis
+
+#endif  // PARMON_SRC_ANALYSIS_ENGINE_H_

@@ -1,0 +1,198 @@
+// What the analysis engine finds in a trace: the one data model every view (text, JSON, CSV, HTML,
+// diff, scale) renders. Nothing here refers to events: every figure is already aggregated, so the
+// size of a Results grows with the number of locations, links, regions and intervals only.
+//
+// Times are nanoseconds. "Window" is the part of the session being analysed (--from/--to); every
+// figure is clipped to it.
+#ifndef PARMON_SRC_ANALYSIS_RESULTS_H_
+#define PARMON_SRC_ANALYSIS_RESULTS_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace parmon::analysis {
+
+// What a location is doing. The first six are the states; kOther is time a location
+// existed but nothing said what it did (stopped, idle, or no sampler data for that span).
+enum class State : uint8_t {
+  kRunning = 0,
+  kRunnable,   // ready but queued for a CPU
+  kCommWait,   // blocked on a message, pipe, socket
+  kLockWait,   // blocked on a mutex, condition variable, barrier, join
+  kTimerWait,  // sleeping
+  kIoWait,     // blocked on disk I/O
+  kOther,
+};
+constexpr int kStateCount = 7;
+const char* StateName(State s);        // "running", "runnable", ...
+const char* StateLabel(State s);       // short column label for text output
+using StateTimes = std::array<uint64_t, kStateCount>;
+
+uint64_t Sum(const StateTimes& t);
+
+struct RegionStat {
+  std::string name;
+  uint64_t count = 0;
+  uint64_t inclusive_ns = 0;
+  uint64_t exclusive_ns = 0;
+};
+
+struct CallFamilyStat {
+  std::string family;  // "p2p", "collective", "wait", "one-sided", "io", "other" (MPI)
+  uint64_t calls = 0;
+  uint64_t ns = 0;
+};
+
+struct LocationResult {
+  uint32_t id = 0;
+  std::string kind;  // "thread" or "cpu"
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  int32_t rank = -1;  // MPI world rank, -1 when none
+  std::string name;   // thread name, or "cpu3"
+  std::string label;  // how reports name it: "rank 2", "pid 41/tid 43 worker", "cpu 1"
+  uint64_t first_ts = 0, last_ts = 0;
+  uint64_t wall_ns = 0;
+  uint64_t cpu_ns = 0;
+  StateTimes states{};
+  // Where the state split came from: "sampled" (the /proc sampler or context switches) or
+  // "inferred" (instrumented calls only: time in no call counts as running).
+  std::string state_source = "inferred";
+  uint64_t events = 0;
+  uint64_t lost_events = 0;
+  uint64_t messages_sent = 0, bytes_sent = 0;
+  uint64_t messages_received = 0, bytes_received = 0;
+  uint64_t mpi_ns = 0;
+  uint64_t mpi_calls = 0;
+  std::vector<CallFamilyStat> mpi_families;  // by time, descending
+  std::vector<RegionStat> top_regions;       // by inclusive time, descending
+  // Wait states (time lost waiting for a partner), MPI and channels.
+  uint64_t late_sender_ns = 0;
+  uint64_t late_receiver_ns = 0;
+  uint64_t barrier_wait_ns = 0;
+  uint64_t collective_wait_ns = 0;  // N-to-N collectives other than barriers
+  uint64_t compute_ns = 0;          // wall time outside communication and waits
+  uint64_t critical_path_ns = 0;    // this location's share of the critical path
+};
+
+// One direction of communication between two endpoints (ranks, or thread/process locations for
+// POSIX channels and locks).
+struct LinkResult {
+  std::string kind;  // "mpi" or "channel"
+  int64_t from = -1;  // rank for mpi, location id for channels
+  int64_t to = -1;
+  std::string from_label, to_label;
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+  uint64_t time_ns = 0;      // time in the send and receive calls of this link's messages
+  uint64_t wait_ns = 0;      // of which waiting for the partner
+  uint64_t transfer_ns = 0;  // of which moving data
+  uint64_t sender_wait_ns = 0;    // the sender blocked (late receiver, full pipe)
+  uint64_t receiver_wait_ns = 0;  // the receiver blocked (late sender, empty pipe)
+};
+
+// One wait-state finding per (location, call) pair: where the time was lost.
+struct WaitStateResult {
+  std::string pattern;  // "late sender", "late receiver", "wait at barrier", "wait at N-to-N"
+  uint32_t location = 0;
+  std::string location_label;
+  std::string call;  // "MPI_Recv", "MPI_Barrier", "read", ...
+  uint64_t instances = 0;
+  uint64_t ns = 0;
+};
+
+struct IntervalSeries {
+  uint64_t interval_ns = 0;
+  uint64_t window_start = 0;  // session-clock ns of the first interval's start
+  size_t count = 0;
+  // [location index in Results::locations][interval]: ns per state.
+  std::vector<std::vector<StateTimes>> location_states;
+  // [location index][interval]: busy fraction 0..1 (running, or CPU busy for cpu locations).
+  std::vector<std::vector<double>> location_utilisation;
+  // [link index in Results::links][interval]: fraction of the interval the link was in use
+  // (wait + transfer, by the sender and the receiver at most once each).
+  std::vector<std::vector<double>> link_utilisation;
+  std::vector<std::vector<uint64_t>> link_bytes;
+  // Per interval: spread of utilisation across thread locations (max - min), the imbalance.
+  std::vector<double> imbalance;
+  // Mean and standard deviation over the window, per location and per link.
+  std::vector<double> location_mean, location_stddev;
+  std::vector<double> link_mean, link_stddev;
+  std::vector<size_t> most_imbalanced;  // interval indexes, worst first (up to 5)
+};
+
+struct LoadImbalance {
+  std::string over;  // "ranks" or "threads"
+  size_t members = 0;
+  uint64_t max_compute_ns = 0;
+  uint64_t mean_compute_ns = 0;
+  uint64_t min_compute_ns = 0;
+  std::string max_label;
+  std::string min_label;
+  double percent = 0;  // (max - mean) / max * 100: time the others wait for the slowest
+};
+
+struct CriticalPath {
+  uint64_t length_ns = 0;  // computation along the longest chain through messages
+  uint64_t wall_ns = 0;
+  std::vector<std::pair<std::string, uint64_t>> shares;  // label, ns on the path; descending
+};
+
+struct Finding {
+  std::string id;        // stable key: "link-wait", "queued", "imbalance", ...
+  std::string text;      // one sentence in plain words
+  std::string evidence;  // the figures it rests on
+  uint64_t time_at_stake_ns = 0;
+  double percent_of_run = 0;  // time at stake / (wall time x locations involved)
+  std::vector<std::string> subjects;  // labels of the locations/links it names
+};
+
+struct Summary {
+  std::string file;
+  std::string command;
+  std::string host;
+  std::string format_version;
+  bool closed_cleanly = true;
+  uint64_t session_start = 0, session_end = 0;
+  uint64_t window_start = 0, window_end = 0;  // session-clock ns
+  uint64_t duration_ns = 0;                   // of the window
+  int exit_code = -1;
+  uint32_t processes = 0, threads = 0, ranks = 0, cpus = 0;
+  uint64_t events = 0;
+  uint64_t lost_events = 0;
+  std::map<uint32_t, uint64_t> lost_by_location;
+  uint64_t unattached_lost_events = 0;
+  uint64_t overwritten_events = 0;
+  uint64_t damaged_events = 0;
+  std::vector<std::string> problems;
+  // The monitor's own cost: CPU of the recorder process, and the estimated time libparmon spent in
+  // the program's threads (events x cost per event).
+  uint64_t recorder_cpu_ns = 0;
+  uint64_t program_cpu_ns = 0;
+  uint64_t in_thread_overhead_ns = 0;
+  double event_cost_ns = 0;
+  std::string event_cost_source;  // "measured" (session key) or "estimate"
+  bool has_sched = false;  // sampler or context-switch data present
+  bool has_comm = false;   // MPI or channel events present
+};
+
+struct Results {
+  Summary summary;
+  std::vector<LocationResult> locations;  // threads first (by pid, tid), then cpus
+  std::vector<LinkResult> links;          // by time, descending
+  std::vector<WaitStateResult> wait_states;
+  IntervalSeries intervals;
+  LoadImbalance imbalance;
+  CriticalPath critical_path;
+  std::vector<Finding> findings;  // ranked, most time at stake first
+
+  // Index of a location id in locations, or -1.
+  int LocationIndex(uint32_t id) const;
+};
+
+}  // namespace parmon::analysis
+
+#endif  // PARMON_SRC_ANALYSIS_RESULTS_H_

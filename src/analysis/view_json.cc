@@ -1,0 +1,188 @@
+// The JSON view: every figure of Results, with the field names documented in
+// docs/report-json.md. Times are integer nanoseconds ("_ns"), fractions are 0..1.
+#include "analysis/views.h"
+
+namespace parmon::analysis {
+namespace {
+
+nlohmann::json States(const StateTimes& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int i = 0; i < kStateCount; ++i) j[StateName(static_cast<State>(i))] = t[i];
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const Results& r) {
+  using nlohmann::json;
+  const Summary& s = r.summary;
+  json j;
+  j["schema"] = "parmon-report/1";
+  json sum;
+  sum["file"] = s.file;
+  sum["command"] = s.command;
+  sum["host"] = s.host;
+  sum["format_version"] = s.format_version;
+  sum["closed_cleanly"] = s.closed_cleanly;
+  sum["session_start_ns"] = s.session_start;
+  sum["session_end_ns"] = s.session_end;
+  sum["window_start_ns"] = s.window_start - s.session_start;
+  sum["window_end_ns"] = s.window_end - s.session_start;
+  sum["duration_ns"] = s.duration_ns;
+  sum["exit_code"] = s.exit_code;
+  sum["processes"] = s.processes;
+  sum["threads"] = s.threads;
+  sum["ranks"] = s.ranks;
+  sum["cpus"] = s.cpus;
+  sum["events"] = s.events;
+  sum["lost_events"] = s.lost_events;
+  json lost = json::object();
+  for (const auto& [loc, n] : s.lost_by_location) lost[std::to_string(loc)] = n;
+  sum["lost_by_location"] = lost;
+  sum["unattached_lost_events"] = s.unattached_lost_events;
+  sum["overwritten_events"] = s.overwritten_events;
+  sum["damaged_events"] = s.damaged_events;
+  sum["problems"] = s.problems;
+  sum["overhead"] = {{"recorder_cpu_ns", s.recorder_cpu_ns},
+                     {"program_cpu_ns", s.program_cpu_ns},
+                     {"in_thread_ns", s.in_thread_overhead_ns},
+                     {"event_cost_ns", s.event_cost_ns},
+                     {"event_cost_source", s.event_cost_source}};
+  sum["has_sched"] = s.has_sched;
+  sum["has_comm"] = s.has_comm;
+  j["summary"] = sum;
+
+  json locs = json::array();
+  for (const auto& l : r.locations) {
+    json x;
+    x["id"] = l.id;
+    x["kind"] = l.kind;
+    x["pid"] = l.pid;
+    x["tid"] = l.tid;
+    x["rank"] = l.rank;
+    x["name"] = l.name;
+    x["label"] = l.label;
+    x["first_ns"] = l.first_ts - s.session_start;
+    x["last_ns"] = l.last_ts - s.session_start;
+    x["wall_ns"] = l.wall_ns;
+    x["cpu_ns"] = l.cpu_ns;
+    x["states_ns"] = States(l.states);
+    x["state_source"] = l.state_source;
+    x["events"] = l.events;
+    x["lost_events"] = l.lost_events;
+    x["messages_sent"] = l.messages_sent;
+    x["bytes_sent"] = l.bytes_sent;
+    x["messages_received"] = l.messages_received;
+    x["bytes_received"] = l.bytes_received;
+    x["mpi_ns"] = l.mpi_ns;
+    x["mpi_calls"] = l.mpi_calls;
+    json fams = json::array();
+    for (const auto& f : l.mpi_families) fams.push_back({{"family", f.family}, {"calls", f.calls}, {"ns", f.ns}});
+    x["mpi_families"] = fams;
+    json regs = json::array();
+    for (const auto& g : l.top_regions)
+      regs.push_back({{"name", g.name},
+                      {"count", g.count},
+                      {"inclusive_ns", g.inclusive_ns},
+                      {"exclusive_ns", g.exclusive_ns}});
+    x["top_regions"] = regs;
+    x["late_sender_ns"] = l.late_sender_ns;
+    x["late_receiver_ns"] = l.late_receiver_ns;
+    x["barrier_wait_ns"] = l.barrier_wait_ns;
+    x["collective_wait_ns"] = l.collective_wait_ns;
+    x["compute_ns"] = l.compute_ns;
+    x["critical_path_ns"] = l.critical_path_ns;
+    locs.push_back(x);
+  }
+  j["locations"] = locs;
+
+  json links = json::array();
+  for (const auto& k : r.links)
+    links.push_back({{"kind", k.kind},
+                     {"from", k.from},
+                     {"to", k.to},
+                     {"from_label", k.from_label},
+                     {"to_label", k.to_label},
+                     {"messages", k.messages},
+                     {"bytes", k.bytes},
+                     {"time_ns", k.time_ns},
+                     {"wait_ns", k.wait_ns},
+                     {"transfer_ns", k.transfer_ns},
+                     {"sender_wait_ns", k.sender_wait_ns},
+                     {"receiver_wait_ns", k.receiver_wait_ns}});
+  j["links"] = links;
+
+  const IntervalSeries& iv = r.intervals;
+  json ivj;
+  ivj["interval_ns"] = iv.interval_ns;
+  ivj["start_ns"] = iv.window_start - s.session_start;
+  ivj["count"] = iv.count;
+  json lrows = json::array();
+  for (size_t k = 0; k < iv.location_utilisation.size(); ++k) {
+    json states = json::array();
+    for (const auto& st : iv.location_states[k]) {
+      json row = json::array();
+      for (uint64_t v : st) row.push_back(v);
+      states.push_back(row);
+    }
+    lrows.push_back({{"location", r.locations[k].id},
+                     {"label", r.locations[k].label},
+                     {"utilisation", iv.location_utilisation[k]},
+                     {"states_ns", states},
+                     {"mean", iv.location_mean[k]},
+                     {"stddev", iv.location_stddev[k]}});
+  }
+  ivj["state_order"] = json::array();
+  for (int i = 0; i < kStateCount; ++i) ivj["state_order"].push_back(StateName(static_cast<State>(i)));
+  ivj["locations"] = lrows;
+  json krows = json::array();
+  for (size_t k = 0; k < iv.link_utilisation.size(); ++k)
+    krows.push_back({{"from_label", r.links[k].from_label},
+                     {"to_label", r.links[k].to_label},
+                     {"utilisation", iv.link_utilisation[k]},
+                     {"bytes", iv.link_bytes[k]},
+                     {"mean", iv.link_mean[k]},
+                     {"stddev", iv.link_stddev[k]}});
+  ivj["links"] = krows;
+  ivj["imbalance"] = iv.imbalance;
+  ivj["most_imbalanced"] = iv.most_imbalanced;
+  j["intervals"] = ivj;
+
+  json ws = json::array();
+  for (const auto& w : r.wait_states)
+    ws.push_back({{"pattern", w.pattern},
+                  {"location", w.location},
+                  {"location_label", w.location_label},
+                  {"call", w.call},
+                  {"instances", w.instances},
+                  {"ns", w.ns}});
+  const LoadImbalance& li = r.imbalance;
+  const CriticalPath& cp = r.critical_path;
+  json shares = json::array();
+  for (const auto& [label, ns] : cp.shares) shares.push_back({{"label", label}, {"ns", ns}});
+  j["wait_states"] = {{"instances", ws},
+                      {"load_imbalance",
+                       {{"over", li.over},
+                        {"members", li.members},
+                        {"max_compute_ns", li.max_compute_ns},
+                        {"mean_compute_ns", li.mean_compute_ns},
+                        {"min_compute_ns", li.min_compute_ns},
+                        {"max_label", li.max_label},
+                        {"min_label", li.min_label},
+                        {"percent", li.percent}}},
+                      {"critical_path",
+                       {{"length_ns", cp.length_ns}, {"wall_ns", cp.wall_ns}, {"shares", shares}}}};
+
+  json fs = json::array();
+  for (const auto& f : r.findings)
+    fs.push_back({{"id", f.id},
+                  {"text", f.text},
+                  {"evidence", f.evidence},
+                  {"time_at_stake_ns", f.time_at_stake_ns},
+                  {"percent", f.percent_of_run},
+                  {"subjects", f.subjects}});
+  j["diagnosis"] = fs;
+  return j;
+}
+
+}  // namespace parmon::analysis

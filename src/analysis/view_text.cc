@@ -1,0 +1,280 @@
+// The text view: six sections in the order a person reads them (summary and losses first, then
+// the diagnosis, then the evidence tables), every line within 80 columns.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "analysis/units.h"
+#include "analysis/views.h"
+
+namespace parmon::analysis {
+namespace {
+
+class Out {
+ public:
+  explicit Out(bool color) : color_(color) {}
+  void Line(const std::string& s = "") { text_ += s + "\n"; }
+  std::string Bold(const std::string& s) const { return Wrap("1", s); }
+  std::string Red(const std::string& s) const { return Wrap("1;31", s); }
+  std::string Yellow(const std::string& s) const { return Wrap("33", s); }
+  std::string Dim(const std::string& s) const { return Wrap("2", s); }
+  void Section(const std::string& title) {
+    Line();
+    Line(Bold(fmt::format("== {} {}", title, std::string(std::max<size_t>(3, 76 - title.size()), '='))));
+  }
+  // Words wrapped at 80 columns, later lines indented.
+  void Wrapped(const std::string& first_prefix, const std::string& text, size_t indent) {
+    std::string line = first_prefix;
+    size_t visible = first_prefix.size();
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t sp = text.find(' ', start);
+      std::string word = text.substr(start, sp == std::string::npos ? std::string::npos : sp - start);
+      start = sp == std::string::npos ? text.size() : sp + 1;
+      if (visible + word.size() + 1 > 80 && visible > indent) {
+        Line(line);
+        line = std::string(indent, ' ');
+        visible = indent;
+      }
+      if (visible > indent && line.back() != ' ') {
+        line += ' ';
+        ++visible;
+      }
+      line += word;
+      visible += word.size();
+    }
+    Line(line);
+  }
+  std::string& text() { return text_; }
+
+ private:
+  std::string Wrap(const char* code, const std::string& s) const {
+    return color_ ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
+  }
+  bool color_;
+  std::string text_;
+};
+
+std::string Cut(const std::string& s, size_t n) {
+  return s.size() <= n ? s : s.substr(0, n - 1) + "~";
+}
+
+std::string Sparkline(const std::vector<double>& v, size_t width) {
+  static const char* const kBars[] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
+                                      "\u2585", "\u2586", "\u2587", "\u2588"};
+  std::string out;
+  size_t n = v.size();
+  size_t cells = std::min(width, n);
+  for (size_t c = 0; c < cells; ++c) {
+    // Each cell averages the intervals it covers.
+    size_t b = c * n / cells, e = std::max(b + 1, (c + 1) * n / cells);
+    double sum = 0;
+    for (size_t i = b; i < e; ++i) sum += v[i];
+    double x = sum / static_cast<double>(e - b);
+    out += kBars[std::clamp(static_cast<int>(std::lround(x * 8)), 0, 8)];
+  }
+  return out;
+}
+
+std::string Rel(const Summary& s, uint64_t ts) { return FormatDuration(ts - s.session_start); }
+
+}  // namespace
+
+std::string RenderText(const Results& r, const TextOptions& options) {
+  Out o(options.color);
+  const Summary& s = r.summary;
+  // --- 1. summary ---
+  o.Line(o.Bold(fmt::format("parmon report: {}", s.file)));
+  o.Wrapped("command    ", s.command.empty() ? "?" : s.command, 11);
+  std::string window = s.window_start == s.session_start && s.window_end == s.session_end
+                           ? "whole run"
+                           : fmt::format("window {} to {}", Rel(s, s.window_start), Rel(s, s.window_end));
+  o.Line(fmt::format("duration   {} ({}){}", FormatDuration(s.duration_ns), window,
+                     s.exit_code >= 0 ? fmt::format(", exit code {}", s.exit_code) : ""));
+  o.Line(fmt::format("processes  {}   threads {}   ranks {}   cpus {}   events {}", s.processes,
+                     s.threads, s.ranks, s.cpus, FormatCount(s.events)));
+  if (s.lost_events || s.damaged_events || !s.closed_cleanly || s.overwritten_events) {
+    if (s.lost_events) {
+      std::string where;
+      size_t shown = 0;
+      for (const auto& [loc, n] : s.lost_by_location) {
+        if (++shown > 4) {
+          where += ", ...";
+          break;
+        }
+        int idx = r.LocationIndex(loc);
+        where += fmt::format("{}{} {}", where.empty() ? "" : ", ",
+                             idx >= 0 ? r.locations[idx].label : fmt::format("location {}", loc),
+                             FormatCount(n));
+      }
+      if (s.unattached_lost_events)
+        where += fmt::format("{}{} from threads without a ring", where.empty() ? "" : ", ",
+                             FormatCount(s.unattached_lost_events));
+      o.Wrapped(o.Red("LOST       ") ,
+                fmt::format("{} events were lost ({}): figures for these locations undercount.",
+                            FormatCount(s.lost_events), where),
+                11);
+    }
+    if (s.overwritten_events)
+      o.Line(o.Red(fmt::format("OVERWRITTEN {} older events (flight recorder)", FormatCount(s.overwritten_events))));
+    if (!s.closed_cleanly || s.damaged_events)
+      o.Wrapped(o.Red("DAMAGED    "),
+                fmt::format("the trace {}; {} events in damaged chunks are missing.",
+                            s.closed_cleanly ? "has damaged chunks" : "was not closed cleanly",
+                            FormatCount(s.damaged_events)),
+                11);
+  }
+  std::string overhead = fmt::format("recorder CPU {}", FormatDuration(s.recorder_cpu_ns));
+  if (s.program_cpu_ns)
+    overhead += fmt::format(" ({} of the program's {})", FormatPercent(s.recorder_cpu_ns, s.program_cpu_ns),
+                            FormatDuration(s.program_cpu_ns));
+  overhead += fmt::format("; in the program's threads {} {}", s.event_cost_source == "measured" ? "" : "~",
+                          FormatDuration(s.in_thread_overhead_ns));
+  if (s.event_cost_source != "measured") overhead += " (estimated)";
+  o.Wrapped("overhead   ", overhead, 11);
+  if (!s.has_sched)
+    o.Wrapped(o.Dim("note       "),
+              o.Dim("no sampler data: states are inferred from instrumented calls (time in none "
+                    "counts as running)."),
+              11);
+
+  // --- 6. diagnosis (read first) ---
+  o.Section("Diagnosis");
+  if (r.findings.empty()) o.Line("No bottleneck found: no wait, queueing or imbalance above 10%.");
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const Finding& f = r.findings[i];
+    o.Wrapped(fmt::format("{}. ", i + 1), o.Yellow(f.text) + fmt::format(" [{} at stake]", FormatDuration(f.time_at_stake_ns)), 3);
+    o.Wrapped("   ", o.Dim(f.evidence), 3);
+  }
+
+  // --- 2. per location ---
+  o.Section("Locations");
+  o.Line(fmt::format("{:<16} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}", "LOCATION", "WALL",
+                     "CPU", "run", "queue", "comm", "lock", "timer", "io", "other"));
+  size_t shown = 0;
+  for (const auto& l : r.locations) {
+    if (++shown > options.max_locations) {
+      o.Line(fmt::format("... {} more (see --format json)", r.locations.size() - options.max_locations));
+      break;
+    }
+    uint64_t total = Sum(l.states);
+    std::string row = fmt::format("{:<16} {:>8} {:>8}", Cut(l.label, 16), FormatDuration(l.wall_ns),
+                                  l.state_source == "sampled" ? FormatDuration(l.cpu_ns) : "-");
+    for (int i = 0; i < kStateCount; ++i) row += fmt::format(" {:>5}", FormatPercent(l.states[i], total));
+    o.Line(row + (l.state_source == "sampled" ? "" : o.Dim(" *")));
+  }
+  bool any_comm = false, any_regions = false;
+  for (const auto& l : r.locations) {
+    any_comm |= l.messages_sent || l.messages_received || l.mpi_calls;
+    any_regions |= !l.top_regions.empty();
+  }
+  if (any_comm) {
+    o.Line();
+    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", "LOCATION", "MSGS OUT", "BYTES OUT",
+                       "MSGS IN", "BYTES IN", "MPI", "MPI FAMILIES"));
+    for (const auto& l : r.locations) {
+      if (!(l.messages_sent || l.messages_received || l.mpi_calls)) continue;
+      std::string fams;
+      for (const auto& f : l.mpi_families) {
+        if (fams.size() > 14) break;
+        fams += fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family, FormatPercent(f.ns, l.mpi_ns));
+      }
+      o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", Cut(l.label, 16),
+                         FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
+                         FormatCount(l.messages_received), FormatBytes(l.bytes_received),
+                         FormatDuration(l.mpi_ns), Cut(fams, 13)));
+    }
+  }
+  if (any_regions) {
+    o.Line();
+    o.Line(fmt::format("{:<16} {:<28} {:>9} {:>10} {:>10}", "LOCATION", "TOP REGIONS", "COUNT",
+                       "INCLUSIVE", "EXCLUSIVE"));
+    for (const auto& l : r.locations)
+      for (size_t i = 0; i < l.top_regions.size(); ++i) {
+        const auto& g = l.top_regions[i];
+        o.Line(fmt::format("{:<16} {:<28} {:>9} {:>10} {:>10}", i == 0 ? Cut(l.label, 16) : "",
+                           Cut(g.name, 28), FormatCount(g.count), FormatDuration(g.inclusive_ns),
+                           FormatDuration(g.exclusive_ns)));
+      }
+  }
+  if (!s.has_sched) o.Line(o.Dim("* states inferred from instrumented calls, not sampled"));
+
+  // --- 3. communication matrix ---
+  o.Section("Communication");
+  if (r.links.empty()) o.Line("No messages or channel traffic recorded.");
+  else {
+    o.Line(fmt::format("{:<14} {:<14} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}", "FROM", "TO", "MSGS",
+                       "BYTES", "TIME", "WAIT", "S.WAIT", "R.WAIT"));
+    for (const auto& k : r.links)
+      o.Line(fmt::format("{:<14} {:<14} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}", Cut(k.from_label, 14),
+                         Cut(k.to_label, 14), FormatCount(k.messages), FormatBytes(k.bytes),
+                         FormatDuration(k.time_ns), FormatDuration(k.wait_ns),
+                         FormatPercent(k.sender_wait_ns, k.time_ns), FormatPercent(k.receiver_wait_ns, k.time_ns)));
+    o.Wrapped("", o.Dim("WAIT = waiting for the partner (S. by the sender, R. by the receiver, "
+                        "as % of TIME); the rest of TIME is transfer."), 0);
+  }
+
+  // --- 4. intervals ---
+  const IntervalSeries& iv = r.intervals;
+  o.Section(fmt::format("Intervals ({} x {})", iv.count, FormatDuration(iv.interval_ns)));
+  o.Line(fmt::format("{:<16} {:>5} {:>6}  {}", "UTILISATION", "MEAN", "STDDEV", "OVER TIME"));
+  shown = 0;
+  for (size_t k = 0; k < iv.location_utilisation.size(); ++k) {
+    if (++shown > options.max_locations) break;
+    o.Line(fmt::format("{:<16} {:>5} {:>6}  {}", Cut(r.locations[k].label, 16),
+                       fmt::format("{:.0f}%", iv.location_mean[k] * 100),
+                       fmt::format("{:.0f}%", iv.location_stddev[k] * 100),
+                       Sparkline(iv.location_utilisation[k], 50)));
+  }
+  for (size_t k = 0; k < iv.link_utilisation.size() && k < 32; ++k)
+    o.Line(fmt::format("{:<16} {:>5} {:>6}  {}", Cut(r.links[k].from_label + ">" + r.links[k].to_label, 16),
+                       fmt::format("{:.0f}%", iv.link_mean[k] * 100),
+                       fmt::format("{:.0f}%", iv.link_stddev[k] * 100),
+                       Sparkline(iv.link_utilisation[k], 50)));
+  if (!iv.most_imbalanced.empty()) {
+    std::string worst;
+    for (size_t i : iv.most_imbalanced)
+      worst += fmt::format("{}#{} at {} ({:.0f} points)", worst.empty() ? "" : ", ", i,
+                           FormatDuration(iv.window_start + i * iv.interval_ns - s.session_start),
+                           iv.imbalance[i] * 100);
+    o.Wrapped("most imbalanced: ", worst, 17);
+  }
+
+  // --- 5. wait states ---
+  o.Section("Wait states");
+  if (r.wait_states.empty()) o.Line("No time lost waiting for a partner.");
+  else {
+    o.Line(fmt::format("{:<16} {:<16} {:<22} {:>9} {:>10}", "PATTERN", "LOCATION", "CALL", "COUNT", "TIME"));
+    shown = 0;
+    for (const auto& w : r.wait_states) {
+      if (++shown > 20) {
+        o.Line(fmt::format("... {} more", r.wait_states.size() - 20));
+        break;
+      }
+      o.Line(fmt::format("{:<16} {:<16} {:<22} {:>9} {:>10}", Cut(w.pattern, 16), Cut(w.location_label, 16),
+                         Cut(w.call, 22), FormatCount(w.instances), FormatDuration(w.ns)));
+    }
+  }
+  const LoadImbalance& li = r.imbalance;
+  if (li.members > 1)
+    o.Wrapped("load imbalance: ",
+              fmt::format("{:.0f}% over {} {} (compute max {} {}, mean {}, min {} {})", li.percent,
+                          li.members, li.over, FormatDuration(li.max_compute_ns), li.max_label,
+                          FormatDuration(li.mean_compute_ns), FormatDuration(li.min_compute_ns),
+                          li.min_label),
+              16);
+  const CriticalPath& cp = r.critical_path;
+  if (cp.length_ns) {
+    std::string shares;
+    for (size_t i = 0; i < cp.shares.size() && i < 4; ++i)
+      shares += fmt::format("{}{} {}", shares.empty() ? "" : ", ", cp.shares[i].first,
+                            FormatPercent(cp.shares[i].second, cp.length_ns));
+    o.Wrapped("critical path: ",
+              fmt::format("{} of computation through messages ({} of the window): {}",
+                          FormatDuration(cp.length_ns), FormatPercent(cp.length_ns, cp.wall_ns), shares),
+              15);
+  }
+  return std::move(o.text());
+}
+
+}  // namespace parmon::analysis

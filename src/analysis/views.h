@@ -1,0 +1,32 @@
+// Views of Results: every output format renders the same data model, so what the text shows the
+// JSON carries (docs/report-json.md lists the JSON schema).
+#ifndef PARMON_SRC_ANALYSIS_VIEWS_H_
+#define PARMON_SRC_ANALYSIS_VIEWS_H_
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/results.h"
+
+namespace parmon::analysis {
+
+struct TextOptions {
+  bool color = false;
+  size_t max_locations = 64;  // longer lists are cut (the JSON has them all)
+};
+
+std::string RenderText(const Results& r, const TextOptions& options = {});
+nlohmann::json ToJson(const Results& r);
+// Several tables in one file, each introduced by a "# table: NAME" line and a header row.
+std::string RenderCsv(const Results& r);
+// One self-contained HTML file. chart_js is the charting library's minified source, inlined; when
+// it is empty the page says that it has no charts and shows the tables only.
+std::string RenderHtml(const Results& r, const std::string& chart_js);
+
+// The charting library bundled at build time (web/), or "" when the build had no npm.
+std::string BundledChartLibrary();
+
+}  // namespace parmon::analysis
+
+#endif  // PARMON_SRC_ANALYSIS_VIEWS_H_

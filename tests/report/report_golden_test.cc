@@ -1,0 +1,480 @@
+// Golden tests: small traces written through the format library whose right answer is known by
+// construction; every table of the report and every field of its JSON is checked against it.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/compare.h"
+#include "analysis/engine.h"
+#include "analysis/views.h"
+#include "format/reader.h"
+#include "support/e2e.h"
+#include "trace_builder.h"
+
+namespace parmon::testing {
+namespace {
+
+using format::Kind;
+using format::StringCategory;
+using nlohmann::json;
+
+constexpr uint64_t kUs = 1000;
+constexpr uint32_t kSend = 1, kRecv = 2, kBarrier = 3, kCompute = 10;
+constexpr uint64_t kNoRoot = UINT64_MAX;
+
+// Two MPI ranks, 10 ms:
+//  rank 0: compute 0-4 ms; MPI_Send of 1000 B to rank 1 (tag 7) 4-6.2 ms, blocked until rank 1
+//          posts its receive at 6 ms (late receiver: 2 ms); compute 6.2-7; MPI_Recv 7-9.3 ms of
+//          500 B from rank 1, which sends at 9 ms (late sender: 2 ms); compute 9.3-9.5;
+//          MPI_Barrier 9.5-9.9 (waits 0.3 ms for rank 1); compute 9.9-10.
+//  rank 1: compute 0-6 ms; MPI_Recv 6-6.2; compute 6.2-9; MPI_Send 9-9.1; compute 9.1-9.8;
+//          MPI_Barrier 9.8-9.9; compute 9.9-10. 5 events lost.
+void BuildMpiTrace(const std::string& path) {
+  TraceBuilder b(path);
+  b.Session({{"command", "golden-mpi 2"}, {"host", "test"}, {"start_ts", std::to_string(kT0)},
+             {"cpus", "2"}});
+  b.Process(100, 1, "golden-mpi");
+  b.Process(200, 1, "golden-mpi");
+  b.Thread(1, 100, 100, "golden-mpi");
+  b.Thread(2, 200, 200, "golden-mpi");
+  b.String(kSend, StringCategory::kFunction, "MPI_Send");
+  b.String(kRecv, StringCategory::kFunction, "MPI_Recv");
+  b.String(kBarrier, StringCategory::kFunction, "MPI_Barrier");
+  b.String(kCompute, StringCategory::kRegion, "compute");
+  // rank 0
+  b.Ev(1, 0, Kind::kThreadBegin);
+  b.Ev(1, 0, Kind::kMpiInit, {0, 2, 0});
+  b.Ev(1, 0, Kind::kRegionEnter, {kCompute});
+  b.Ev(1, 4 * kMs, Kind::kRegionLeave, {kCompute});
+  b.Ev(1, 4 * kMs, Kind::kMpiEnter, {kSend});
+  b.Ev(1, 4 * kMs, Kind::kMpiSend, {1, 7, 1, 1000, 0});
+  b.Ev(1, 6200 * kUs, Kind::kMpiLeave, {kSend});
+  b.Ev(1, 7 * kMs, Kind::kMpiEnter, {kRecv});
+  b.Ev(1, 9300 * kUs, Kind::kMpiRecv, {1, 8, 1, 500, 0, TraceBuilder::At(7 * kMs)});
+  b.Ev(1, 9300 * kUs, Kind::kMpiLeave, {kRecv});
+  b.Ev(1, 9500 * kUs, Kind::kMpiEnter, {kBarrier});
+  b.Ev(1, 9500 * kUs, Kind::kMpiCollective, {kBarrier, 1, kNoRoot, 0, 0, 0});
+  b.Ev(1, 9900 * kUs, Kind::kMpiLeave, {kBarrier});
+  b.Ev(1, 10 * kMs, Kind::kThreadEnd);
+  // rank 1
+  b.Ev(2, 0, Kind::kThreadBegin);
+  b.Ev(2, 0, Kind::kMpiInit, {1, 2, 0});
+  b.Ev(2, 6 * kMs, Kind::kMpiEnter, {kRecv});
+  b.Ev(2, 6200 * kUs, Kind::kMpiRecv, {0, 7, 1, 1000, 0, TraceBuilder::At(6 * kMs)});
+  b.Ev(2, 6200 * kUs, Kind::kMpiLeave, {kRecv});
+  b.Ev(2, 8 * kMs, Kind::kLost, {5, TraceBuilder::At(7 * kMs)});
+  b.Ev(2, 9 * kMs, Kind::kMpiEnter, {kSend});
+  b.Ev(2, 9 * kMs, Kind::kMpiSend, {0, 8, 1, 500, 0});
+  b.Ev(2, 9100 * kUs, Kind::kMpiLeave, {kSend});
+  b.Ev(2, 9800 * kUs, Kind::kMpiEnter, {kBarrier});
+  b.Ev(2, 9800 * kUs, Kind::kMpiCollective, {kBarrier, 1, kNoRoot, 0, 0, 0});
+  b.Ev(2, 9900 * kUs, Kind::kMpiLeave, {kBarrier});
+  b.Ev(2, 10 * kMs, Kind::kThreadEnd);
+  ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + 10 * kMs)},
+                        {"exit_code", "0"},
+                        {"lost_events", "5"},
+                        {"lost_by_location", "2:5;"},
+                        {"recorder_cpu_ns", "1500000"},
+                        {"children_cpu_ns", "20000000"}}));
+}
+
+analysis::Results AnalyzeFile(const std::string& path, analysis::Options o = {}) {
+  auto r = format::TraceReader::Open(path);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  auto res = analysis::Analyze(**r, o);
+  EXPECT_TRUE(res.ok());
+  return std::move(*res);
+}
+
+const json* FindBy(const json& arr, const char* key, const json& value) {
+  for (const auto& x : arr)
+    if (x.contains(key) && x[key] == value) return &x;
+  return nullptr;
+}
+
+class MpiGolden : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("mpi.ptrace");
+    BuildMpiTrace(path_);
+  }
+  TempDir dir_;
+  std::string path_;
+};
+
+TEST_F(MpiGolden, SummaryAndLocations) {
+  analysis::Options o;
+  o.interval_ns = kMs;
+  o.default_event_cost_ns = 10;
+  analysis::Results r = AnalyzeFile(path_, o);
+  const auto& s = r.summary;
+  EXPECT_EQ(s.command, "golden-mpi 2");
+  EXPECT_EQ(s.duration_ns, 10 * kMs);
+  EXPECT_EQ(s.processes, 2u);
+  EXPECT_EQ(s.threads, 2u);
+  EXPECT_EQ(s.ranks, 2u);
+  EXPECT_EQ(s.cpus, 2u);
+  EXPECT_EQ(s.events, 27u);
+  EXPECT_EQ(s.lost_events, 5u);
+  EXPECT_EQ(s.lost_by_location.at(2), 5u);
+  EXPECT_EQ(s.recorder_cpu_ns, 1500000u);
+  EXPECT_EQ(s.in_thread_overhead_ns, 27u * 10);
+  ASSERT_EQ(r.locations.size(), 2u);
+  const auto& r0 = r.locations[0];
+  const auto& r1 = r.locations[1];
+  EXPECT_EQ(r0.label, "rank 0");
+  EXPECT_EQ(r1.label, "rank 1");
+  EXPECT_EQ(r0.wall_ns, 10 * kMs);
+  EXPECT_EQ(r0.mpi_ns, 2200 * kUs + 2300 * kUs + 400 * kUs);
+  EXPECT_EQ(r0.mpi_calls, 3u);
+  ASSERT_EQ(r0.mpi_families.size(), 2u);
+  EXPECT_EQ(r0.mpi_families[0].family, "p2p");
+  EXPECT_EQ(r0.mpi_families[0].ns, 4500 * kUs);
+  EXPECT_EQ(r0.mpi_families[0].calls, 2u);
+  EXPECT_EQ(r0.mpi_families[1].family, "collective");
+  EXPECT_EQ(r0.mpi_families[1].ns, 400 * kUs);
+  EXPECT_EQ(r1.mpi_ns, 400 * kUs);
+  // Inferred states: MPI time is communication, the rest running.
+  EXPECT_EQ(r0.state_source, "inferred");
+  EXPECT_EQ(r0.states[int(analysis::State::kCommWait)], 4900 * kUs);
+  EXPECT_EQ(r0.states[int(analysis::State::kRunning)], 5100 * kUs);
+  EXPECT_EQ(r1.states[int(analysis::State::kRunning)], 9600 * kUs);
+  EXPECT_EQ(r0.messages_sent, 1u);
+  EXPECT_EQ(r0.bytes_sent, 1000u);
+  EXPECT_EQ(r0.messages_received, 1u);
+  EXPECT_EQ(r0.bytes_received, 500u);
+  EXPECT_EQ(r1.bytes_sent, 500u);
+  EXPECT_EQ(r1.bytes_received, 1000u);
+  ASSERT_EQ(r0.top_regions.size(), 1u);
+  EXPECT_EQ(r0.top_regions[0].name, "compute");
+  EXPECT_EQ(r0.top_regions[0].count, 1u);
+  EXPECT_EQ(r0.top_regions[0].inclusive_ns, 4 * kMs);
+  EXPECT_EQ(r0.late_receiver_ns, 2 * kMs);
+  EXPECT_EQ(r0.late_sender_ns, 2 * kMs);
+  EXPECT_EQ(r0.barrier_wait_ns, 300 * kUs);
+  EXPECT_EQ(r1.barrier_wait_ns, 0u);
+  EXPECT_EQ(r1.lost_events, 5u);
+}
+
+TEST_F(MpiGolden, CommunicationMatrixAndWaitStates) {
+  analysis::Results r = AnalyzeFile(path_);
+  ASSERT_EQ(r.links.size(), 2u);
+  const auto& a = r.links[0];  // rank 0 -> rank 1
+  EXPECT_EQ(a.from, 0);
+  EXPECT_EQ(a.to, 1);
+  EXPECT_EQ(a.messages, 1u);
+  EXPECT_EQ(a.bytes, 1000u);
+  EXPECT_EQ(a.sender_wait_ns, 2 * kMs);
+  EXPECT_EQ(a.receiver_wait_ns, 0u);
+  EXPECT_EQ(a.time_ns, 2200 * kUs + 200 * kUs);
+  EXPECT_EQ(a.wait_ns, 2 * kMs);
+  EXPECT_EQ(a.transfer_ns, 400 * kUs);
+  const auto& b = r.links[1];  // rank 1 -> rank 0
+  EXPECT_EQ(b.from, 1);
+  EXPECT_EQ(b.bytes, 500u);
+  EXPECT_EQ(b.receiver_wait_ns, 2 * kMs);
+  EXPECT_EQ(b.sender_wait_ns, 0u);
+  EXPECT_EQ(b.time_ns, 100 * kUs + 2300 * kUs);
+  // Wait states: per location and call.
+  std::map<std::string, uint64_t> ws;
+  for (const auto& w : r.wait_states) ws[w.pattern + "/" + w.location_label + "/" + w.call] = w.ns;
+  EXPECT_EQ(ws.size(), 3u);
+  EXPECT_EQ(ws["late receiver/rank 0/MPI_Send"], 2 * kMs);
+  EXPECT_EQ(ws["late sender/rank 0/MPI_Recv"], 2 * kMs);
+  EXPECT_EQ(ws["wait at barrier/rank 0/MPI_Barrier"], 300 * kUs);
+  // Load imbalance over ranks: compute = wall - time in MPI.
+  EXPECT_EQ(r.imbalance.over, "ranks");
+  EXPECT_EQ(r.imbalance.max_compute_ns, 9600 * kUs);
+  EXPECT_EQ(r.imbalance.min_compute_ns, 5100 * kUs);
+  EXPECT_EQ(r.imbalance.mean_compute_ns, (9600 + 5100) * kUs / 2);
+  EXPECT_EQ(r.imbalance.max_label, "rank 1");
+  // Critical path: rank 1's computation 0-6, 6.2-9 and 9.1-9.8 (9.5 ms) reaches rank 0 through
+  // the message and the barrier, which then computes 9.9-10.
+  EXPECT_EQ(r.critical_path.length_ns, 9600 * kUs);
+  ASSERT_EQ(r.critical_path.shares.size(), 2u);
+  EXPECT_EQ(r.critical_path.shares[0].first, "rank 1");
+  EXPECT_EQ(r.critical_path.shares[0].second, 9500 * kUs);
+  EXPECT_EQ(r.critical_path.shares[1].second, 100 * kUs);
+}
+
+TEST_F(MpiGolden, Intervals) {
+  analysis::Options o;
+  o.interval_ns = kMs;
+  analysis::Results r = AnalyzeFile(path_, o);
+  const auto& iv = r.intervals;
+  ASSERT_EQ(iv.count, 10u);
+  // rank 0: running 0-4 ms, MPI 4-6.2, running 6.2-7, MPI 7-9.3, running 9.3-9.5, 9.9-10.
+  const std::vector<double> want0 = {1, 1, 1, 1, 0, 0, 0.8, 0, 0, 0.3};
+  for (size_t i = 0; i < 10; ++i) EXPECT_NEAR(iv.location_utilisation[0][i], want0[i], 1e-9) << i;
+  // rank 1: MPI 6-6.2, 9-9.1, 9.8-9.9.
+  const std::vector<double> want1 = {1, 1, 1, 1, 1, 1, 0.8, 1, 1, 0.8};
+  for (size_t i = 0; i < 10; ++i) EXPECT_NEAR(iv.location_utilisation[1][i], want1[i], 1e-9) << i;
+  double mean0 = 0;
+  for (double x : want0) mean0 += x;
+  mean0 /= 10;
+  double var0 = 0;
+  for (double x : want0) var0 += (x - mean0) * (x - mean0);
+  EXPECT_NEAR(iv.location_mean[0], mean0, 1e-9);
+  EXPECT_NEAR(iv.location_stddev[0], std::sqrt(var0 / 10), 1e-9);
+  // Imbalance per interval is max - min; the worst are intervals 4, 5, 7, 8 (1.0).
+  EXPECT_NEAR(iv.imbalance[4], 1.0, 1e-9);
+  EXPECT_NEAR(iv.imbalance[0], 0.0, 1e-9);
+  ASSERT_GE(iv.most_imbalanced.size(), 4u);
+  std::set<size_t> worst(iv.most_imbalanced.begin(), iv.most_imbalanced.begin() + 4);
+  EXPECT_EQ(worst, (std::set<size_t>{4, 5, 7, 8}));
+  // Link rank 0 -> rank 1 is in use 4-6.2 ms (sender) and 6-6.2 (receiver, overlapping).
+  EXPECT_NEAR(iv.link_utilisation[0][4], 1.0, 1e-9);
+  EXPECT_NEAR(iv.link_utilisation[0][6], 0.4, 1e-9);  // 0.2 by each end
+  EXPECT_EQ(iv.link_bytes[0][4], 1000u);
+}
+
+TEST_F(MpiGolden, Window) {
+  analysis::Options o;
+  o.from_ns = 5 * kMs;
+  o.to_ns = 10 * kMs;
+  analysis::Results r = AnalyzeFile(path_, o);
+  EXPECT_EQ(r.summary.duration_ns, 5 * kMs);
+  // The send started before the window: only its receive and the later message count.
+  EXPECT_EQ(r.locations[0].mpi_ns, 2300 * kUs + 400 * kUs);
+  EXPECT_EQ(r.locations[1].mpi_ns, 400 * kUs);
+}
+
+TEST_F(MpiGolden, Diagnosis) {
+  analysis::Results r = AnalyzeFile(path_);
+  ASSERT_FALSE(r.findings.empty());
+  bool send_wait = false;
+  for (const auto& f : r.findings) {
+    if (f.id == "link-wait-send") {
+      send_wait = true;
+      EXPECT_EQ(f.time_at_stake_ns, 2 * kMs);
+      EXPECT_NE(f.text.find("rank 0 waits 20% of the run sending to rank 1"), std::string::npos) << f.text;
+      EXPECT_NE(f.text.find("rank 1 is the bottleneck, it computes 96%"), std::string::npos) << f.text;
+    }
+  }
+  EXPECT_TRUE(send_wait);
+  for (size_t i = 1; i < r.findings.size(); ++i)
+    EXPECT_GE(r.findings[i - 1].time_at_stake_ns, r.findings[i].time_at_stake_ns);
+}
+
+TEST_F(MpiGolden, JsonCarriesEveryField) {
+  RunResult run = Parmon({"report", path_, "--format", "json", "--interval", "1ms"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json j = json::parse(run.out);
+  EXPECT_EQ(j["schema"], "parmon-report/1");
+  const json& s = j["summary"];
+  EXPECT_EQ(s["duration_ns"], 10 * kMs);
+  EXPECT_EQ(s["events"], 27);
+  EXPECT_EQ(s["lost_events"], 5);
+  EXPECT_EQ(s["lost_by_location"]["2"], 5);
+  EXPECT_EQ(s["ranks"], 2);
+  EXPECT_EQ(s["overhead"]["recorder_cpu_ns"], 1500000);
+  EXPECT_EQ(s["overhead"]["program_cpu_ns"], 20000000);
+  const json* l0 = FindBy(j["locations"], "label", "rank 0");
+  ASSERT_NE(l0, nullptr);
+  EXPECT_EQ((*l0)["states_ns"]["comm_wait"], 4900 * kUs);
+  EXPECT_EQ((*l0)["late_receiver_ns"], 2 * kMs);
+  EXPECT_EQ((*l0)["late_sender_ns"], 2 * kMs);
+  EXPECT_EQ((*l0)["barrier_wait_ns"], 300 * kUs);
+  EXPECT_EQ((*l0)["top_regions"][0]["inclusive_ns"], 4 * kMs);
+  EXPECT_EQ((*l0)["mpi_families"][0]["family"], "p2p");
+  EXPECT_EQ((*l0)["critical_path_ns"], 100 * kUs);
+  const json* link = FindBy(j["links"], "from_label", "rank 0");
+  ASSERT_NE(link, nullptr);
+  EXPECT_EQ((*link)["bytes"], 1000);
+  EXPECT_EQ((*link)["sender_wait_ns"], 2 * kMs);
+  EXPECT_EQ(j["intervals"]["count"], 10);
+  EXPECT_EQ(j["intervals"]["locations"][0]["utilisation"].size(), 10u);
+  EXPECT_EQ(j["intervals"]["locations"][0]["states_ns"][4][2], 1 * kMs);  // comm in 4-5 ms
+  EXPECT_EQ(j["wait_states"]["critical_path"]["length_ns"], 9600 * kUs);
+  EXPECT_EQ(j["wait_states"]["load_imbalance"]["max_label"], "rank 1");
+  EXPECT_FALSE(j["diagnosis"].empty());
+  // The imbalance (rank 1 computes most) is the same time as the waits on rank 1: it is their
+  // evidence, not a finding of its own.
+  ASSERT_EQ(j["diagnosis"].size(), 2u);
+  EXPECT_EQ(j["diagnosis"][0]["id"], "link-wait-send");
+  EXPECT_EQ(j["diagnosis"][0]["time_at_stake_ns"].get<uint64_t>(), 2 * kMs);
+  EXPECT_NE(j["diagnosis"][0]["evidence"].get<std::string>().find("load imbalance"), std::string::npos);
+  EXPECT_EQ(j["diagnosis"][1]["id"], "link-wait-receive");
+  EXPECT_EQ(j["diagnosis"][1]["text"],
+            "rank 0 waits 20% of the run receiving from rank 1: rank 1 sends late: it is the "
+            "bottleneck, it computes 96% of the time");
+  EXPECT_EQ(j["diagnosis"][0]["subjects"][3], "rank 0 -> rank 1");
+  EXPECT_NEAR(j["diagnosis"][0]["percent"].get<double>(), 20.0, 1e-9);
+
+  // Every field the JSON has is documented in docs/report-json.md, and the reverse.
+  std::string doc = ReadFile(std::string(PARMON_SOURCE_DIR) + "/docs/report-json.md");
+  ASSERT_FALSE(doc.empty());
+  std::set<std::string> documented;
+  std::regex field_re("`([a-z_0-9]+)`");
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), field_re); it != std::sregex_iterator(); ++it)
+    documented.insert((*it)[1]);
+  std::set<std::string> present;
+  std::function<void(const json&)> walk = [&](const json& x) {
+    if (x.is_object()) {
+      for (auto it = x.begin(); it != x.end(); ++it) {
+        // lost_by_location is keyed by location id, not by field name.
+        if (!std::all_of(it.key().begin(), it.key().end(), ::isdigit)) present.insert(it.key());
+        walk(it.value());
+      }
+    } else if (x.is_array()) {
+      for (const auto& y : x) walk(y);
+    }
+  };
+  walk(j);
+  for (const auto& k : present) EXPECT_TRUE(documented.count(k)) << "undocumented JSON field " << k;
+}
+
+TEST_F(MpiGolden, TextTablesFitIn80Columns) {
+  RunResult run = Parmon({"report", path_});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string& t = run.out;
+  // Lost events at the top, before the diagnosis, with the count and where.
+  size_t lost = t.find("LOST");
+  ASSERT_NE(lost, std::string::npos) << t;
+  EXPECT_LT(lost, t.find("Diagnosis"));
+  EXPECT_NE(t.find("5 events were lost (rank 1 5)"), std::string::npos) << t;
+  for (const char* section : {"Diagnosis", "Locations", "Communication", "Intervals", "Wait states"})
+    EXPECT_NE(t.find(section), std::string::npos) << section;
+  EXPECT_NE(t.find("late receiver"), std::string::npos);
+  EXPECT_NE(t.find("wait at barrier"), std::string::npos);
+  EXPECT_EQ(t.find("\033["), std::string::npos) << "no colour when not a terminal";
+  size_t start = 0;
+  while (start < t.size()) {
+    size_t end = t.find('\n', start);
+    std::string line = t.substr(start, end - start);
+    // Columns, not bytes: the sparklines are 3-byte UTF-8 characters.
+    size_t cols = 0;
+    for (unsigned char c : line) cols += (c & 0xC0) != 0x80;
+    EXPECT_LE(cols, 80u) << line;
+    start = end + 1;
+  }
+  RunResult colored = Parmon({"report", path_, "--color", "always"});
+  EXPECT_NE(colored.out.find("\033["), std::string::npos);
+}
+
+TEST_F(MpiGolden, CsvAndHtml) {
+  RunResult csv = Parmon({"report", path_, "--format", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  for (const char* table : {"summary", "locations", "regions", "links", "intervals", "wait_states", "diagnosis"})
+    EXPECT_NE(csv.out.find(std::string("# table: ") + table + "\n"), std::string::npos) << table;
+  EXPECT_NE(csv.out.find("mpi,0,1,rank 0,rank 1,1,1000,2400000,2000000,400000,2000000,0\n"), std::string::npos)
+      << csv.out;
+  std::string html = dir_.File("r.html");
+  RunResult h = Parmon({"report", path_, "--format", "html", "-o", html});
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  std::string page = ReadFile(html);
+  EXPECT_NE(page.find("<html"), std::string::npos);
+  EXPECT_NE(page.find("id=\"report-data\""), std::string::npos);
+  EXPECT_NE(page.find("5 events were lost"), std::string::npos);
+  // Self-contained: no external scripts or stylesheets.
+  EXPECT_EQ(page.find("<script src"), std::string::npos);
+  EXPECT_EQ(page.find("<link "), std::string::npos);
+  bool has_charts = page.find("echarts.init") != std::string::npos;
+  bool says_no_charts = page.find("id=\"no-charts\"") != std::string::npos;
+  EXPECT_NE(has_charts, says_no_charts) << "either charts or a clear note that there are none";
+  EXPECT_EQ(has_charts, !analysis::BundledChartLibrary().empty());
+  // Without the library the page still says so clearly.
+  analysis::Results r = AnalyzeFile(path_);
+  std::string bare = analysis::RenderHtml(r, "");
+  EXPECT_NE(bare.find("has no charts"), std::string::npos);
+}
+
+// Four threads sampled, each running 5 ms and runnable 5 ms of every 10 ms, on 2 CPUs busy the
+// whole time: half of the thread time is queued.
+TEST(SampledGolden, QueuedFoundAndCpuUtilisation) {
+  TempDir dir;
+  std::string path = dir.File("q.ptrace");
+  TraceBuilder b(path);
+  b.Session({{"command", "spin 4"}, {"start_ts", std::to_string(kT0)}, {"cpus", "2"}});
+  b.Process(300, 1, "spin");
+  for (uint32_t t = 0; t < 4; ++t) b.Thread(1 + t, 300, 301 + t, "spin");
+  b.Cpu(10, 0);
+  b.Cpu(11, 1);
+  for (uint32_t t = 0; t < 4; ++t) {
+    b.Ev(1 + t, 0, Kind::kThreadBegin);
+    for (int k = 1; k <= 10; ++k)
+      b.Ev(1 + t, k * 10 * kMs, Kind::kThreadStates, {5 * kMs, 5 * kMs, 0, 0, 0, 0, 0, 0}, "",
+           format::Source::kSampler);
+  }
+  for (uint32_t c = 10; c <= 11; ++c)
+    for (int k = 1; k <= 10; ++k)
+      b.Ev(c, k * 10 * kMs, Kind::kCpuSample, {10 * kMs, 0, 0, 0}, "", format::Source::kSampler);
+  ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + 100 * kMs)}}));
+  analysis::Results r = AnalyzeFile(path);
+  ASSERT_EQ(r.locations.size(), 6u);
+  EXPECT_EQ(r.locations[0].state_source, "sampled");
+  EXPECT_EQ(r.locations[0].states[int(analysis::State::kRunning)], 50 * kMs);
+  EXPECT_EQ(r.locations[0].states[int(analysis::State::kRunnable)], 50 * kMs);
+  EXPECT_EQ(r.locations[0].cpu_ns, 50 * kMs);
+  EXPECT_EQ(r.locations[4].kind, "cpu");
+  EXPECT_NEAR(r.intervals.location_mean[4], 1.0, 1e-9);
+  EXPECT_NEAR(r.intervals.location_mean[0], 0.5, 1e-9);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].id, "queued");
+  EXPECT_EQ(r.findings[0].text,
+            "4 runnable threads on 2 CPUs: 50% of thread time is spent queued, waiting for a CPU");
+  EXPECT_EQ(r.findings[0].time_at_stake_ns, 200 * kMs);
+}
+
+// A three-stage pipeline over pipes: A -> B -> C, C is slow. A's writes block 60% of the run on
+// the full pipe to B, B's 80% on the pipe to C; C reads without waiting. The bottleneck is C.
+TEST(ChannelGolden, PipelineBottleneckIsTheLastStage) {
+  TempDir dir;
+  std::string path = dir.File("p.ptrace");
+  TraceBuilder b(path);
+  b.Session({{"command", "pipeline"}, {"start_ts", std::to_string(kT0)}});
+  b.Thread(1, 401, 401, "stage-a");
+  b.Thread(2, 402, 402, "stage-b");
+  b.Thread(3, 403, 403, "stage-c");
+  b.Ev(1, 0, Kind::kChanInfo, {4, 1, 9001, 0}, "pipe:[9001]");
+  b.Ev(2, 0, Kind::kChanInfo, {3, 1, 9001, 0}, "pipe:[9001]");
+  b.Ev(2, 0, Kind::kChanInfo, {4, 1, 9002, 0}, "pipe:[9002]");
+  b.Ev(3, 0, Kind::kChanInfo, {3, 1, 9002, 0}, "pipe:[9002]");
+  for (int k = 0; k < 10; ++k) {
+    uint64_t t = k * 10 * kMs;
+    b.Ev(1, t + 10 * kMs, Kind::kChanWrite, {4, 4096, TraceBuilder::At(t + 4 * kMs), 0});
+    b.Ev(2, t + 2 * kMs, Kind::kChanRead, {3, 4096, TraceBuilder::At(t), 0});
+    b.Ev(2, t + 10 * kMs, Kind::kChanWrite, {4, 4096, TraceBuilder::At(t + 2 * kMs), 0});
+    b.Ev(3, t + 10 * kMs, Kind::kChanRead, {3, 4096, TraceBuilder::At(t + 10 * kMs), 0});
+  }
+  ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + 100 * kMs)}}));
+  analysis::Options o;
+  analysis::Results r = AnalyzeFile(path, o);
+  ASSERT_EQ(r.links.size(), 2u);
+  EXPECT_EQ(r.links[0].kind, "channel");
+  EXPECT_EQ(r.links[0].from_label, "stage-a (401)");
+  EXPECT_EQ(r.links[0].to_label, "stage-b (402)");
+  EXPECT_EQ(r.links[0].bytes, 10u * 4096);
+  EXPECT_EQ(r.links[0].sender_wait_ns, 60 * kMs);
+  EXPECT_EQ(r.links[0].receiver_wait_ns, 20 * kMs);
+  EXPECT_EQ(r.links[1].sender_wait_ns, 80 * kMs);
+  ASSERT_FALSE(r.findings.empty());
+  const auto& f = r.findings[0];
+  EXPECT_EQ(f.id, "link-wait-send");
+  EXPECT_NE(f.text.find("stage-b (402) waits 80% of the run sending to stage-c (403): stage-c (403) is "
+                        "the bottleneck"),
+            std::string::npos)
+      << f.text;
+  // A's wait passes along B to the same bottleneck: one finding, with A's wait as evidence.
+  EXPECT_NE(f.evidence.find("stage-a (401) waits 60%"), std::string::npos) << f.evidence;
+}
+
+TEST(DiffAndScaleViews, DiffSaysWhatChanged) {
+  TempDir dir;
+  BuildMpiTrace(dir.File("a.ptrace"));
+  RunResult run = Parmon({"diff", dir.File("a.ptrace"), dir.File("a.ptrace"), "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json j = json::parse(run.out);
+  EXPECT_EQ(j["duration_change"], 0.0);
+  EXPECT_TRUE(j["findings_new"].empty());
+  EXPECT_EQ(j["locations"].size(), 2u);
+  RunResult text = Parmon({"diff", dir.File("a.ptrace"), dir.File("a.ptrace")});
+  EXPECT_NE(text.out.find("B is the same"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace parmon::testing
