@@ -17,6 +17,7 @@ using format::Kind;
 
 struct LocationStats {
   uint64_t events = 0;
+  std::map<std::string, uint64_t> by_source;  // runtime, sched, sampler, recorder
   uint64_t lost = 0;
   uint64_t first = UINT64_MAX;
   uint64_t last = 0;
@@ -70,6 +71,9 @@ int RunInfo(int argc, char** argv) {
   for (const auto& s : r.streams()) {
     auto& st = stats[s.location];
     st.events += s.events;
+    static const char* kSourceNames[] = {"definitions", "runtime", "sched", "sampler", "recorder"};
+    auto src = static_cast<size_t>(s.source);
+    st.by_source[src < 5 ? kSourceNames[src] : "other"] += s.events;
     st.first = std::min(st.first, s.first_ts);
     st.last = std::max(st.last, s.last_ts);
   }
@@ -131,6 +135,7 @@ int RunInfo(int argc, char** argv) {
         l["name"] = it->second.name;
       }
       l["events"] = st.events;
+      l["events_by_source"] = st.by_source;
       l["lost"] = st.lost;
       l["first_ts"] = st.first == UINT64_MAX ? 0 : st.first;
       l["last_ts"] = st.last;

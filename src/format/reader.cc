@@ -132,6 +132,8 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path
 Status TraceReader::Scan(const OpenOptions& options) {
   std::map<std::pair<uint32_t, uint8_t>, size_t> stream_index;
   std::map<std::pair<uint32_t, uint8_t>, uint64_t> end_totals;
+  // Events in chunks already reported as damaged (so the END totals do not report them twice).
+  std::map<std::pair<uint32_t, uint8_t>, uint64_t> reported_damaged;
   bool have_end = false;
   uint64_t offset = sizeof(FileHeader);
   std::vector<uint8_t> payload;
@@ -212,6 +214,7 @@ Status TraceReader::Scan(const OpenOptions& options) {
     if (need_payload) {
       Status s = ReadPayload(ref, &payload);
       if (!s.ok()) {
+        if (type == ChunkType::kEvents) reported_damaged[{h.location, h.source}] += h.event_count;
         offset = end;
         ++chunk_number;
         continue;  // ReadPayload recorded the problem
@@ -295,6 +298,7 @@ Status TraceReader::Scan(const OpenOptions& options) {
       if (key.second == static_cast<uint8_t>(Source::kDefinitions)) continue;
       auto it = stream_index.find(key);
       uint64_t have = it == stream_index.end() ? 0 : streams_[it->second].events;
+      have += reported_damaged[key];
       if (have < expected) {
         AddProblem({UINT64_MAX - key.first * 256ull - key.second,
                     fmt::format("location {} is missing {} of its {} events in damaged chunks",

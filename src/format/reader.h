@@ -114,6 +114,11 @@ class TraceReader {
 
   // Decodes one chunk. On damage returns an error naming the chunk and records a Problem.
   Status ReadChunk(const ChunkRef& ref, DecodedChunk* out) const;
+  // Reads one chunk's payload, checked and decompressed, for decoding with EventDecoder (damage
+  // is recorded as by ReadChunk).
+  Status ReadRawPayload(const ChunkRef& ref, std::vector<uint8_t>* out) const {
+    return ReadPayload(ref, out);
+  }
 
  private:
   TraceReader() = default;

@@ -220,16 +220,23 @@ void Recorder::FlushEncoder(format::StreamEncoder* enc) {
   if (options_.overflow == shm::Overflow::kOverwrite && enc->source() != Source::kDefinitions) {
     // Flight recorder: keep the newest encoded bytes in memory; write them at the end.
     Held h{enc->location(), enc->source(), enc->first_ts(), enc->last_ts(), enc->count(),
+           lost_in_encoder_[enc].count, lost_in_encoder_[enc].records,
            std::vector<uint8_t>(enc->bytes().data(), enc->bytes().data() + enc->bytes().size())};
+    lost_in_encoder_[enc] = PendingLost{};
     held_bytes_ += h.bytes.size();
     held_.push_back(std::move(h));
-    size_t drop = 0;
-    while (held_bytes_ > options_.flight_bytes && drop + 1 < held_.size()) {
-      held_bytes_ -= held_[drop].bytes.size();
-      overwritten_by_location_[held_[drop].location] += held_[drop].count;
-      ++drop;
+    // Evict the chunks whose data starts earliest until the newest data fits the budget.
+    while (held_bytes_ > options_.flight_bytes && held_.size() > 1) {
+      auto oldest = std::min_element(held_.begin(), held_.end(), [](const Held& a, const Held& b) {
+        return a.first_ts < b.first_ts;
+      });
+      const uint64_t events = oldest->count - oldest->lost_records;
+      overwritten_[{oldest->location, oldest->source}] += events;
+      lost_by_location_[oldest->location] += events;
+      evicted_lost_[{oldest->location, oldest->source}] += oldest->lost_inside;
+      held_bytes_ -= oldest->bytes.size();
+      held_.erase(oldest);
     }
-    if (drop > 0) held_.erase(held_.begin(), held_.begin() + static_cast<long>(drop));
     enc->Reset();
     return;
   }
@@ -270,6 +277,8 @@ void Recorder::HandleSpecial(RingCursor& cur, shm::RingControl& ctl, Event& e) {
     case Kind::kLost:
       cur.lost_reported += e.args[0];
       lost_by_location_[cur.location] += e.args[0];
+      lost_in_encoder_[cur.encoder].count += e.args[0];
+      lost_in_encoder_[cur.encoder].records += 1;
       cur.encoder->Append(e);
       break;
     default:
@@ -280,21 +289,29 @@ void Recorder::HandleSpecial(RingCursor& cur, shm::RingControl& ctl, Event& e) {
 
 namespace {
 
-// Routes drained events to the thread's stream; definitions and names to the definitions stream.
+// Routes drained events to the thread's stream, cutting a chunk whenever the stream's encoded
+// bytes reach the limit (a single drain may move a whole ring); definitions and names go to the
+// definitions stream through `special`.
 class RecorderSink : public DrainSink {
  public:
-  RecorderSink(Recorder* recorder, format::StreamEncoder* encoder,
-               std::function<void(Event&)> special)
-      : recorder_(recorder), encoder_(encoder), special_(std::move(special)) {}
+  RecorderSink(format::StreamEncoder* encoder, uint64_t limit, std::function<void(Event&)> special,
+               std::function<void()> cut)
+      : encoder_(encoder), limit_(limit), special_(std::move(special)), cut_(std::move(cut)) {}
   void OnCompact(uint16_t kind, uint64_t ts, uint64_t arg) override {
     encoder_->AppendOneArg(kind, ts, arg);
+    if (encoder_->raw_size() >= limit_) [[unlikely]]
+      cut_();
   }
-  void OnEvent(Event& e) override { special_(e); }
+  void OnEvent(Event& e) override {
+    special_(e);
+    if (encoder_->raw_size() >= limit_) cut_();
+  }
 
  private:
-  Recorder* recorder_;
   format::StreamEncoder* encoder_;
+  uint64_t limit_;
   std::function<void(Event&)> special_;
+  std::function<void()> cut_;
 };
 
 }  // namespace
@@ -313,20 +330,22 @@ size_t Recorder::DrainRing(uint32_t index, bool final_pass) {
     cur.location = ThreadLocation(ctl.pid, ctl.tid);
     cur.encoder = EncoderFor(cur.location, Source::kRuntime);
   }
-  RecorderSink sink(this, cur.encoder, [&](Event& e) {
-    e.location = cur.location;
-    e.source = Source::kRuntime;
-    HandleSpecial(cur, ctl, e);
-  });
+  RecorderSink sink(
+      cur.encoder, chunk_bytes_,
+      [&](Event& e) {
+        e.location = cur.location;
+        e.source = Source::kRuntime;
+        HandleSpecial(cur, ctl, e);
+      },
+      [&] {
+        FlushEncoder(&defs_);
+        FlushEncoder(cur.encoder);
+      });
   uint64_t corrupt_before = drainer_->corruptions();
   size_t n = drainer_->Drain(index, clock_, sink);
   if (drainer_->corruptions() != corrupt_before)
     lost_by_location_[cur.location] += drainer_->corruptions() - corrupt_before;
   events_seen_ += n;
-  if (cur.encoder->raw_size() >= (256u << 10)) {
-    FlushEncoder(&defs_);
-    FlushEncoder(cur.encoder);
-  }
   (void)final_pass;
   if (state == shm::kRetired) RetireRing(index);
   return n;
@@ -338,15 +357,22 @@ void Recorder::RetireRing(uint32_t index) {
   uint64_t dropped = ctl.dropped.load(std::memory_order_relaxed);
   if (dropped > cur.lost_reported) {
     // The thread ended while still dropping: the recorder reports the rest.
-    Event e;
-    e.kind = static_cast<uint16_t>(Kind::kRingLost);
-    e.nargs = 2;
-    e.args[0] = dropped - cur.lost_reported;
-    e.args[1] = 0;
-    e.ts = clock_.NowNs();
-    lost_by_location_[cur.location] += dropped - cur.lost_reported;
-    EncoderFor(cur.location, Source::kRecorder)->Append(e);
-    ++events_seen_;
+    const uint64_t n = dropped - cur.lost_reported;
+    lost_by_location_[cur.location] += n;
+    if (options_.overflow == shm::Overflow::kOverwrite) {
+      // A flight recorder might evict this report with its chunk: it joins the final RingLost.
+      evicted_lost_[{cur.location, Source::kRuntime}] += n;
+      overwritten_[{cur.location, Source::kRuntime}] += 0;
+    } else {
+      Event e;
+      e.kind = static_cast<uint16_t>(Kind::kRingLost);
+      e.nargs = 2;
+      e.args[0] = n;
+      e.args[1] = 0;
+      e.ts = clock_.NowNs();
+      EncoderFor(cur.location, Source::kRecorder)->Append(e);
+      ++events_seen_;
+    }
   }
   FlushEncoder(&defs_);
   FlushEncoder(cur.encoder);
@@ -409,6 +435,12 @@ Status Recorder::StartChild(const std::vector<std::string>& argv) {
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0)
     return Status::Error(fmt::format("cannot create a pipe: {}", strerror(errno)));
+  int go_pipe[2];  // the child execs once the sources have seen it (ChildCreated)
+  if (pipe2(go_pipe, O_CLOEXEC) != 0) {
+    close(err_pipe[0]);
+    close(err_pipe[1]);
+    return Status::Error(fmt::format("cannot create a pipe: {}", strerror(errno)));
+  }
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -421,6 +453,10 @@ Status Recorder::StartChild(const std::vector<std::string>& argv) {
     sigprocmask(SIG_SETMASK, &none, nullptr);
     setenv(shm::kEnvSegment, seg_name.c_str(), 1);
     setenv("LD_PRELOAD", preload.c_str(), 1);
+    close(go_pipe[1]);
+    char go;
+    while (read(go_pipe[0], &go, 1) < 0 && errno == EINTR) {
+    }
     execvp(cargv[0], cargv.data());
     int e = errno;
     ssize_t w = write(err_pipe[1], &e, sizeof e);
@@ -428,6 +464,12 @@ Status Recorder::StartChild(const std::vector<std::string>& argv) {
     _exit(127);
   }
   close(err_pipe[1]);
+  close(go_pipe[0]);
+  for (auto& src : sources_) {
+    Status s = src->ChildCreated(*this, pid);
+    if (!s.ok()) fmt::print(stderr, "parmon record: {}: {}\n", src->name(), s.message());
+  }
+  close(go_pipe[1]);  // end of file: the child goes on to exec
   int child_errno = 0;
   ssize_t r;
   do {
@@ -439,6 +481,28 @@ Status Recorder::StartChild(const std::vector<std::string>& argv) {
     waitpid(pid, nullptr, 0);
     return Status::Error(fmt::format("cannot run {}: {}", argv[0], strerror(child_errno)));
   }
+  return Status::Ok();
+}
+
+// A process we did not start: followed until it is gone (or a zombie nobody reaped yet).
+static bool ProcessAlive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  std::string stat = ReadSmallFile(fmt::format("/proc/{}/stat", pid));
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+Status Recorder::AttachTo(pid_t pid) {
+  if (pid == getpid()) return Status::Error("parmon cannot follow itself");
+  if (kill(pid, 0) != 0) {
+    if (errno == ESRCH) return Status::Error(fmt::format("there is no process {}", pid));
+    if (errno == EPERM)
+      return Status::Error(fmt::format("process {} belongs to another user; run parmon as that "
+                                       "user or as root",
+                                       pid));
+  }
+  if (!ProcessAlive(pid)) return Status::Error(fmt::format("process {} has already exited", pid));
+  child_pid_ = pid;
   return Status::Ok();
 }
 
@@ -491,7 +555,8 @@ void Recorder::PrintStatus(bool final_line) {
 }
 
 StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
-  if (argv.empty()) return Status::Error("no command given: parmon record [options] -- CMD ARGS");
+  if (argv.empty() && options_.attach_pid <= 0)
+    return Status::Error("no command given: parmon record [options] -- CMD ARGS");
   clock_ = CalibrateClock();
   clock_first_sample_ = SampleTscAndMonotonic();
   start_ns_ = clock_.NowNs();
@@ -504,6 +569,10 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   so.ticks_are_tsc = clock_.ticks_are_tsc;
   PARMON_ASSIGN_OR_RETURN(segment_, Segment::Create(so));
   cursors_.resize(so.ring_count);
+  // A flight recorder evicts whole chunks: keep them small against its budget.
+  chunk_bytes_ = 256u << 10;
+  if (options_.overflow == shm::Overflow::kOverwrite)
+    chunk_bytes_ = std::clamp<uint64_t>(options_.flight_bytes / 16, 4096, chunk_bytes_);
   drainer_ = std::make_unique<RingDrainer>(*segment_);
   format::WriterOptions wo;
   wo.zstd_level = options_.zstd_level;
@@ -518,7 +587,8 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   // Orphaned grandchildren come to us, so the session follows every process the command starts.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  PARMON_RETURN_IF_ERROR(StartChild(argv));
+  PARMON_RETURN_IF_ERROR(options_.attach_pid > 0 ? AttachTo(options_.attach_pid)
+                                                  : StartChild(argv));
   Status ws = writer_->WriteSession(SessionValues(argv));
   if (!ws.ok()) NoteWriteError(ws);
   for (auto& src : sources_) {
@@ -534,11 +604,20 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
     while (read(signal_fd_, &si, sizeof si) == sizeof si) {
       if (si.ssi_signo == SIGCHLD) {
         ReapChildren();
+      } else if (options_.attach_pid > 0) {
+        child_exited_ = true;  // attached: Ctrl-C ends the recording, not the process
+        child_exit_ns_ = clock_.NowNs();
       } else if (child_pid_ > 0 && !child_exited_) {
         kill(child_pid_, static_cast<int>(si.ssi_signo));  // forward INT/TERM/HUP/QUIT
       }
     }
     ReapChildren();
+    if (options_.attach_pid > 0 && !child_exited_ &&
+        (!ProcessAlive(child_pid_) ||
+         (options_.duration_ns && clock_.NowNs() - start_ns_ >= options_.duration_ns))) {
+      child_exited_ = true;
+      child_exit_ns_ = clock_.NowNs();
+    }
     size_t drained = DrainAll(false);
     uint64_t now = clock_.NowNs();
     for (auto& src : sources_) src->Poll(*this, now);
@@ -611,14 +690,17 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
         break;
       }
     }
-    for (const auto& [loc, n] : overwritten_by_location_) {
+    for (const auto& [key, n] : overwritten_) {
+      const auto [loc, source] = key;
       Event e;
       e.kind = static_cast<uint16_t>(Kind::kRingLost);
       e.nargs = 2;
-      e.args[0] = n;
+      e.args[0] = n + evicted_lost_[key];
       e.args[1] = 0;
       e.ts = start_ns_;
-      format::StreamEncoder enc(loc, Source::kRecorder);
+      // Losses of the program's own events go to the recorder's stream of the location, those of
+      // the recorder's sources (sampler, switches) to that source's stream.
+      format::StreamEncoder enc(loc, source == Source::kRuntime ? Source::kRecorder : source);
       enc.Append(e);
       if (!write_failed_) {
         Status s = writer_->Flush(&enc);
@@ -634,7 +716,7 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
     lost_list += fmt::format("{}:{};", loc, n);
   }
   uint64_t overwritten = 0;
-  for (const auto& [loc, n] : overwritten_by_location_) overwritten += n;
+  for (const auto& [key, n] : overwritten_) overwritten += n;
   uint64_t unattached = segment_->header()->unattached_dropped.load(std::memory_order_relaxed);
   uint64_t end_ns = clock_.NowNs();
   std::vector<std::pair<std::string, std::string>> end_kv = {
@@ -663,7 +745,7 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
                "chunk; {} events could not be written)\n",
                options_.output, write_error_, events_unwritten_);
   }
-  if (result.lost > 0 && !options_.quiet)
+  if (result.lost > 0)
     fmt::print(stderr, "parmon record: {} events were lost (see parmon info {})\n", result.lost,
                options_.output);
   return result;

@@ -34,6 +34,9 @@ class RecorderSource {
  public:
   virtual ~RecorderSource() = default;
   virtual const char* name() const = 0;
+  // Between fork and the command's exec (the child waits meanwhile), so a source can attach to
+  // the process from its first instruction. Not called when attaching to a running process.
+  virtual Status ChildCreated(Recorder&, pid_t) { return Status::Ok(); }
   // After the command started (its pid is Recorder::child_pid()).
   virtual Status Start(Recorder& recorder) = 0;
   // From the recorder's loop, every iteration (at least every window).
@@ -55,6 +58,8 @@ struct RecordOptions {
   double children_grace_s = 10.0;  // after the command exits, how long to follow its children
   std::vector<std::string> extra_preload;  // more LD_PRELOAD libraries (preload families)
   std::vector<std::pair<std::string, std::string>> extra_session;  // more SESSION key/values
+  pid_t attach_pid = 0;      // -p: follow this running process instead of starting a command
+  uint64_t duration_ns = 0;  // with attach_pid: stop after this long (0: until it exits)
 };
 
 struct RecordResult {
@@ -77,6 +82,7 @@ class Recorder {
   // --- for sources ---
   const TickConversion& clock() const { return clock_; }
   pid_t child_pid() const { return child_pid_; }
+  bool attached() const { return options_.attach_pid > 0; }
   // The location of a thread (creates and defines it on first use).
   uint32_t ThreadLocation(uint32_t pid, uint32_t tid);
   // The location of a CPU (type kCpu).
@@ -103,10 +109,13 @@ class Recorder {
     format::Source source;
     uint64_t first_ts, last_ts;
     uint32_t count;
+    uint64_t lost_inside;  // counts of the Lost events among them
+    uint64_t lost_records;  // how many Lost events are among them
     std::vector<uint8_t> bytes;
   };
 
   Status StartChild(const std::vector<std::string>& argv);
+  Status AttachTo(pid_t pid);
   size_t DrainAll(bool final_pass);
   size_t DrainRing(uint32_t index, bool final_pass);
   void HandleSpecial(RingCursor& cur, shm::RingControl& ctl, format::Event& e);
@@ -137,8 +146,18 @@ class Recorder {
   std::map<uint32_t, uint64_t> lost_by_location_;
   std::vector<std::pair<std::string, std::string>> end_values_;
   std::vector<Held> held_;
+  uint64_t chunk_bytes_ = 256u << 10;  // encoded bytes per stream before a chunk is cut
+  // Counts of the Lost events in each encoder's pending bytes (overwrite mode must not lose them).
+  struct PendingLost {
+    uint64_t count = 0;    // sum of their counts
+    uint64_t records = 0;  // number of Lost events
+  };
+  std::unordered_map<const format::StreamEncoder*, PendingLost> lost_in_encoder_;
   uint64_t held_bytes_ = 0;
-  std::map<uint32_t, uint64_t> overwritten_by_location_;
+  // Flight recorder, per (location, source): events evicted, and the counts of Lost events that
+  // were among them (both go into one RingLost event per stream at the end).
+  std::map<std::pair<uint32_t, format::Source>, uint64_t> overwritten_;
+  std::map<std::pair<uint32_t, format::Source>, uint64_t> evicted_lost_;
   uint32_t next_location_ = 1;
   pid_t child_pid_ = -1;
   int child_status_ = 0;

@@ -215,12 +215,15 @@ PARMON_COLD bool Attach(ThreadRing* r) {
 PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
   if (r->in_slow_path) return false;  // a signal handler interrupted our own slow path
   r->in_slow_path = 1;
+  // The program's errno survives whatever system calls attaching or waiting makes.
+  const int saved_errno = errno;
   bool ok = false;
   SegmentHeader* seg = g_segment;
   if (r->state == kUnattached && !Attach(r)) r->state = kNoRing;
   if (r->state != kAttached) {
     if (seg) seg->unattached_dropped.fetch_add(1, std::memory_order_relaxed);
     r->in_slow_path = 0;
+    errno = saved_errno;
     return false;
   }
   const uint64_t capacity = r->mask + 1;
@@ -250,9 +253,16 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
     } else {
       timespec ts{0, 50000};
       nanosleep(&ts, nullptr);
+      // A recorder that was killed never drains again: stop recording rather than wait forever.
+      if (spins % 64 == 0 && kill(static_cast<pid_t>(seg->recorder_pid), 0) != 0 &&
+          errno == ESRCH) {
+        g_enabled.store(0, std::memory_order_relaxed);
+        break;
+      }
     }
   }
   r->in_slow_path = 0;
+  errno = saved_errno;
   return ok;
 }
 

@@ -1,5 +1,5 @@
 /* threads_regions THREADS ITERATIONS [SIDE_FILE]: every thread enters and leaves the region
- * "work" ITERATIONS times (2*ITERATIONS events per thread) and names itself "worker-<i>".
+ * "work" ITERATIONS times (2*ITERATIONS+1 events per thread with its name) and names itself "worker-<i>".
  * The main thread emits no region events. SIDE_FILE gets "threads=<n> events_per_thread=<m>". */
 #include <parmon/parmon.h>
 #include <pthread.h>
@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   if (argc > 3) {
     FILE* f = fopen(argv[3], "w");
     if (!f) return 1;
-    fprintf(f, "threads=%d events_per_thread=%ld\n", threads, 2 * g_iterations);
+    /* per worker: its name and 2 events per iteration */
+    fprintf(f, "threads=%d events_per_thread=%ld\n", threads, 2 * g_iterations + 1);
     fclose(f);
   }
   free(t);

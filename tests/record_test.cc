@@ -1,0 +1,444 @@
+// End-to-end tests of `parmon record`, `parmon info` and `parmon dump` on programs whose events
+// are known by construction: exact counts, nothing lost, crash safety of program and recorder,
+// exact loss accounting under overload, fork/exec, exit codes and signals.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "format/reader.h"
+#include "support/e2e.h"
+
+namespace parmon {
+namespace {
+
+using format::Kind;
+using testing::BinDir;
+using testing::Parmon;
+using testing::ReadFile;
+using testing::Run;
+using testing::TempDir;
+
+std::string Prog(const std::string& name) { return BinDir() + "/" + name; }
+
+nlohmann::json InfoJson(const std::string& trace) {
+  auto r = Parmon({"info", "--json", trace});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+std::map<std::string, long> ParseSide(const std::string& path) {
+  std::map<std::string, long> kv;
+  std::istringstream in(ReadFile(path));
+  std::string item;
+  while (in >> item) {
+    auto eq = item.find('=');
+    if (eq != std::string::npos) kv[item.substr(0, eq)] = std::stol(item.substr(eq + 1));
+  }
+  return kv;
+}
+
+// Per location: events by kind, and lost counts from Lost/RingLost events.
+struct Census {
+  std::map<uint32_t, std::map<uint16_t, uint64_t>> kinds;
+  std::map<uint32_t, uint64_t> lost;
+  std::map<uint32_t, uint64_t> total;
+};
+
+Census TakeCensus(const format::TraceReader& r) {
+  Census c;
+  format::MergeCursor cursor(r);
+  format::Event e;
+  while (cursor.Next(&e)) {
+    c.kinds[e.location][e.kind]++;
+    c.total[e.location]++;
+    // Losses of the program's own events (not of the sampler's or the switch recorder's).
+    if ((e.kind_enum() == Kind::kLost || e.kind_enum() == Kind::kRingLost) &&
+        (e.source == format::Source::kRuntime || e.source == format::Source::kRecorder))
+      c.lost[e.location] += e.args[0];
+  }
+  return c;
+}
+
+TEST(Record, ExactCountsPerThreadAndNothingLost) {
+  TempDir dir;
+  std::string trace = dir.File("t.ptrace"), side = dir.File("side");
+  auto r = Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "4", "250000", side});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto expect = ParseSide(side);
+  ASSERT_EQ(expect["threads"], 4);
+  nlohmann::json info = InfoJson(trace);
+  EXPECT_EQ(info["lost_events"], 0);
+  EXPECT_EQ(info["closed_cleanly"], true);
+  EXPECT_EQ(info["processes"], 1);
+  int workers = 0;
+  for (const auto& loc : info["locations"]) {
+    std::string name = loc["name"];
+    if (name.rfind("worker-", 0) != 0) continue;
+    ++workers;
+    EXPECT_EQ(loc["events_by_source"]["runtime"].get<long>(), expect["events_per_thread"]) << name;
+    EXPECT_EQ(loc["lost"], 0) << name;
+  }
+  EXPECT_EQ(workers, 4);
+  // Two million region events compress far below the 4-byte target.
+  EXPECT_LT(info["bytes_per_event"].get<double>(), 4.0);
+}
+
+TEST(Record, ProgramLinkedWithLibparmonRunsNormallyWithoutParmon) {
+  TempDir dir;
+  std::string side = dir.File("side");
+  auto r = testing::Run({Prog("threads_regions"), "3", "1000", side});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ParseSide(side)["threads"], 3);
+  auto k = testing::Run({Prog("all_kinds")});
+  EXPECT_EQ(k.exit_code, 0) << k.out << k.err;
+  EXPECT_NE(k.out.find("trace_data=1 too_large=2 active=0"), std::string::npos) << k.out;
+}
+
+TEST(Record, EveryApiCallIsRecordedWithItsValues) {
+  TempDir dir;
+  std::string trace = dir.File("t.ptrace");
+  auto r = Parmon({"record", "-q", "-o", trace, "--", Prog("all_kinds")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("trace_data=0 too_large=2 active=1"), std::string::npos) << r.out;
+  auto reader = format::TraceReader::Open(trace);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  const auto& defs = (*reader)->definitions();
+  format::MergeCursor cursor(**reader);
+  format::Event e;
+  std::vector<std::string> seen;
+  while (cursor.Next(&e)) {
+    switch (e.kind_enum()) {
+      case Kind::kRegionEnter:
+      case Kind::kRegionLeave:
+      case Kind::kMarker:
+        seen.push_back(std::string((*reader)->schema().name(e.kind)) + ":" +
+                       defs.Name(static_cast<uint32_t>(e.args[0])));
+        break;
+      case Kind::kTraceEvent:
+        seen.push_back("TraceEvent:" + std::to_string(e.args[0]));
+        break;
+      case Kind::kTraceData: {
+        ASSERT_EQ(e.payload.size(), 64u);
+        double row[8];
+        std::memcpy(row, e.payload.data(), 64);
+        EXPECT_EQ(row[7], 8.0);
+        seen.push_back("TraceData:" + std::to_string(e.args[0]));
+        break;
+      }
+      case Kind::kCounterInt:
+        EXPECT_EQ(static_cast<int64_t>(e.args[1]), -12345);
+        seen.push_back("CounterInt:" + defs.Name(static_cast<uint32_t>(e.args[0])));
+        break;
+      case Kind::kCounterDouble: {
+        double v;
+        std::memcpy(&v, &e.args[1], 8);
+        EXPECT_EQ(v, 2.5);
+        seen.push_back("CounterDouble");
+        break;
+      }
+      case Kind::kPause:
+        seen.push_back("Pause");
+        break;
+      case Kind::kResume:
+        seen.push_back("Resume");
+        break;
+      case Kind::kProcessName:
+        seen.push_back("ProcessName:" + std::string(e.payload));
+        break;
+      default:
+        break;
+    }
+  }
+  std::vector<std::string> expected = {
+      "ProcessName:all-kinds", "RegionEnter:outer", "TraceEvent:42",   "TraceData:42",
+      "CounterInt:items",      "CounterDouble",     "Marker:checkpoint", "RegionLeave:outer",
+      "Pause",                 "Resume",            "TraceEvent:100"};
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(defs.event_names.at(42), "matrix-row");
+  bool named = false;
+  for (const auto& [id, loc] : defs.locations) named |= loc.name == "main";
+  EXPECT_TRUE(named);
+}
+
+// Finds the first child process of `pid` (the recorder's command).
+pid_t ChildOf(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t child = 0;
+  f >> child;
+  return child;
+}
+
+TEST(Record, ProgramKilledAtARandomPointLosesNoCommittedEvent) {
+  std::mt19937 rng(std::random_device{}());
+  for (int trial = 0; trial < 3; ++trial) {
+    TempDir dir;
+    std::string trace = dir.File("t.ptrace"), side = dir.File("count");
+    int out_pipe[2];
+    ASSERT_EQ(pipe(out_pipe), 0);
+    pid_t rec = fork();
+    if (rec == 0) {
+      dup2(out_pipe[1], 1);
+      close(out_pipe[0]);
+      execl(testing::ParmonBin().c_str(), "parmon", "record", "-q", "-o", trace.c_str(), "--",
+            Prog("committed_counter").c_str(), side.c_str(), (char*)nullptr);
+      _exit(127);
+    }
+    close(out_pipe[1]);
+    char buf[16] = {};
+    ASSERT_GT(read(out_pipe[0], buf, sizeof buf), 0);  // "ready"
+    close(out_pipe[0]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 150));
+    pid_t prog = ChildOf(rec);
+    ASSERT_GT(prog, 0);
+    ASSERT_EQ(kill(prog, SIGKILL), 0);
+    int status;
+    ASSERT_EQ(waitpid(rec, &status, 0), rec);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGKILL);
+    uint64_t committed = 0;
+    {
+      std::ifstream f(side, std::ios::binary);
+      f.read(reinterpret_cast<char*>(&committed), 8);
+    }
+    ASSERT_GT(committed, 100000u);
+    auto reader = format::TraceReader::Open(trace);
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    EXPECT_TRUE((*reader)->closed_cleanly());
+    Census c = TakeCensus(**reader);
+    uint64_t recorded = 0;
+    for (auto& [loc, kinds] : c.kinds)
+      recorded += kinds[static_cast<uint16_t>(Kind::kRegionEnter)] +
+                  kinds[static_cast<uint16_t>(Kind::kRegionLeave)];
+    // Every committed event is there; at most the one in flight when the kill came on top.
+    EXPECT_GE(recorded, committed) << "trial " << trial;
+    EXPECT_LE(recorded, committed + 1) << "trial " << trial;
+  }
+}
+
+TEST(Record, RecorderKilledLeavesAReadableFileThatSaysWhatIsMissing) {
+  TempDir dir;
+  std::string trace = dir.File("t.ptrace");
+  pid_t rec = fork();
+  if (rec == 0) {
+    setpgid(0, 0);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    execl(testing::ParmonBin().c_str(), "parmon", "record", "-q", "-o", trace.c_str(), "--",
+          Prog("threads_regions").c_str(), "2", "20000000", (char*)nullptr);
+    _exit(127);
+  }
+  // Let it write a few chunks (the recorder flushes every 256 KiB of encoded events per thread).
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    if (std::filesystem::file_size(trace, ec) > 200000) break;
+  }
+  ASSERT_EQ(kill(rec, SIGKILL), 0);
+  int status;
+  waitpid(rec, &status, 0);
+  // The program notices its recorder is gone and runs on unrecorded; end it.
+  kill(-rec, SIGKILL);
+  auto info = Parmon({"info", trace});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("NOT closed cleanly"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("the trace was not closed"), std::string::npos) << info.out;
+  auto reader = format::TraceReader::Open(trace);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  EXPECT_GT((*reader)->total_events(), 10000u);
+  // Every event in a whole chunk reads back, in order.
+  Census c = TakeCensus(**reader);
+  uint64_t n = 0;
+  for (auto& [loc, t] : c.total) n += t;
+  EXPECT_EQ(n, (*reader)->total_events());
+}
+
+TEST(Record, DropModeUnderOverloadCountsEveryLostEventExactly) {
+  TempDir dir;
+  std::string trace = dir.File("t.ptrace"), side = dir.File("side");
+  auto r = Parmon({"record", "-q", "--overflow", "drop", "--buffer-size", "64K", "-o", trace, "--",
+                   Prog("threads_regions"), "2", "1000000", side});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  long per_thread = ParseSide(side)["events_per_thread"];
+  auto reader = format::TraceReader::Open(trace);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  Census c = TakeCensus(**reader);
+  int workers = 0;
+  uint64_t lost_total = 0;
+  for (const auto& [id, loc] : (*reader)->definitions().locations) {
+    if (loc.name.rfind("worker-", 0) != 0) continue;
+    ++workers;
+    auto& k = c.kinds[id];
+    uint64_t kept = k[static_cast<uint16_t>(Kind::kRegionEnter)] +
+                    k[static_cast<uint16_t>(Kind::kRegionLeave)] +
+                    k[static_cast<uint16_t>(Kind::kThreadName)];
+    EXPECT_EQ(kept + c.lost[id], static_cast<uint64_t>(per_thread)) << loc.name;
+    lost_total += c.lost[id];
+  }
+  EXPECT_EQ(workers, 2);
+  EXPECT_GT(lost_total, 0u) << "a 64 KiB ring at full speed should overflow";
+  nlohmann::json info = InfoJson(trace);
+  EXPECT_EQ(info["lost_events"].get<uint64_t>(), lost_total);
+  EXPECT_NE(r.err.find("events were lost"), std::string::npos) << r.err;
+}
+
+TEST(Record, OverwriteModeKeepsTheNewestEventsAndCountsTheRest) {
+  TempDir dir;
+  std::string trace = dir.File("t.ptrace"), side = dir.File("side");
+  auto r = Parmon({"record", "-q", "--overflow", "overwrite", "--flight-size", "256K", "-o", trace,
+                   "--", Prog("threads_regions"), "1", "2000000", side});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto reader = format::TraceReader::Open(trace);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  uint64_t overwritten = std::stoull((*reader)->SessionValue("overwritten_events", "0"));
+  EXPECT_GT(overwritten, 0u);  // (this figure includes evicted sampler events)
+  Census c = TakeCensus(**reader);
+  uint32_t worker = 0;
+  for (const auto& [id, loc] : (*reader)->definitions().locations)
+    if (loc.name == "worker-0") worker = id;
+  ASSERT_NE(worker, 0u);
+  auto& k = c.kinds[worker];
+  uint64_t kept = k[static_cast<uint16_t>(Kind::kRegionEnter)] +
+                  k[static_cast<uint16_t>(Kind::kRegionLeave)];
+  // Lost: what the flight recorder overwrote, plus what a full ring could not take (counted by
+  // the thread, as in drop mode). Kept + lost is everything the worker emitted (its name too).
+  EXPECT_GT(c.lost[worker], 0u);
+  EXPECT_LT(kept, 4000000u);
+  EXPECT_EQ(kept + k[static_cast<uint16_t>(Kind::kThreadName)] + c.lost[worker], 4000001u);
+  // The newest events are the ones kept: the very last region leave of the run is there.
+  format::MergeCursor cursor(**reader);
+  format::Event e, last_region;
+  while (cursor.Next(&e))
+    if (e.kind_enum() == Kind::kRegionLeave) last_region = e;
+  EXPECT_EQ(last_region.kind_enum(), Kind::kRegionLeave);
+}
+
+TEST(Record, FollowsForkAndExec) {
+  TempDir dir;
+  std::string trace = dir.File("t.ptrace");
+  auto r = Parmon({"record", "-q", "-o", trace, "--", Prog("fork_exec")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto reader = format::TraceReader::Open(trace);
+  ASSERT_TRUE(reader.ok());
+  const auto& defs = (*reader)->definitions();
+  EXPECT_EQ(defs.processes.size(), 2u);  // the parent, and the child (before and after exec)
+  Census c = TakeCensus(**reader);
+  std::map<std::string, uint64_t> by_region;
+  format::MergeCursor cursor(**reader);
+  format::Event e;
+  while (cursor.Next(&e))
+    if (e.kind_enum() == Kind::kRegionEnter) by_region[defs.Name(static_cast<uint32_t>(e.args[0]))]++;
+  EXPECT_EQ(by_region["parent"], 500u);
+  EXPECT_EQ(by_region["child"], 500u);
+  EXPECT_EQ(by_region["work"], 1000u);  // threads_regions 2 500 after the exec
+  bool exec_image = false;
+  for (const auto& [pid, p] : defs.processes)
+    exec_image |= p.command.find("threads_regions 2 500") != std::string::npos;
+  EXPECT_TRUE(exec_image);
+}
+
+TEST(Record, ExitCodesAndSignalsPassThrough) {
+  TempDir dir;
+  auto r = Parmon({"record", "-q", "-o", dir.File("a"), "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(r.exit_code, 3);
+  r = Parmon({"record", "-q", "-o", dir.File("b"), "--", "sh", "-c", "kill -9 $$"});
+  EXPECT_EQ(r.exit_code, 128 + 9);
+  r = Parmon({"record", "-q", "-o", dir.File("c"), "--", "/nonexistent/program"});
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.err.find("cannot run /nonexistent/program: No such file or directory"),
+            std::string::npos)
+      << r.err;
+  r = Parmon({"record", "-q", "-o", "/nonexistent-dir/x.ptrace", "--", "true"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("cannot create trace file"), std::string::npos) << r.err;
+  r = Parmon({"record", "--buffer-size", "lots", "--", "true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not a size"), std::string::npos) << r.err;
+}
+
+TEST(Record, ForwardsSigintAndClosesTheFile) {
+  TempDir dir;
+  std::string trace = dir.File("t.ptrace");
+  pid_t rec = fork();
+  if (rec == 0) {
+    execl(testing::ParmonBin().c_str(), "parmon", "record", "-q", "-o", trace.c_str(), "--",
+          "sleep", "30", (char*)nullptr);
+    _exit(127);
+  }
+  // Wait until the command runs, then interrupt the recorder.
+  for (int i = 0; i < 200 && ChildOf(rec) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto t0 = std::chrono::steady_clock::now();
+  kill(rec, SIGINT);
+  int status;
+  waitpid(rec, &status, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  auto reader = format::TraceReader::Open(trace);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_TRUE((*reader)->closed_cleanly());
+}
+
+TEST(Info, DamagedFilesGetAClearSentence) {
+  TempDir dir;
+  std::string junk = dir.File("junk");
+  std::ofstream(junk) << "this is not a trace";
+  auto r = Parmon({"info", junk});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is not a parmon trace"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  std::string trace = dir.File("t.ptrace");
+  ASSERT_EQ(Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "2", "300000"})
+                .exit_code,
+            0);
+  auto size = std::filesystem::file_size(trace);
+  std::filesystem::resize_file(trace, size * 2 / 3);
+  r = Parmon({"info", trace});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ends inside chunk"), std::string::npos) << r.out;
+  auto d = Parmon({"dump", trace});
+  EXPECT_NE(d.exit_code, 0);
+  EXPECT_NE(d.err.find("ends inside chunk"), std::string::npos);
+  EXPECT_GT(std::count(d.out.begin(), d.out.end(), '\n'), 1000);
+}
+
+TEST(Dump, FiltersByThreadAndTime) {
+  TempDir dir;
+  std::string trace = dir.File("t.ptrace");
+  ASSERT_EQ(Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "2", "1000"})
+                .exit_code,
+            0);
+  auto reader = format::TraceReader::Open(trace);
+  ASSERT_TRUE(reader.ok());
+  uint32_t tid = 0;
+  for (const auto& [id, loc] : (*reader)->definitions().locations)
+    if (loc.name == "worker-1") tid = loc.tid;
+  ASSERT_NE(tid, 0u);
+  auto d = Parmon({"dump", trace, "--tid", std::to_string(tid)});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  size_t lines = 0, regions = 0;
+  std::istringstream in(d.out);
+  for (std::string line; std::getline(in, line); ++lines)
+    regions += line.find(" Region") != std::string::npos;
+  EXPECT_EQ(regions, 2000u);
+  EXPECT_GE(lines, 2001u);
+  EXPECT_EQ(d.out.find("worker-0"), std::string::npos);
+  auto none = Parmon({"dump", trace, "--from", "100s"});
+  EXPECT_EQ(none.out, "");
+}
+
+}  // namespace
+}  // namespace parmon
