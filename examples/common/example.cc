@@ -190,6 +190,10 @@ nlohmann::json Location::ToJson() const {
   j["messages_received"] = PerPeer(messages_received);
   j["bytes_received"] = PerPeer(bytes_received);
   j["collectives"] = collectives;
+  nlohmann::json data = nlohmann::json::object();
+  for (const auto& [id, n] : trace_data)
+    data[std::to_string(id)] = n;
+  j["trace_data"] = data;
   return j;
 }
 

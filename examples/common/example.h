@@ -76,6 +76,7 @@ struct Location {
   std::map<int, uint64_t> messages_received;
   std::map<int, uint64_t> bytes_received;
   std::map<std::string, uint64_t> collectives;  // MPI function -> calls
+  std::map<uint32_t, uint64_t> trace_data;      // parmon_trace_data event id -> calls
 
   void CountSend(int peer, uint64_t bytes);
   void CountReceive(int peer, uint64_t bytes);

@@ -1,0 +1,208 @@
+// duty_cycle: threads whose behaviour is known by construction, for checking what the system
+// monitor (`parmon record` sampler and context switches) says about them. Uninstrumented: it
+// makes no parmon call, so it behaves the same under any monitor, and builds static as well.
+//
+//   duty_cycle [--seconds S] basic    spinner; sleeper (busy 10 ms, sleeps 10 ms of each 20 ms);
+//                                     pipe reader fed one byte every 100 ms; two threads
+//                                     contending for one mutex (hold 5 ms, 1 ms outside)
+//   duty_cycle [--seconds S] oversub  four spinners (on a 2-CPU machine each is queued ~half)
+//   duty_cycle [--seconds S] spin     one spinner (a target for `parmon record -p`)
+//
+// Each thread also measures its own truth, which the tests compare with parmon: wall time of its
+// loop (CLOCK_MONOTONIC, the session clock of parmon on machines without a perf TSC clock), CPU
+// time (CLOCK_THREAD_CPUTIME_ID), time inside its blocking call, and at the end of the loop its
+// voluntary/involuntary context-switch counters from /proc with the time they were read. One line
+// per thread on stdout:
+//   thread role=R tid=T start=NS end=NS cpu=NS blocked=NS read_begin=NS read_end=NS cpu_at_read=NS
+//          voluntary=N involuntary=N
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MS 1000000ull
+
+static uint64_t Now(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void SpinUntil(uint64_t deadline) {
+  while (Now(CLOCK_MONOTONIC) < deadline) {
+  }
+}
+
+struct Truth {
+  const char* role;
+  pid_t tid;
+  uint64_t start, end, cpu, blocked;
+  uint64_t read_begin, read_end, cpu_at_read, voluntary, involuntary;
+};
+
+static uint64_t g_seconds_ns = 3000ull * MS;
+static uint64_t g_stop;  // CLOCK_MONOTONIC deadline for every loop
+static int g_pipe[2];
+static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void Begin(struct Truth* t, const char* role) {
+  t->role = role;
+  t->tid = (pid_t)syscall(SYS_gettid);
+  t->start = Now(CLOCK_MONOTONIC);
+}
+
+// The thread's own /proc counters, read as the last act of its loop.
+static void Finish(struct Truth* t) {
+  t->end = Now(CLOCK_MONOTONIC);
+  t->cpu = Now(CLOCK_THREAD_CPUTIME_ID);
+  char path[64], buf[4096];
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)t->tid);
+  t->read_begin = Now(CLOCK_MONOTONIC);
+  FILE* f = fopen(path, "r");
+  if (f) {
+    while (fgets(buf, sizeof buf, f)) {
+      unsigned long long v;
+      if (sscanf(buf, "voluntary_ctxt_switches: %llu", &v) == 1) t->voluntary = v;
+      if (sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &v) == 1) t->involuntary = v;
+    }
+    fclose(f);
+  }
+  t->cpu_at_read = Now(CLOCK_THREAD_CPUTIME_ID);
+  t->read_end = Now(CLOCK_MONOTONIC);
+}
+
+static void* Spinner(void* arg) {
+  struct Truth* t = arg;
+  Begin(t, "spinner");
+  SpinUntil(g_stop);
+  Finish(t);
+  return NULL;
+}
+
+static void* Sleeper(void* arg) {
+  struct Truth* t = arg;
+  Begin(t, "sleeper");
+  for (uint64_t cycle = t->start; cycle + 20 * MS <= g_stop; cycle += 20 * MS) {
+    SpinUntil(cycle + 10 * MS);
+    struct timespec until = {(time_t)((cycle + 20 * MS) / 1000000000ull),
+                             (long)((cycle + 20 * MS) % 1000000000ull)};
+    uint64_t b = Now(CLOCK_MONOTONIC);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
+    }
+    t->blocked += Now(CLOCK_MONOTONIC) - b;
+  }
+  Finish(t);
+  return NULL;
+}
+
+static void* PipeReader(void* arg) {
+  struct Truth* t = arg;
+  Begin(t, "pipe_reader");
+  for (;;) {
+    char c;
+    uint64_t b = Now(CLOCK_MONOTONIC);
+    ssize_t n = read(g_pipe[0], &c, 1);
+    t->blocked += Now(CLOCK_MONOTONIC) - b;
+    if (n != 1 || c == 'q') break;
+  }
+  Finish(t);
+  return NULL;
+}
+
+static void* PipeFeeder(void* arg) {
+  (void)arg;
+  uint64_t next = Now(CLOCK_MONOTONIC);
+  for (;;) {
+    next += 100 * MS;
+    int last = next + 100 * MS > g_stop;
+    struct timespec until = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
+    }
+    char c = last ? 'q' : 'x';
+    if (write(g_pipe[1], &c, 1) != 1 || last) break;
+  }
+  return NULL;
+}
+
+static void* Contender(void* arg) {
+  struct Truth* t = arg;
+  Begin(t, "mutex");
+  while (Now(CLOCK_MONOTONIC) < g_stop) {
+    uint64_t b = Now(CLOCK_MONOTONIC);
+    pthread_mutex_lock(&g_mutex);
+    uint64_t got = Now(CLOCK_MONOTONIC);
+    t->blocked += got - b;
+    SpinUntil(got + 5 * MS);
+    pthread_mutex_unlock(&g_mutex);
+    SpinUntil(Now(CLOCK_MONOTONIC) + 1 * MS);  // lets the other one take the lock
+  }
+  Finish(t);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  const char* scenario = "basic";
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      double s = atof(argv[++i]);
+      if (s <= 0 || s > 3600) {
+        fprintf(stderr, "duty_cycle: --seconds must be between 0 and 3600\n");
+        return 2;
+      }
+      g_seconds_ns = (uint64_t)(s * 1e9);
+    } else if (strcmp(argv[i], "basic") == 0 || strcmp(argv[i], "oversub") == 0 ||
+               strcmp(argv[i], "spin") == 0) {
+      scenario = argv[i];
+    } else {
+      fprintf(stderr, "usage: duty_cycle [--seconds S] [basic|oversub|spin]\n");
+      return 2;
+    }
+  }
+  struct Truth truth[8];
+  memset(truth, 0, sizeof truth);
+  void* (*fns[8])(void*);
+  int n = 0;
+  pthread_t feeder;
+  int have_feeder = 0;
+  if (strcmp(scenario, "basic") == 0) {
+    if (pipe(g_pipe) != 0) {
+      perror("duty_cycle: pipe");
+      return 1;
+    }
+    fns[n++] = Spinner;
+    fns[n++] = Sleeper;
+    fns[n++] = PipeReader;
+    fns[n++] = Contender;
+    fns[n++] = Contender;
+    have_feeder = 1;
+  } else if (strcmp(scenario, "oversub") == 0) {
+    for (int i = 0; i < 4; ++i) fns[n++] = Spinner;
+  } else {
+    fns[n++] = Spinner;
+  }
+  printf("pid %d scenario %s\n", (int)getpid(), scenario);
+  fflush(stdout);
+  g_stop = Now(CLOCK_MONOTONIC) + g_seconds_ns;
+  pthread_t th[8];
+  for (int i = 0; i < n; ++i) pthread_create(&th[i], NULL, fns[i], &truth[i]);
+  if (have_feeder) pthread_create(&feeder, NULL, PipeFeeder, NULL);
+  for (int i = 0; i < n; ++i) pthread_join(th[i], NULL);
+  if (have_feeder) pthread_join(feeder, NULL);
+  for (int i = 0; i < n; ++i) {
+    const struct Truth* t = &truth[i];
+    printf("thread role=%s tid=%d start=%llu end=%llu cpu=%llu blocked=%llu read_begin=%llu "
+           "read_end=%llu cpu_at_read=%llu voluntary=%llu involuntary=%llu\n",
+           t->role, (int)t->tid, (unsigned long long)t->start, (unsigned long long)t->end,
+           (unsigned long long)t->cpu, (unsigned long long)t->blocked,
+           (unsigned long long)t->read_begin, (unsigned long long)t->read_end,
+           (unsigned long long)t->cpu_at_read, (unsigned long long)t->voluntary,
+           (unsigned long long)t->involuntary);
+  }
+  return 0;
+}
