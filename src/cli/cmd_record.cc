@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "recorder/recorder.h"
+#include "sched/sched.h"
 
 namespace parmon::cli {
 
@@ -24,6 +25,18 @@ int RunRecord(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--zstd-level", options.zstd_level, "compression level")->capture_default_str();
   app.add_flag("-q,--quiet", options.quiet, "no status line");
+  std::string period = "10ms", mode = "trace", duration, threads;
+  bool no_switches = false;
+  app.add_option("-t,--period", period, "sampling period of /proc, 1ms to 60s")
+      ->capture_default_str();
+  app.add_option("--mode", mode,
+                 "trace: keep every context switch; periodic: per-interval aggregates only")
+      ->check(CLI::IsMember({"trace", "periodic"}))
+      ->capture_default_str();
+  app.add_option("-p,--pid", options.attach_pid, "monitor this running process (no command)");
+  app.add_option("--duration", duration, "with -p: stop after this long, e.g. 10s");
+  app.add_option("--threads", threads, "monitor only these thread ids, e.g. 1234,1240");
+  app.add_flag("--no-switches", no_switches, "do not record context switches (sampling only)");
   app.prefix_command();
   try {
     app.parse(argc, argv);
@@ -32,7 +45,15 @@ int RunRecord(int argc, char** argv) {
   }
   std::vector<std::string> command = app.remaining();
   if (!command.empty() && command[0] == "--") command.erase(command.begin());
-  if (command.empty()) {
+  if (options.attach_pid < 0) {
+    fmt::print(stderr, "parmon record: -p needs a process id, not {}\n", options.attach_pid);
+    return 2;
+  }
+  if (options.attach_pid > 0 && !command.empty()) {
+    fmt::print(stderr, "parmon record: give either -p PID or a command, not both\n");
+    return 2;
+  }
+  if (command.empty() && options.attach_pid == 0) {
     fmt::print(stderr, "parmon record: no command given\nusage: parmon record [options] -- CMD [ARGS...]\n");
     return 2;
   }
@@ -48,6 +69,34 @@ int RunRecord(int argc, char** argv) {
     fmt::print(stderr, "parmon record: --window '{}' is not a duration (try 5ms)\n", window);
     return 2;
   }
+  sched::SchedOptions sched_options;
+  if (!recorder::ParseDuration(period, &sched_options.period_ns) ||
+      sched_options.period_ns < sched::kMinPeriodNs || sched_options.period_ns > sched::kMaxPeriodNs) {
+    fmt::print(stderr, "parmon record: -t '{}' is not a period from 1ms to 60s (try 10ms)\n", period);
+    return 2;
+  }
+  if (!duration.empty() && (options.attach_pid == 0 ||
+                            !recorder::ParseDuration(duration, &options.duration_ns) ||
+                            options.duration_ns == 0)) {
+    fmt::print(stderr, "parmon record: --duration '{}' needs -p and a duration such as 10s\n",
+               duration);
+    return 2;
+  }
+  if (!threads.empty()) {
+    std::string error;
+    if (!sched::ParseThreadList(threads, &sched_options.only_tids, &error)) {
+      fmt::print(stderr, "parmon record: --threads: {}\n", error);
+      return 2;
+    }
+  }
+  sched_options.periodic = mode == "periodic";
+  sched_options.attached = options.attach_pid > 0;
+  sched_options.switches = !no_switches;
+  options.extra_session.emplace_back("sample_period_ns", std::to_string(sched_options.period_ns));
+  options.extra_session.emplace_back("mode", mode);
+  if (options.attach_pid > 0)
+    options.extra_session.emplace_back("attached_pid", std::to_string(options.attach_pid));
+  if (!threads.empty()) options.extra_session.emplace_back("threads", threads);
   options.overflow = overflow == "drop"        ? shm::Overflow::kDrop
                      : overflow == "overwrite" ? shm::Overflow::kOverwrite
                                                : shm::Overflow::kBlock;
@@ -56,6 +105,7 @@ int RunRecord(int argc, char** argv) {
   for (const char* lib : {"libparmon_mpi.so", "libparmon_posix.so", "libparmon_pthread.so"})
     options.extra_preload.emplace_back(lib);
   recorder::Recorder rec(options);
+  sched::AddSchedSources(rec, sched_options);
   auto result = rec.Run(command);
   if (!result.ok()) {
     fmt::print(stderr, "parmon record: {}\n", result.status().message());

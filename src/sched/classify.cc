@@ -1,0 +1,135 @@
+#include "sched/classify.h"
+
+#include <sys/syscall.h>
+
+#include <algorithm>
+
+namespace parmon::sched {
+
+const char* ThreadStateName(ThreadState s) {
+  static const char* const kNames[kThreadStateCount] = {
+      "running", "runnable", "comm-wait", "lock-wait", "timer-wait", "io-wait", "stopped",
+      "other-wait"};
+  return kNames[static_cast<int>(s)];
+}
+
+ThreadState WaitState(char state_letter, uint64_t syscall) {
+  switch (state_letter) {
+    case 'T':
+    case 't':
+      return ThreadState::kStopped;
+    case 'D':
+      return ThreadState::kIoWait;  // uninterruptible: disk, NFS, page-in
+    case 'R':
+      return ThreadState::kRunnable;
+    default:
+      break;
+  }
+  switch (syscall) {
+    // Reading or writing a pipe, socket or terminal, or waiting for one to be ready.
+    case SYS_read:
+    case SYS_write:
+    case SYS_readv:
+    case SYS_writev:
+    case SYS_pread64:
+    case SYS_pwrite64:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_recvmmsg:
+    case SYS_sendto:
+    case SYS_sendmsg:
+    case SYS_sendmmsg:
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_connect:
+    case SYS_msgrcv:
+    case SYS_msgsnd:
+    case SYS_mq_timedreceive:
+    case SYS_mq_timedsend:
+    case SYS_splice:
+    case SYS_tee:
+      return ThreadState::kCommWait;
+    case SYS_futex:
+#ifdef SYS_futex_waitv
+    case SYS_futex_waitv:
+#endif
+    case SYS_flock:
+    case SYS_fcntl:  // F_SETLKW / F_OFD_SETLKW: the only fcntl commands that sleep
+    case SYS_semop:
+    case SYS_semtimedop:
+      return ThreadState::kLockWait;
+    case SYS_nanosleep:
+    case SYS_clock_nanosleep:
+      return ThreadState::kTimerWait;
+    default:
+      return ThreadState::kOtherWait;
+  }
+}
+
+void ThreadAccount::Begin(uint64_t start_ns, const SchedStat& baseline) {
+  *this = ThreadAccount();
+  last_ns_ = start_ns;
+  last_ = baseline;
+}
+
+StateSplit ThreadAccount::Update(const Reading& r, const std::function<bool()>& blocked_since_last) {
+  StateSplit split{};
+  if (r.now_ns <= last_ns_) return split;
+  const uint64_t interval = r.now_ns - last_ns_;
+  // Counters never go back; a task reusing a tid would, so start it over.
+  if (r.sched.cpu_ns < last_.cpu_ns || r.sched.run_delay_ns < last_.run_delay_ns) {
+    Begin(last_ns_, SchedStat{});
+  }
+  uint64_t cpu = r.sched.cpu_ns - last_.cpu_ns + cpu_carry_;
+  uint64_t repaid = std::min(cpu, cpu_credit_);  // running already booked ahead of the counter
+  cpu -= repaid;
+  cpu_credit_ -= repaid;
+  uint64_t running = std::min(cpu, interval);
+  cpu_carry_ = cpu - running;
+
+  uint64_t delay = r.sched.run_delay_ns - last_.run_delay_ns;
+  uint64_t credited = std::min(delay, runnable_credit_);
+  runnable_credit_ -= credited;
+  delay = delay - credited + delay_carry_;
+  uint64_t runnable = std::min(delay, interval - running);
+  delay_carry_ = delay - runnable;
+
+  uint64_t rest = interval - running - runnable;
+  const bool seen_runnable = r.state == 'R';
+  if (rest > 0 && seen_runnable && r.sched.run_count == last_.run_count && running > 0) {
+    // Never switched since the last reading and it ran: on a CPU the whole interval. The CPU
+    // counter lags by up to a tick; book the rest as running and repay it from later deltas.
+    running += rest;
+    cpu_credit_ += rest;
+    rest = 0;
+  }
+  if (rest > 0) {
+    ThreadState where;
+    if (!seen_runnable) {
+      where = WaitState(r.state, r.syscall);
+      if (where != ThreadState::kRunnable) last_wait_ = where;
+    } else if (rest > interval / 50 && blocked_since_last && blocked_since_last()) {
+      where = last_wait_;  // woke up since; it waited where it was last seen waiting
+    } else {
+      where = ThreadState::kRunnable;  // queued now, or the CPU counter's lag
+    }
+    if (where == ThreadState::kRunnable) runnable_credit_ += rest;
+    split[static_cast<int>(where)] += rest;
+  }
+  split[static_cast<int>(ThreadState::kRunning)] += running;
+  split[static_cast<int>(ThreadState::kRunnable)] += runnable;
+  last_ns_ = r.now_ns;
+  last_ = r.sched;
+  return split;
+}
+
+}  // namespace parmon::sched

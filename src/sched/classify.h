@@ -1,0 +1,78 @@
+// Thread-state accounting for the /proc sampler.
+//
+// The kernel keeps three exact cumulative counters per thread (schedstat: CPU time, run-queue
+// delay, times scheduled) but says what a thread is doing only at the instant we look (its state
+// letter and the system call it is blocked in). ThreadAccount turns one reading per period into
+// nanoseconds per state for the interval since the previous reading:
+//   running  = the CPU-time delta,
+//   runnable = the run-queue-delay delta,
+//   the rest = time the thread was neither on a CPU nor queued as far as the counters know, split
+//              by what the thread is doing now (blocked in futex: lock-wait, ...).
+// Two kernel details need care. The CPU time of a thread that is on a CPU lags by up to one
+// scheduler tick, and the run-queue delay of a queued thread is added only when it next runs; so
+// the rest of a thread seen runnable may be either, and is booked as runnable and credited back
+// when the delay arrives. A thread seen runnable that blocked since the last reading (its
+// voluntary switch count grew) spent the rest waiting; that wait is booked under the category it
+// was last seen waiting in. Over a run the sums stay exact: running adds up to the CPU time.
+#ifndef PARMON_SRC_SCHED_CLASSIFY_H_
+#define PARMON_SRC_SCHED_CLASSIFY_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+
+#include "sched/proc.h"
+
+namespace parmon::sched {
+
+// In the order of the ThreadStates event's args.
+enum class ThreadState : int {
+  kRunning = 0,
+  kRunnable,
+  kCommWait,
+  kLockWait,
+  kTimerWait,
+  kIoWait,
+  kStopped,
+  kOtherWait,
+};
+constexpr int kThreadStateCount = 8;
+const char* ThreadStateName(ThreadState s);
+
+// The state of a thread that is not running, from its /proc state letter and the (x86-64) system
+// call it is blocked in (kNoSyscall when unknown).
+ThreadState WaitState(char state_letter, uint64_t syscall);
+
+using StateSplit = std::array<uint64_t, kThreadStateCount>;
+
+struct Reading {
+  uint64_t now_ns = 0;
+  SchedStat sched;
+  char state = '?';
+  uint64_t syscall = kNoSyscall;
+};
+
+class ThreadAccount {
+ public:
+  // Starts the account at start_ns with the counters' values then (zero for a new thread).
+  void Begin(uint64_t start_ns, const SchedStat& baseline);
+  // The split of (previous reading, r.now_ns]. blocked_since_last is asked only when needed (the
+  // thread is seen runnable with time unaccounted for); it returns whether the thread blocked.
+  StateSplit Update(const Reading& r, const std::function<bool()>& blocked_since_last);
+
+  uint64_t last_ns() const { return last_ns_; }
+  const SchedStat& last() const { return last_; }
+
+ private:
+  uint64_t last_ns_ = 0;
+  SchedStat last_;
+  uint64_t cpu_carry_ = 0;        // CPU time not yet booked (it exceeded its interval)
+  uint64_t cpu_credit_ = 0;       // running booked ahead of the CPU counter (it lagged)
+  uint64_t delay_carry_ = 0;      // run-queue delay not yet booked
+  uint64_t runnable_credit_ = 0;  // runnable booked before the kernel added it to the delay
+  ThreadState last_wait_ = ThreadState::kOtherWait;
+};
+
+}  // namespace parmon::sched
+
+#endif  // PARMON_SRC_SCHED_CLASSIFY_H_

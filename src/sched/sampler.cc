@@ -1,0 +1,299 @@
+#include "sched/sampler.h"
+
+#include <fmt/format.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/clock.h"
+#include "sched/events.h"
+
+namespace parmon::sched {
+
+using format::Event;
+using format::Kind;
+
+namespace {
+
+constexpr uint64_t kDiscoverEvery = 5;  // passes between scans for child processes
+
+uint64_t ClockNs(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string TaskPath(uint32_t pid, uint32_t tid, const char* file) {
+  return fmt::format("/proc/{}/task/{}/{}", pid, tid, file);
+}
+
+}  // namespace
+
+SamplerCore::SamplerCore(SamplerOptions options, uint64_t session_start_ns)
+    : options_(std::move(options)), session_start_ns_(session_start_ns), proc_stat_("/proc/stat") {
+  boot_minus_now_ns_ = static_cast<int64_t>(ClockNs(CLOCK_BOOTTIME)) -
+                       static_cast<int64_t>(MonotonicNs());
+}
+
+void SamplerCore::AddProcess(uint32_t pid) {
+  if (pid == 0 || ended_.count(pid)) return;
+  auto [it, inserted] = processes_.try_emplace(pid);
+  if (inserted) it->second.stat = ProcFile(fmt::format("/proc/{}/stat", pid));
+}
+
+size_t SamplerCore::thread_count() const {
+  size_t n = 0;
+  for (const auto& [pid, p] : processes_) n += p.threads.size();
+  return n;
+}
+
+uint64_t SamplerCore::StartTimeNs(uint64_t start_ticks) const {
+  int64_t t = static_cast<int64_t>(start_ticks * NsPerClockTick()) - boot_minus_now_ns_;
+  return t > 0 ? static_cast<uint64_t>(t) : 0;
+}
+
+void SamplerCore::DiscoverChildren() {
+  std::vector<uint32_t> found;
+  for (const auto& [pid, p] : processes_)
+    for (const auto& [tid, t] : p.threads)
+      for (uint32_t child : ListChildren(pid, tid)) found.push_back(child);
+  for (uint32_t child : found) AddProcess(child);
+}
+
+void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
+  ++pass_;
+  if (pass_ == 1 || pass_ % kDiscoverEvery == 0) DiscoverChildren();
+  for (auto it = processes_.begin(); it != processes_.end();) {
+    SampleProcess(it->first, it->second, now_ns, out);
+    if (it->second.threads.empty() && pass_ > 1 && !it->second.stat.Read().data()) {
+      ended_.insert(it->first);
+      it = processes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Children found now are sampled from the next pass, with their start time as the interval start.
+  if (pass_ == 1) DiscoverChildren();
+  SampleCpus(now_ns, out);
+  prev_pass_ns_ = now_ns;
+}
+
+void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
+                                std::vector<Output>* out) {
+  std::vector<uint32_t> tids = ListTasks(pid);
+  uint64_t live_cpu = 0;
+  for (uint32_t tid : tids) {
+    if (!options_.only_tids.empty() && !options_.only_tids.count(tid)) continue;
+    auto [it, inserted] = p.threads.try_emplace(tid);
+    Thread& t = it->second;
+    if (inserted) {
+      t.schedstat = ProcFile(TaskPath(pid, tid, "schedstat"));
+      t.stat = ProcFile(TaskPath(pid, tid, "stat"));
+    }
+    if (SampleThread(pid, tid, t, inserted, now_ns, out)) {
+      t.pass = pass_;
+      live_cpu += t.account.last().cpu_ns;
+    }
+  }
+  // Threads not seen this pass have ended: what we saw of their CPU time moves to the process.
+  for (auto it = p.threads.begin(); it != p.threads.end();) {
+    if (it->second.pass == pass_) {
+      ++it;
+      continue;
+    }
+    uint64_t cpu = it->second.account.last().cpu_ns;
+    p.exited_cpu_seen += cpu;
+    out->push_back({pid, it->first, -1, MakeEvent(Kind::kTaskExit, now_ns, {cpu})});
+    it = p.threads.erase(it);
+  }
+  TaskStat ps;
+  if (ParseTaskStat(p.stat.Read(), &ps)) {
+    // The process's own counters include every thread that ever ran, in clock ticks.
+    uint64_t cpu = (ps.utime_ticks + ps.stime_ticks) * NsPerClockTick();
+    uint64_t seen = live_cpu + p.exited_cpu_seen;
+    uint64_t unseen = cpu > seen ? cpu - seen : 0;
+    uint32_t main_tid = pid;
+    if (options_.only_tids.empty() || options_.only_tids.count(main_tid))
+      out->push_back({pid, main_tid, -1,
+                      MakeEvent(Kind::kProcessSample, now_ns, {cpu, ps.num_threads, unseen})});
+  }
+}
+
+bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_new,
+                               uint64_t now_ns, std::vector<Output>* out) {
+  Reading r;
+  r.now_ns = now_ns;
+  if (!ParseSchedStat(t.schedstat.Read(), &r.sched)) return false;
+  const bool ran = is_new || r.sched.run_count != t.account.last().run_count ||
+                   r.sched.cpu_ns != t.account.last().cpu_ns;
+  if (ran) {
+    // Only a thread that ran can have changed state or CPU; an idle one costs one read.
+    TaskStat ts;
+    if (!ParseTaskStat(t.stat.Read(), &ts)) return false;
+    t.state = ts.state;
+    t.cpu = ts.processor;
+    t.syscall_nr = kNoSyscall;
+    if (t.state != 'R') {
+      if (!t.syscall.is_open()) t.syscall = ProcFile(TaskPath(pid, tid, "syscall"));
+      uint64_t nr;
+      if (ParseSyscall(t.syscall.Read(), &nr)) t.syscall_nr = nr;
+    }
+    if (is_new) {
+      if (options_.attached && pass_ == 1) {
+        // Already running when we attached: its past is not ours to split.
+        t.account.Begin(now_ns, r.sched);
+      } else {
+        uint64_t start = std::max({session_start_ns_, prev_pass_ns_, StartTimeNs(ts.start_ticks)});
+        t.account.Begin(std::min(start, now_ns), SchedStat{});
+        out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskStart, now_ns, {0})});
+      }
+    }
+  }
+  r.state = t.state;
+  r.syscall = t.syscall_nr;
+  auto blocked = [&] {
+    // Reading status is dearer than the rest; only asked for a runnable thread with time
+    // unaccounted for: did it block since (voluntary switches grew)?
+    if (!t.status.is_open()) t.status = ProcFile(TaskPath(pid, tid, "status"));
+    SwitchCounters now;
+    if (!ParseStatusSwitches(t.status.Read(), &now)) return false;
+    bool grew = t.switches_known && now.voluntary != t.switches.voluntary;
+    t.switches = now;
+    t.switches_known = true;
+    return grew;
+  };
+  const bool first_of_attached = is_new && options_.attached && pass_ == 1;
+  StateSplit split = t.account.Update(r, blocked);
+  if (!t.switches_known && t.state == 'R') blocked();  // a baseline for the next interval
+  if (!first_of_attached) {
+    Event e;
+    e.kind = static_cast<uint16_t>(Kind::kThreadStates);
+    e.ts = now_ns;
+    e.nargs = kThreadStateCount;
+    for (int i = 0; i < kThreadStateCount; ++i) e.args[i] = split[i];
+    out->push_back({pid, tid, -1, e});
+  }
+  out->push_back({pid, tid, -1,
+                  MakeEvent(Kind::kThreadSample, now_ns,
+                            {r.sched.cpu_ns, static_cast<uint64_t>(std::max(t.cpu, 0)),
+                             t.state == 'R' ? kNoSyscall : t.syscall_nr,
+                             static_cast<uint64_t>(static_cast<unsigned char>(t.state)),
+                             r.sched.run_count})});
+  return true;
+}
+
+void SamplerCore::SampleCpus(uint64_t now_ns, std::vector<Output>* out) {
+  std::vector<CpuTimes> cur;
+  if (!ParseProcStat(proc_stat_.Read(), &cur)) return;
+  if (!cpu_prev_.empty()) {
+    const uint64_t tick = NsPerClockTick();
+    for (const CpuTimes& c : cur) {
+      auto prev = std::find_if(cpu_prev_.begin(), cpu_prev_.end(),
+                               [&](const CpuTimes& p) { return p.cpu == c.cpu; });
+      if (prev == cpu_prev_.end()) continue;  // came online: from the next pass
+      auto d = [&](uint64_t now, uint64_t before) { return now > before ? (now - before) * tick : 0; };
+      out->push_back({0, 0, static_cast<int32_t>(c.cpu),
+                      MakeEvent(Kind::kCpuSample, now_ns,
+                                {d(c.busy, prev->busy), d(c.idle, prev->idle),
+                                 d(c.iowait, prev->iowait), d(c.steal, prev->steal)})});
+    }
+  }
+  cpu_prev_ = std::move(cur);
+  cpu_prev_ns_ = now_ns;
+}
+
+// --- ProcSampler ---
+
+ProcSampler::ProcSampler(SamplerOptions options) : options_(std::move(options)) {}
+
+ProcSampler::~ProcSampler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status ProcSampler::Start(recorder::Recorder& recorder) {
+  clock_ = recorder.clock();
+  if (clock_.base != ClockBase::kMonotonic && !clock_.ticks_are_tsc)
+    return Status::Error("the session clock cannot be read from here; sampling is off");
+  auto now = [this] { return clock_.base == ClockBase::kMonotonic ? MonotonicNs() : clock_.NowNs(); };
+  core_ = std::make_unique<SamplerCore>(options_, now());
+  if (recorder.child_pid() > 0) {
+    core_->AddProcess(static_cast<uint32_t>(recorder.child_pid()));
+    known_pids_.insert(static_cast<uint32_t>(recorder.child_pid()));
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void ProcSampler::Loop() {
+  const bool monotonic = clock_.base == ClockBase::kMonotonic;
+  auto now = [&] { return monotonic ? MonotonicNs() : clock_.NowNs(); };
+  std::vector<SamplerCore::Output> batch;
+  uint64_t next_ns = MonotonicNs();
+  for (;;) {
+    std::set<uint32_t> pids;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) break;
+      pids.swap(new_pids_);
+    }
+    for (uint32_t pid : pids) core_->AddProcess(pid);
+    core_->Sample(now(), &batch);
+    passes_.fetch_add(1, std::memory_order_relaxed);
+    cpu_ns_.store(ClockNs(CLOCK_THREAD_CPUTIME_ID), std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_.insert(ready_.end(), batch.begin(), batch.end());
+    }
+    batch.clear();
+    // The next pass on the period's grid; a pass that overran skips the slots it missed.
+    next_ns += options_.period_ns;
+    uint64_t mono = MonotonicNs();
+    if (next_ns <= mono) {
+      overruns_.fetch_add(1, std::memory_order_relaxed);
+      next_ns = mono + options_.period_ns - (mono - next_ns) % options_.period_ns;
+    }
+    // steady_clock is CLOCK_MONOTONIC on Linux; waiting on the condition lets Stop end it at once.
+    std::unique_lock<std::mutex> lock(mu_);
+    auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next_ns));
+    cv_.wait_until(lock, deadline, [&] { return stop_; });
+    if (stop_) break;
+  }
+}
+
+void ProcSampler::Deliver(recorder::Recorder& recorder) {
+  std::vector<SamplerCore::Output> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    batch.swap(ready_);
+    for (const auto& [pid, ppid] : recorder.processes())
+      if (known_pids_.insert(pid).second) new_pids_.insert(pid);
+  }
+  for (const auto& o : batch) {
+    uint32_t loc = o.tid != 0 ? recorder.ThreadLocation(o.pid, o.tid)
+                              : recorder.CpuLocation(static_cast<uint32_t>(o.cpu));
+    recorder.Append(loc, format::Source::kSampler, o.event);
+  }
+}
+
+void ProcSampler::Poll(recorder::Recorder& recorder, uint64_t) { Deliver(recorder); }
+
+void ProcSampler::Stop(recorder::Recorder& recorder) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  Deliver(recorder);
+  recorder.AddEndValue("sampler_passes", std::to_string(passes_.load()));
+  recorder.AddEndValue("sampler_overruns", std::to_string(overruns_.load()));
+  recorder.AddEndValue("sampler_cpu_ns", std::to_string(cpu_ns_.load()));
+}
+
+}  // namespace parmon::sched

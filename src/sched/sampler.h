@@ -1,0 +1,121 @@
+// The /proc sampler: every period, for every thread of the session, reads schedstat (and, for a
+// thread that ran, stat and syscall) and writes how it spent the interval (ThreadStates), its CPU
+// time, last CPU and blocking system call (ThreadSample); per process its CPU time including
+// threads gone between samples (ProcessSample); per CPU the busy and idle time (CpuSample).
+//
+// Threads: sampling runs on its own thread so the period is kept whatever the recorder's loop is
+// doing. That thread owns every /proc file and account; it hands finished events, keyed by
+// (pid, tid) or CPU, to the recorder's thread through a mutex-guarded queue, and Poll (on the
+// recorder's thread) turns keys into locations and appends them. Processes the recorder learns
+// about (from libparmon or the context-switch source) come the other way through the same mutex.
+#ifndef PARMON_SRC_SCHED_SAMPLER_H_
+#define PARMON_SRC_SCHED_SAMPLER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "format/event.h"
+#include "recorder/recorder.h"
+#include "sched/classify.h"
+#include "sched/proc.h"
+
+namespace parmon::sched {
+
+struct SamplerOptions {
+  uint64_t period_ns = 10'000'000;
+  std::set<uint32_t> only_tids;  // --threads: empty = every thread
+  bool attached = false;         // following a process that was already running
+};
+
+// The sampling itself, without threads or a recorder (the benchmark and tests drive it directly).
+class SamplerCore {
+ public:
+  struct Output {
+    uint32_t pid = 0;
+    uint32_t tid = 0;  // 0 with cpu >= 0: a CPU event
+    int32_t cpu = -1;
+    format::Event event;
+  };
+
+  explicit SamplerCore(SamplerOptions options, uint64_t session_start_ns);
+  void AddProcess(uint32_t pid);
+  // One pass at now_ns (CLOCK_MONOTONIC or the session clock): appends its events to *out.
+  void Sample(uint64_t now_ns, std::vector<Output>* out);
+  size_t thread_count() const;
+
+ private:
+  struct Thread {
+    ProcFile schedstat, stat, syscall, status;
+    ThreadAccount account;
+    SwitchCounters switches;
+    bool switches_known = false;
+    char state = '?';
+    uint64_t syscall_nr = kNoSyscall;
+    int32_t cpu = -1;
+    uint64_t pass = 0;  // the last pass that saw it
+  };
+  struct Process {
+    ProcFile stat;
+    std::map<uint32_t, Thread> threads;
+    uint64_t exited_cpu_seen = 0;  // CPU time of its ended threads, as far as we saw it
+  };
+
+  void SampleProcess(uint32_t pid, Process& p, uint64_t now_ns, std::vector<Output>* out);
+  bool SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_new, uint64_t now_ns,
+                    std::vector<Output>* out);
+  void SampleCpus(uint64_t now_ns, std::vector<Output>* out);
+  void DiscoverChildren();
+  uint64_t StartTimeNs(uint64_t start_ticks) const;
+
+  SamplerOptions options_;
+  uint64_t session_start_ns_;
+  int64_t boot_minus_now_ns_ = 0;  // CLOCK_BOOTTIME - the clock of now_ns
+  std::map<uint32_t, Process> processes_;
+  std::set<uint32_t> ended_;  // processes that ended (never re-added)
+  ProcFile proc_stat_;
+  std::vector<CpuTimes> cpu_prev_;
+  uint64_t cpu_prev_ns_ = 0;
+  uint64_t pass_ = 0;
+  uint64_t prev_pass_ns_ = 0;
+};
+
+class ProcSampler : public recorder::RecorderSource {
+ public:
+  explicit ProcSampler(SamplerOptions options);
+  ~ProcSampler() override;
+  const char* name() const override { return "sampler"; }
+  Status Start(recorder::Recorder& recorder) override;
+  void Poll(recorder::Recorder& recorder, uint64_t now_ns) override;
+  void Stop(recorder::Recorder& recorder) override;
+
+ private:
+  void Loop();
+  void Deliver(recorder::Recorder& recorder);
+
+  SamplerOptions options_;
+  std::unique_ptr<SamplerCore> core_;
+  TickConversion clock_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;                        // guarded by mu_
+  std::vector<SamplerCore::Output> ready_;   // guarded by mu_
+  std::set<uint32_t> new_pids_;              // guarded by mu_
+  std::set<uint32_t> known_pids_;            // recorder thread only
+  std::atomic<uint64_t> passes_{0};
+  std::atomic<uint64_t> overruns_{0};
+  std::atomic<uint64_t> cpu_ns_{0};          // the sampler thread's own CPU time
+};
+
+}  // namespace parmon::sched
+
+#endif  // PARMON_SRC_SCHED_SAMPLER_H_

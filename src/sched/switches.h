@@ -1,0 +1,99 @@
+// Context switches from perf_event_open: one software "dummy" event per CPU for the session's
+// tasks with context_switch = 1 (PERF_RECORD_SWITCH, Linux 4.3), which the kernel allows for a
+// user's own processes at perf_event_paranoid 2 once kernel samples are excluded. inherit = 1
+// carries the events into every thread and process the task creates after the event exists, and
+// the kernel writes an inherited event's records into its parent's buffer, so one buffer per CPU
+// collects the whole session. task = 1 adds FORK/EXIT records (exact thread creation and end).
+//
+// Ownership: everything here runs on the recorder's thread (ChildCreated, Start, Poll, Stop).
+// Records reach us per CPU, each buffer in time order; a thread's switch-out on one CPU and its
+// switch-in on another come from different buffers, so Poll merges records by time and holds
+// back the newest few milliseconds, which another CPU's buffer may still be filling.
+#ifndef PARMON_SRC_SCHED_SWITCHES_H_
+#define PARMON_SRC_SCHED_SWITCHES_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "recorder/recorder.h"
+
+namespace parmon::sched {
+
+struct SwitchOptions {
+  bool periodic = false;          // --mode periodic: SwitchCounts per interval, no single switches
+  uint64_t period_ns = 10'000'000;
+  std::set<uint32_t> only_tids;   // --threads: empty = every thread
+  bool attached = false;
+  uint32_t buffer_pages = 64;     // data pages per CPU buffer (a power of two)
+};
+
+class SwitchRecorder : public recorder::RecorderSource {
+ public:
+  explicit SwitchRecorder(SwitchOptions options);
+  ~SwitchRecorder() override;
+  const char* name() const override { return "context switches"; }
+  Status ChildCreated(recorder::Recorder& recorder, pid_t pid) override;
+  Status Start(recorder::Recorder& recorder) override;
+  void Poll(recorder::Recorder& recorder, uint64_t now_ns) override;
+  void Stop(recorder::Recorder& recorder) override;
+
+  // Records read and lost so far (the benchmark's denominator).
+  uint64_t records() const { return records_; }
+  uint64_t lost() const { return lost_; }
+  // Opens the events for tasks (per CPU); inherit: follow what they create.
+  Status Open(const std::vector<pid_t>& tasks, bool inherit, bool enable_on_exec,
+              bool monotonic_clock);
+  // Reads every buffer into pending_ and emits records older than until_ns.
+  void Drain(recorder::Recorder* recorder, uint64_t until_ns);
+
+ private:
+  struct Buffer {
+    int cpu = -1;
+    int fd = -1;  // the event that owns the mmap; others redirect to it
+    void* base = nullptr;
+    size_t size = 0;
+  };
+  struct Record {
+    uint64_t ts;
+    uint32_t pid, tid;
+    uint32_t cpu;
+    uint16_t type;
+    uint16_t misc;
+    uint64_t a, b;  // LOST: count; FORK/EXIT: pid, ppid / parent tid
+  };
+  struct ThreadTrack {
+    uint32_t pid = 0;
+    int32_t last_cpu = -1;
+    bool on_cpu = false;
+    uint64_t in_ts = 0;
+    // --mode periodic
+    uint64_t switch_ins = 0, preempted = 0, blocked = 0, migrations = 0, on_cpu_ns = 0;
+    bool active = false;  // anything to report this interval
+  };
+
+  void ReadBuffer(Buffer& b);
+  void Handle(recorder::Recorder* recorder, const Record& r);
+  void FlushInterval(recorder::Recorder* recorder, uint64_t end_ns);
+  bool Wanted(uint32_t tid) const;
+
+  SwitchOptions options_;
+  std::vector<Buffer> buffers_;
+  std::vector<int> fds_;
+  std::vector<Record> pending_;
+  std::map<uint32_t, ThreadTrack> threads_;
+  uint64_t interval_start_ = 0;
+  uint64_t records_ = 0;
+  uint64_t lost_ = 0;
+  bool opened_ = false;
+  std::string open_error_;
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace parmon::sched
+
+#endif  // PARMON_SRC_SCHED_SWITCHES_H_

@@ -1,0 +1,472 @@
+// End-to-end tests of the system monitor: run examples/duty_cycle (threads whose behaviour is
+// known by construction and which measure their own truth) under `parmon record`, and compare
+// what the sampler and the context-switch recorder wrote with that truth and with the kernel's
+// own counters in /proc.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "format/reader.h"
+#include "support/e2e.h"
+
+extern char** environ;
+
+namespace parmon::testing {
+namespace {
+
+using format::Event;
+using format::Kind;
+
+struct Truth {
+  std::string role;
+  uint32_t tid = 0;
+  uint64_t start = 0, end = 0, cpu = 0, blocked = 0, read_begin = 0, read_end = 0,
+           cpu_at_read = 0, voluntary = 0, involuntary = 0;
+};
+
+std::vector<Truth> ParseTruth(const std::string& out) {
+  std::vector<Truth> v;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("thread ", 0) != 0) continue;
+    Truth t;
+    std::istringstream f(line.substr(7));
+    std::string kv;
+    while (f >> kv) {
+      auto eq = kv.find('=');
+      std::string k = kv.substr(0, eq), val = kv.substr(eq + 1);
+      if (k == "role") t.role = val;
+      else if (k == "tid") t.tid = static_cast<uint32_t>(std::stoul(val));
+      else {
+        uint64_t n = std::stoull(val);
+        if (k == "start") t.start = n;
+        if (k == "end") t.end = n;
+        if (k == "cpu") t.cpu = n;
+        if (k == "blocked") t.blocked = n;
+        if (k == "read_begin") t.read_begin = n;
+        if (k == "read_end") t.read_end = n;
+        if (k == "cpu_at_read") t.cpu_at_read = n;
+        if (k == "voluntary") t.voluntary = n;
+        if (k == "involuntary") t.involuntary = n;
+      }
+    }
+    v.push_back(t);
+  }
+  return v;
+}
+
+// The events of a trace by thread id, each in time order.
+struct Trace {
+  std::map<std::string, std::string> session;
+  std::map<uint32_t, std::vector<Event>> by_tid;
+  std::vector<Event> cpu_events;
+  std::set<uint32_t> sampled_tids, switch_tids;
+
+  size_t Count(uint32_t tid, Kind kind) const {
+    auto it = by_tid.find(tid);
+    if (it == by_tid.end()) return 0;
+    size_t n = 0;
+    for (const auto& e : it->second) n += e.kind_enum() == kind;
+    return n;
+  }
+  size_t CountAll(Kind kind) const {
+    size_t n = 0;
+    for (const auto& [tid, v] : by_tid) n += Count(tid, kind);
+    return n;
+  }
+};
+
+Trace Load(const std::string& path) {
+  Trace t;
+  auto reader = format::TraceReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status().message();
+  if (!reader.ok()) return t;
+  auto& r = **reader;
+  t.session = r.session();
+  for (const auto& s : r.streams()) {
+    auto loc = r.definitions().locations.find(s.location);
+    if (loc == r.definitions().locations.end()) continue;
+    for (const auto& ref : s.chunks) {
+      format::DecodedChunk chunk;
+      if (!r.ReadChunk(ref, &chunk).ok()) continue;
+      for (Event e : chunk.events) {
+        e.payload = {};
+        e.source = s.source;
+        if (loc->second.type == format::LocationType::kCpu) {
+          e.location = loc->second.tid;  // the CPU number
+          t.cpu_events.push_back(e);
+          continue;
+        }
+        if (s.source == format::Source::kSampler) t.sampled_tids.insert(loc->second.tid);
+        if (s.source == format::Source::kSched) t.switch_tids.insert(loc->second.tid);
+        t.by_tid[loc->second.tid].push_back(e);
+      }
+    }
+  }
+  for (auto& [tid, v] : t.by_tid)
+    std::stable_sort(v.begin(), v.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  return t;
+}
+
+std::string DutyCycle() { return BinDir() + "/duty_cycle"; }
+
+// Fractions of [from, to] per ThreadStates arg, intervals clipped proportionally.
+std::array<double, 8> StateFractions(const Trace& t, uint32_t tid, uint64_t from, uint64_t to) {
+  std::array<double, 8> ns{};
+  auto it = t.by_tid.find(tid);
+  if (it == t.by_tid.end() || to <= from) return ns;
+  double covered = 0;
+  for (const auto& e : it->second) {
+    if (e.kind_enum() != Kind::kThreadStates || e.source != format::Source::kSampler) continue;
+    uint64_t len = 0;
+    for (int i = 0; i < 8; ++i) len += e.args[i];
+    if (len == 0) continue;
+    uint64_t b = e.ts - len, end = e.ts;
+    uint64_t lo = std::max(b, from), hi = std::min(end, to);
+    if (hi <= lo) continue;
+    double share = static_cast<double>(hi - lo) / static_cast<double>(len);
+    covered += static_cast<double>(hi - lo);
+    for (int i = 0; i < 8; ++i) ns[i] += share * static_cast<double>(e.args[i]);
+  }
+  for (auto& v : ns) v = covered > 0 ? v / covered : 0;
+  // The samples must cover nearly the whole window, or the fractions mean little.
+  EXPECT_GT(covered, 0.9 * static_cast<double>(to - from)) << "tid " << tid;
+  return ns;
+}
+
+constexpr int kRunning = 0, kRunnable = 1, kComm = 2, kLock = 3, kTimer = 4;
+
+struct Recorded {
+  RunResult run;
+  Trace trace;
+  std::vector<Truth> truth;
+};
+
+Recorded RecordDuty(const TempDir& dir, const std::vector<std::string>& opts,
+                    const std::vector<std::string>& program_args) {
+  Recorded r;
+  std::vector<std::string> args = {"record", "-q", "-o", dir.File("t.ptrace")};
+  args.insert(args.end(), opts.begin(), opts.end());
+  args.push_back("--");
+  args.push_back(DutyCycle());
+  args.insert(args.end(), program_args.begin(), program_args.end());
+  r.run = Parmon(args);
+  r.trace = Load(dir.File("t.ptrace"));
+  r.truth = ParseTruth(r.run.out);
+  return r;
+}
+
+bool ClockIsMonotonic(const Trace& t) {
+  auto it = t.session.find("clock_base");
+  return it != t.session.end() && it->second == "monotonic";
+}
+
+TEST(SchedE2E, StateFractionsMatchWhatTheThreadsDid) {
+  TempDir dir;
+  Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--seconds", "3", "basic"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.truth.size(), 5u) << r.run.out;
+  if (!ClockIsMonotonic(r.trace)) GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
+  for (const Truth& t : r.truth) {
+    SCOPED_TRACE(t.role + " tid " + std::to_string(t.tid));
+    double wall = static_cast<double>(t.end - t.start);
+    double running = static_cast<double>(t.cpu) / wall;  // CPU time over the loop
+    double waiting = static_cast<double>(t.blocked) / wall;
+    double runnable = std::max(0.0, 1.0 - running - waiting);
+    auto f = StateFractions(r.trace, t.tid, t.start, t.end);
+    int wait_state = t.role == "sleeper" ? kTimer : t.role == "pipe_reader" ? kComm : kLock;
+    double parmon_wait = t.role == "spinner" ? f[kComm] + f[kLock] + f[kTimer] : f[wait_state];
+    std::printf("%-12s truth run %.3f queued %.3f wait %.3f | parmon run %.3f queued %.3f wait %.3f\n",
+                t.role.c_str(), running, runnable, waiting, f[kRunning], f[kRunnable], parmon_wait);
+    EXPECT_NEAR(f[kRunning], running, 0.05);
+    EXPECT_NEAR(f[kRunnable], runnable, 0.05);
+    EXPECT_NEAR(parmon_wait, waiting, 0.05);
+  }
+}
+
+TEST(SchedE2E, FourSpinnersOnTwoCpusAreQueuedForWhatTheyDidNotRun) {
+  TempDir dir;
+  Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--seconds", "3", "oversub"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.truth.size(), 4u) << r.run.out;
+  if (!ClockIsMonotonic(r.trace)) GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
+  for (const Truth& t : r.truth) {
+    SCOPED_TRACE("tid " + std::to_string(t.tid));
+    double running = static_cast<double>(t.cpu) / static_cast<double>(t.end - t.start);
+    auto f = StateFractions(r.trace, t.tid, t.start, t.end);
+    std::printf("spinner truth run %.3f queued %.3f | parmon run %.3f queued %.3f\n", running,
+                1 - running, f[kRunning], f[kRunnable]);
+    EXPECT_NEAR(f[kRunning], running, 0.05);
+    EXPECT_NEAR(f[kRunnable], 1.0 - running, 0.05);
+  }
+}
+
+// perf's switch records against the kernel's own counters and CPU time, at the instant each thread
+// read them.
+void CheckSwitchesAgainstProc(const Recorded& r) {
+  for (const Truth& t : r.truth) {
+    SCOPED_TRACE(t.role + " tid " + std::to_string(t.tid));
+    auto it = r.trace.by_tid.find(t.tid);
+    ASSERT_NE(it, r.trace.by_tid.end());
+    uint64_t vol_before = 0, invol_before = 0, vol_by_end = 0, invol_by_end = 0;
+    uint64_t on_cpu = 0, in_ts = 0;
+    bool on = false;
+    uint64_t sampler_cpu = 0, sampler_ts = 0;
+    for (const Event& e : it->second) {
+      if (e.kind_enum() == Kind::kSwitchOut) {
+        bool preempt = e.args[1] != 0;
+        if (e.ts < t.read_begin) ++(preempt ? invol_before : vol_before);
+        if (e.ts <= t.read_end) ++(preempt ? invol_by_end : vol_by_end);
+        if (on && e.ts <= t.read_begin) on_cpu += e.ts - in_ts;
+        on = false;
+      } else if (e.kind_enum() == Kind::kSwitchIn) {
+        on = true;
+        in_ts = e.ts;
+      } else if (e.kind_enum() == Kind::kThreadSample && e.ts < t.read_begin) {
+        sampler_cpu = e.args[0];
+        sampler_ts = e.ts;
+      }
+      if (e.ts > t.read_begin && on && in_ts <= t.read_begin) {
+        on_cpu += t.read_begin - in_ts;  // on a CPU while it read its counters
+        on = false;
+      }
+    }
+    std::printf("%-12s voluntary proc %llu perf %llu..%llu  involuntary proc %llu perf %llu..%llu  "
+                "cpu proc %.1f ms perf %.1f ms\n",
+                t.role.c_str(), (unsigned long long)t.voluntary, (unsigned long long)vol_before,
+                (unsigned long long)vol_by_end, (unsigned long long)t.involuntary,
+                (unsigned long long)invol_before, (unsigned long long)invol_by_end,
+                static_cast<double>(t.cpu_at_read) / 1e6, static_cast<double>(on_cpu) / 1e6);
+    // Within 2% (one switch for small counts), the read's own few microseconds allowed for.
+    auto near = [](uint64_t proc, uint64_t lo, uint64_t hi) {
+      double slack = std::max(1.0, 0.02 * static_cast<double>(proc));
+      return static_cast<double>(lo) <= static_cast<double>(proc) + slack &&
+             static_cast<double>(hi) + slack >= static_cast<double>(proc);
+    };
+    EXPECT_TRUE(near(t.voluntary, vol_before, vol_by_end));
+    EXPECT_TRUE(near(t.involuntary, invol_before, invol_by_end));
+    double cpu = static_cast<double>(t.cpu_at_read);
+    EXPECT_NEAR(static_cast<double>(on_cpu), cpu, std::max(0.02 * cpu, 2e6));
+    // The sampler's CPU time (from /proc) at its last sample before the read: no more than at
+    // the read, and short of it by no more than the time between them.
+    ASSERT_GT(sampler_ts, 0u);
+    EXPECT_LE(sampler_cpu, t.cpu_at_read);
+    EXPECT_LE(t.cpu_at_read - sampler_cpu, t.read_end - sampler_ts + 1'000'000);
+  }
+}
+
+TEST(SchedE2E, SwitchCountsAndCpuTimeAgreeWithProc) {
+  TempDir dir;
+  Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--seconds", "2", "basic"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.truth.size(), 5u);
+  if (!ClockIsMonotonic(r.trace)) GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
+  if (r.trace.CountAll(Kind::kSwitchIn) == 0)
+    GTEST_SKIP() << "perf_event_open context switches are not available here: " << r.run.err;
+  EXPECT_EQ(r.trace.session.at("switch_records_lost"), "0");
+  CheckSwitchesAgainstProc(r);
+  // Every switch-in on another CPU than the last switch-out is a migration, and only those.
+  for (const Truth& t : r.truth) {
+    int64_t last_out = -1;
+    size_t expect = 0;
+    for (const Event& e : r.trace.by_tid.at(t.tid)) {
+      if (e.kind_enum() == Kind::kSwitchOut) last_out = static_cast<int64_t>(e.args[0]);
+      if (e.kind_enum() == Kind::kSwitchIn && last_out >= 0 &&
+          last_out != static_cast<int64_t>(e.args[0]))
+        ++expect;
+    }
+    EXPECT_EQ(r.trace.Count(t.tid, Kind::kMigrate), expect);
+  }
+}
+
+TEST(SchedE2E, PeriodicModeKeepsOnlyAggregates) {
+  TempDir dir;
+  Recorded r = RecordDuty(dir, {"-t", "20ms", "--mode", "periodic"}, {"--seconds", "2", "basic"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.truth.size(), 5u);
+  EXPECT_EQ(r.trace.CountAll(Kind::kSwitchIn), 0u);
+  EXPECT_EQ(r.trace.CountAll(Kind::kSwitchOut), 0u);
+  EXPECT_GT(r.trace.CountAll(Kind::kThreadStates), 5u * 50);
+  if (r.trace.CountAll(Kind::kSwitchCounts) == 0)
+    GTEST_SKIP() << "perf_event_open context switches are not available here: " << r.run.err;
+  for (const Truth& t : r.truth) {
+    SCOPED_TRACE(t.role);
+    uint64_t preempted = 0, blocked = 0;
+    for (const Event& e : r.trace.by_tid.at(t.tid))
+      if (e.kind_enum() == Kind::kSwitchCounts) {
+        preempted += e.args[1];
+        blocked += e.args[2];
+      }
+    // Whole-run totals: at least the counters at the read, and at most a few exit switches more.
+    EXPECT_GE(blocked + 1, t.voluntary);
+    EXPECT_LE(blocked, t.voluntary + 3 + t.voluntary / 50);
+    EXPECT_GE(preempted + 1, t.involuntary);
+    EXPECT_LE(preempted, t.involuntary + 3 + t.involuntary / 50);
+  }
+}
+
+TEST(SchedE2E, StaticBinaryIsSampledWithoutInstrumentation) {
+  TempDir dir;
+  RunResult run = Parmon({"record", "-q", "-o", dir.File("s.ptrace"), "--",
+                          BinDir() + "/duty_cycle_static", "--seconds", "1", "spin"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto truth = ParseTruth(run.out);
+  ASSERT_EQ(truth.size(), 1u);
+  Trace t = Load(dir.File("s.ptrace"));
+  EXPECT_GT(t.Count(truth[0].tid, Kind::kThreadStates), 50u);
+  auto f = StateFractions(t, truth[0].tid, truth[0].start, truth[0].end);
+  double running = static_cast<double>(truth[0].cpu) / static_cast<double>(truth[0].end - truth[0].start);
+  EXPECT_NEAR(f[kRunning], running, 0.05);
+  EXPECT_FALSE(t.cpu_events.empty());
+}
+
+// Starts the program outside parmon; its stdout goes to a file.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_file) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> a;
+  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  pid_t pid = -1;
+  posix_spawn(&pid, a[0], &fa, nullptr, a.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+std::vector<uint32_t> Tasks(pid_t pid) {
+  std::vector<uint32_t> v;
+  for (int i = 0; i < 100 && v.size() < 2; ++i) {
+    v.clear();
+    std::string dir = "/proc/" + std::to_string(pid) + "/task";
+    RunResult r = parmon::testing::Run({"ls", dir});
+    std::istringstream in(r.out);
+    uint32_t tid;
+    while (in >> tid) v.push_back(tid);
+    if (v.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return v;
+}
+
+TEST(SchedE2E, AttachFollowsAProcessItDidNotStart) {
+  TempDir dir;
+  pid_t pid = Spawn({DutyCycle(), "--seconds", "2", "spin"}, dir.File("out"));
+  ASSERT_GT(pid, 0);
+  auto start = std::chrono::steady_clock::now();
+  RunResult run = Parmon({"record", "-q", "-o", dir.File("a.ptrace"), "-p", std::to_string(pid)});
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  auto truth = ParseTruth(ReadFile(dir.File("out")));
+  ASSERT_EQ(truth.size(), 1u);
+  Trace t = Load(dir.File("a.ptrace"));
+  EXPECT_EQ(t.session.at("attached_pid"), std::to_string(pid));
+  EXPECT_GT(t.Count(truth[0].tid, Kind::kThreadStates), 50u);
+  EXPECT_TRUE(t.sampled_tids.count(static_cast<uint32_t>(pid)));
+  if (t.CountAll(Kind::kSwitchIn) == 0) GTEST_SKIP() << "no context switches here: " << run.err;
+  EXPECT_GT(t.Count(truth[0].tid, Kind::kSwitchIn), 0u);
+}
+
+TEST(SchedE2E, AttachWithDurationAndThreadsRecordsOnlyThoseThreads) {
+  TempDir dir;
+  pid_t pid = Spawn({DutyCycle(), "--seconds", "4", "basic"}, dir.File("out"));
+  ASSERT_GT(pid, 0);
+  std::vector<uint32_t> tasks = Tasks(pid);
+  ASSERT_GE(tasks.size(), 2u);
+  uint32_t chosen = tasks.back();
+  auto start = std::chrono::steady_clock::now();
+  RunResult run = Parmon({"record", "-q", "-o", dir.File("a.ptrace"), "-p", std::to_string(pid),
+                          "--duration", "1s", "--threads", std::to_string(chosen)});
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_LT(took, std::chrono::milliseconds(3000));
+  EXPECT_EQ(kill(pid, 0), 0) << "attaching must not end the process";
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Trace t = Load(dir.File("a.ptrace"));
+  EXPECT_EQ(t.sampled_tids, std::set<uint32_t>{chosen});
+  for (uint32_t tid : t.switch_tids) EXPECT_EQ(tid, chosen);
+  EXPECT_GT(t.Count(chosen, Kind::kThreadStates), 30u);
+}
+
+TEST(SchedE2E, RefusedPerfEventOpenIsSaidOnceAndSamplingGoesOn) {
+  TempDir dir;
+  RunResult run = parmon::testing::Run({BinDir() + "/seccomp_no_perf", ParmonBin(), "record", "-q", "-o",
+                       dir.File("n.ptrace"), "--", DutyCycle(), "--seconds", "1", "spin"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  size_t lines = 0, pos = 0;
+  while ((pos = run.err.find('\n', pos)) != std::string::npos) ++lines, ++pos;
+  EXPECT_EQ(lines, 1u) << run.err;
+  EXPECT_NE(run.err.find("context switches"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("perf_event_open"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("Permission denied"), std::string::npos) << run.err;
+  Trace t = Load(dir.File("n.ptrace"));
+  auto truth = ParseTruth(run.out);
+  ASSERT_EQ(truth.size(), 1u);
+  EXPECT_GT(t.Count(truth[0].tid, Kind::kThreadStates), 50u);
+  EXPECT_EQ(t.CountAll(Kind::kSwitchIn), 0u);
+}
+
+TEST(SchedE2E, RunsAsAnOrdinaryUser) {
+  TempDir dir;
+  std::vector<std::string> prefix;
+  if (getuid() == 0) {
+    if (parmon::testing::Run({"sh", "-c", "command -v setpriv"}).exit_code != 0)
+      GTEST_SKIP() << "running as root and setpriv (util-linux) is missing: cannot drop to nobody";
+    chmod(dir.path().c_str(), 0777);
+    prefix = {"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"};
+  }
+  std::vector<std::string> argv = prefix;
+  for (const std::string& a : {ParmonBin(), std::string("record"), std::string("-q"),
+                               std::string("-o"), dir.File("u.ptrace"), std::string("--"),
+                               DutyCycle(), std::string("--seconds"), std::string("2"),
+                               std::string("basic")})
+    argv.push_back(a);
+  RunResult run = parmon::testing::Run(argv);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto truth = ParseTruth(run.out);
+  ASSERT_EQ(truth.size(), 5u);
+  Trace t = Load(dir.File("u.ptrace"));
+  for (const Truth& th : truth) EXPECT_GT(t.Count(th.tid, Kind::kThreadStates), 50u) << th.role;
+  // perf_event_paranoid <= 2 lets a user see context switches of their own processes.
+  std::string paranoid = ReadFile("/proc/sys/kernel/perf_event_paranoid");
+  if (!paranoid.empty() && std::stoi(paranoid) <= 2) {
+    EXPECT_TRUE(run.err.empty()) << run.err;
+    if (ClockIsMonotonic(t)) CheckSwitchesAgainstProc(Recorded{run, t, truth});
+  }
+}
+
+TEST(SchedE2E, BadOptionsGetOneClearLine) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  } cases[] = {
+      {{"record", "-t", "500us", "--", "true"}, "1ms to 60s"},
+      {{"record", "-t", "soon", "--", "true"}, "not a period"},
+      {{"record", "--threads", "12,x", "--", "true"}, "'x' is not a thread id"},
+      {{"record", "--duration", "1s", "--", "true"}, "needs -p"},
+      {{"record", "-p", "999999999"}, "no process 999999999"},
+      {{"record", "-p", "1", "--", "true"}, "either -p PID or a command"},
+  };
+  for (const auto& c : cases) {
+    RunResult r = Parmon(c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args[1];
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace parmon::testing
