@@ -5,6 +5,13 @@
 
 namespace parmon::recorder {
 
+RingDrainer::RingDrainer(const Segment& segment) : segment_(segment) {
+  for (int k = 0; k < 256; ++k) {
+    const auto& info = format::GetKindInfo(static_cast<uint16_t>(k));
+    kinds_[k] = RingKind{info.nargs, info.nargs == 1 && !info.has_payload, info.time_mask};
+  }
+}
+
 void RingDrainer::DecodeGeneral(const shm::Slot* slots, uint64_t pos, uint16_t nslots,
                                 format::Event* e) {
   const uint64_t ring_slots = segment_.ring_slots();
@@ -28,50 +35,6 @@ void RingDrainer::DecodeGeneral(const shm::Slot* slots, uint64_t pos, uint16_t n
   e->nargs = nargs;
   std::memcpy(e->args, scratch_.data(), uint64_t{nargs} * 8);
   e->payload = std::string_view(reinterpret_cast<const char*>(scratch_.data()) + nargs * 8, size);
-}
-
-size_t RingDrainer::Drain(uint32_t index, const TickConversion& clock, DrainSink& sink) {
-  shm::RingControl& ctl = segment_.rings()[index];
-  // Acquire pairs with the producer's release store of head: slots below head are written.
-  const uint64_t head = ctl.head.load(std::memory_order_acquire);
-  uint64_t tail = ctl.tail.load(std::memory_order_relaxed);
-  const shm::Slot* slots = segment_.slots(ctl);
-  const uint64_t mask = segment_.ring_slots() - 1;
-  size_t n = 0;
-  while (tail < head) {
-    const shm::Slot& s = slots[tail & mask];
-    const uint64_t word = s.word;
-    const uint16_t nslots = shm::WordSlots(word);
-    if (nslots == 0 || nslots > shm::kMaxEventSlots || tail + nslots > head) {
-      ++corruptions_;
-      tail = head;
-      break;
-    }
-    const uint16_t kind = shm::WordKind(word);
-    const uint64_t ts = clock.ToNs(s.tsc);
-    const auto& info = format::GetKindInfo(kind);
-    if ((shm::WordFlags(word) & shm::kFlagGeneral) == 0 && info.nargs == 1 && !info.has_payload) {
-      sink.OnCompact(kind, ts, shm::WordField(word));
-    } else {
-      format::Event e;
-      e.kind = kind;
-      e.ts = ts;
-      if ((shm::WordFlags(word) & shm::kFlagGeneral) == 0) {
-        e.nargs = info.nargs;
-        if (e.nargs > 0) e.args[0] = shm::WordField(word);
-      } else {
-        DecodeGeneral(slots, tail, nslots, &e);
-        for (int i = 0; i < e.nargs; ++i)
-          if (info.time_mask & (1u << i)) e.args[i] = clock.ToNs(e.args[i]);
-      }
-      sink.OnEvent(e);
-    }
-    ++n;
-    tail += nslots;
-  }
-  // Release hands the slots back: pairs with the producer's acquire load of tail.
-  ctl.tail.store(tail, std::memory_order_release);
-  return n;
 }
 
 }  // namespace parmon::recorder

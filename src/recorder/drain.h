@@ -16,6 +16,8 @@
 
 namespace parmon::recorder {
 
+// What RingDrainer::Drain hands events to (any class with these two members works; this base
+// documents them and serves callers that want virtual dispatch).
 class DrainSink {
  public:
   virtual ~DrainSink() = default;
@@ -27,20 +29,73 @@ class DrainSink {
 
 class RingDrainer {
  public:
-  explicit RingDrainer(const Segment& segment) : segment_(segment) {}
-  // Drains what ring `index` has published. Returns the number of events.
-  size_t Drain(uint32_t index, const TickConversion& clock, DrainSink& sink);
+  explicit RingDrainer(const Segment& segment);
+  // Drains what ring `index` has published. Returns the number of events. A template so the
+  // per-event calls inline into the loop (the recorder's hottest code).
+  template <typename Sink>
+  size_t Drain(uint32_t index, const TickConversion& clock, Sink& sink);
   // Records the producer could not have written (only a program that wrote over parmon's shared
   // memory causes these); each is counted as one lost event.
   uint64_t corruptions() const { return corruptions_; }
 
  private:
+  struct RingKind {  // what the drain loop needs of a kind, for the 256 kinds a ring can carry
+    uint8_t nargs;
+    bool compact_only;  // one arg, no payload: OnCompact
+    uint32_t time_mask;
+  };
   void DecodeGeneral(const shm::Slot* slots, uint64_t pos, uint16_t nslots, format::Event* e);
 
   const Segment& segment_;
+  RingKind kinds_[256];
   std::vector<uint8_t> scratch_;
   uint64_t corruptions_ = 0;
 };
+
+template <typename Sink>
+size_t RingDrainer::Drain(uint32_t index, const TickConversion& clock, Sink& sink) {
+  shm::RingControl& ctl = segment_.rings()[index];
+  // Acquire pairs with the producer's release store of head: slots below head are written.
+  const uint64_t head = ctl.head.load(std::memory_order_acquire);
+  uint64_t tail = ctl.tail.load(std::memory_order_relaxed);
+  const shm::Slot* slots = segment_.slots(ctl);
+  const uint64_t mask = segment_.ring_slots() - 1;
+  size_t n = 0;
+  while (tail < head) {
+    const shm::Slot& s = slots[tail & mask];
+    const uint64_t word = s.word;
+    const uint16_t nslots = shm::WordSlots(word);
+    if (nslots == 0 || nslots > shm::kMaxEventSlots || tail + nslots > head) [[unlikely]] {
+      ++corruptions_;
+      tail = head;
+      break;
+    }
+    const uint8_t kind = shm::WordKind(word);
+    const RingKind& info = kinds_[kind];
+    const uint64_t ts = clock.ToNs(s.tsc);
+    if ((shm::WordFlags(word) & shm::kFlagGeneral) == 0 && info.compact_only) [[likely]] {
+      sink.OnCompact(kind, ts, shm::WordField(word));
+    } else {
+      format::Event e;
+      e.kind = kind;
+      e.ts = ts;
+      if ((shm::WordFlags(word) & shm::kFlagGeneral) == 0) {
+        e.nargs = info.nargs;
+        if (e.nargs > 0) e.args[0] = shm::WordField(word);
+      } else {
+        DecodeGeneral(slots, tail, nslots, &e);
+        for (int i = 0; i < e.nargs; ++i)
+          if (info.time_mask & (1u << i)) e.args[i] = clock.ToNs(e.args[i]);
+      }
+      sink.OnEvent(e);
+    }
+    ++n;
+    tail += nslots;
+  }
+  // Release hands the slots back: pairs with the producer's acquire load of tail.
+  ctl.tail.store(tail, std::memory_order_release);
+  return n;
+}
 
 }  // namespace parmon::recorder
 

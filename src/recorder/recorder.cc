@@ -292,17 +292,17 @@ namespace {
 // Routes drained events to the thread's stream, cutting a chunk whenever the stream's encoded
 // bytes reach the limit (a single drain may move a whole ring); definitions and names go to the
 // definitions stream through `special`.
-class RecorderSink : public DrainSink {
+template <typename Special, typename Cut>
+class RecorderSink {
  public:
-  RecorderSink(format::StreamEncoder* encoder, uint64_t limit, std::function<void(Event&)> special,
-               std::function<void()> cut)
-      : encoder_(encoder), limit_(limit), special_(std::move(special)), cut_(std::move(cut)) {}
-  void OnCompact(uint16_t kind, uint64_t ts, uint64_t arg) override {
+  RecorderSink(format::StreamEncoder* encoder, uint64_t limit, Special special, Cut cut)
+      : encoder_(encoder), limit_(limit), special_(special), cut_(cut) {}
+  void OnCompact(uint16_t kind, uint64_t ts, uint64_t arg) {
     encoder_->AppendOneArg(kind, ts, arg);
     if (encoder_->raw_size() >= limit_) [[unlikely]]
       cut_();
   }
-  void OnEvent(Event& e) override {
+  void OnEvent(Event& e) {
     special_(e);
     if (encoder_->raw_size() >= limit_) cut_();
   }
@@ -310,8 +310,8 @@ class RecorderSink : public DrainSink {
  private:
   format::StreamEncoder* encoder_;
   uint64_t limit_;
-  std::function<void(Event&)> special_;
-  std::function<void()> cut_;
+  Special special_;
+  Cut cut_;
 };
 
 }  // namespace
