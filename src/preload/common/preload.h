@@ -13,7 +13,11 @@
 #ifndef PARMON_SRC_PRELOAD_COMMON_PRELOAD_H_
 #define PARMON_SRC_PRELOAD_COMMON_PRELOAD_H_
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
+
+#include <atomic>
 
 #include "format/kinds.h"
 #include "runtime/emit.h"
@@ -56,6 +60,30 @@ inline uint32_t FunctionId(uint32_t* slot, const char* name) {
   return id;
 }
 
+// The real function: the next definition of `name` after this library, looked up on first use
+// and cached in *slot (relaxed: racing threads find the same address). `version` picks a symbol
+// version (dlvsym) for functions glibc keeps in several versions. errno is left as it was.
+template <typename F>
+F RealFunction(std::atomic<void*>& slot, const char* name, const char* version = nullptr) {
+  void* p = slot.load(std::memory_order_relaxed);
+  if (p == nullptr) [[unlikely]] {
+    int saved = errno;
+    if (version != nullptr) p = dlvsym(RTLD_NEXT, name, version);
+    if (p == nullptr) p = dlsym(RTLD_NEXT, name);
+    errno = saved;
+    slot.store(p, std::memory_order_relaxed);
+  }
+  return reinterpret_cast<F>(p);
+}
+
 }  // namespace parmon::preload
+
+// The real `name` (a function declared by a system header), for use inside its wrapper.
+#define PARMON_REAL_VERSION(name, version)                                                    \
+  ([]() {                                                                                     \
+    static std::atomic<void*> slot{nullptr};                                                  \
+    return ::parmon::preload::RealFunction<decltype(&::name)>(slot, #name, version);          \
+  }())
+#define PARMON_REAL(name) PARMON_REAL_VERSION(name, nullptr)
 
 #endif  // PARMON_SRC_PRELOAD_COMMON_PRELOAD_H_
