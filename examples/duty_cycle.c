@@ -3,14 +3,16 @@
 // makes no parmon call, so it behaves the same under any monitor, and builds static as well.
 //
 //   duty_cycle [--seconds S] basic    spinner; sleeper (busy 10 ms, sleeps 10 ms of each 20 ms);
-//                                     pipe reader fed one byte every 100 ms; two threads
+//                                     pipe reader fed every 100 ms; two threads
 //                                     contending for one mutex (hold 5 ms, 1 ms outside)
 //   duty_cycle [--seconds S] oversub  four spinners (on a 2-CPU machine each is queued ~half)
 //   duty_cycle [--seconds S] spin     one spinner (a target for `parmon record -p`)
 //
 // Each thread also measures its own truth, which the tests compare with parmon: wall time of its
 // loop (CLOCK_MONOTONIC, the session clock of parmon on machines without a perf TSC clock), CPU
-// time (CLOCK_THREAD_CPUTIME_ID), time inside its blocking call, and at the end of the loop its
+// time (CLOCK_THREAD_CPUTIME_ID), time spent waiting for what it blocked on (until the timer's
+// deadline, the feeder's write, the holder's unlock: once that has happened the thread is only
+// waiting for a CPU, which is runnable time, not waiting), and at the end of the loop its
 // voluntary/involuntary context-switch counters from /proc with the time they were read. One line
 // per thread on stdout:
 //   thread role=R tid=T start=NS end=NS cpu=NS blocked=NS read_begin=NS read_end=NS cpu_at_read=NS
@@ -49,7 +51,20 @@ struct Truth {
 static uint64_t g_seconds_ns = 3000ull * MS;
 static uint64_t g_stop;  // CLOCK_MONOTONIC deadline for every loop
 static int g_pipe[2];
-static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+// Priority-inheritance mutex: unlock hands the lock to the waiter (FUTEX_UNLOCK_PI), so a woken
+// waiter never finds it taken again and its wait ends exactly at the holder's unlock.
+static pthread_mutex_t g_mutex;
+static uint64_t g_released;  // when the mutex was last unlocked (written under the mutex)
+
+// The part of [entry, now] spent before the awaited event happened at event_ns.
+static uint64_t WaitedFor(uint64_t entry, uint64_t event_ns) {
+  return event_ns > entry ? event_ns - entry : 0;
+}
+
+struct Feed {  // what the feeder writes: atomic on a pipe (< PIPE_BUF)
+  uint64_t written_ns;
+  uint64_t last;
+};
 
 static void Begin(struct Truth* t, const char* role) {
   t->role = role;
@@ -95,7 +110,7 @@ static void* Sleeper(void* arg) {
     uint64_t b = Now(CLOCK_MONOTONIC);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
     }
-    t->blocked += Now(CLOCK_MONOTONIC) - b;
+    t->blocked += WaitedFor(b, cycle + 20 * MS);
   }
   Finish(t);
   return NULL;
@@ -105,11 +120,12 @@ static void* PipeReader(void* arg) {
   struct Truth* t = arg;
   Begin(t, "pipe_reader");
   for (;;) {
-    char c;
+    struct Feed f;
     uint64_t b = Now(CLOCK_MONOTONIC);
-    ssize_t n = read(g_pipe[0], &c, 1);
-    t->blocked += Now(CLOCK_MONOTONIC) - b;
-    if (n != 1 || c == 'q') break;
+    ssize_t n = read(g_pipe[0], &f, sizeof f);
+    if (n != sizeof f) break;
+    t->blocked += WaitedFor(b, f.written_ns);
+    if (f.last) break;
   }
   Finish(t);
   return NULL;
@@ -124,8 +140,8 @@ static void* PipeFeeder(void* arg) {
     struct timespec until = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
     }
-    char c = last ? 'q' : 'x';
-    if (write(g_pipe[1], &c, 1) != 1 || last) break;
+    struct Feed f = {Now(CLOCK_MONOTONIC), (uint64_t)last};
+    if (write(g_pipe[1], &f, sizeof f) != sizeof f || last) break;
   }
   return NULL;
 }
@@ -137,8 +153,9 @@ static void* Contender(void* arg) {
     uint64_t b = Now(CLOCK_MONOTONIC);
     pthread_mutex_lock(&g_mutex);
     uint64_t got = Now(CLOCK_MONOTONIC);
-    t->blocked += got - b;
+    t->blocked += WaitedFor(b, g_released);
     SpinUntil(got + 5 * MS);
+    g_released = Now(CLOCK_MONOTONIC);
     pthread_mutex_unlock(&g_mutex);
     SpinUntil(Now(CLOCK_MONOTONIC) + 1 * MS);  // lets the other one take the lock
   }
@@ -170,6 +187,10 @@ int main(int argc, char** argv) {
   int n = 0;
   pthread_t feeder;
   int have_feeder = 0;
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+  pthread_mutex_init(&g_mutex, &ma);
   if (strcmp(scenario, "basic") == 0) {
     if (pipe(g_pipe) != 0) {
       perror("duty_cycle: pipe");
