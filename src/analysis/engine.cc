@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <deque>
 #include <map>
 #include <unordered_map>
@@ -382,8 +383,11 @@ struct Engine::Impl {
   // --- events --------------------------------------------------------------------------------
   void Consume(const Event& e) {
     if (e.ts < ws || e.ts > we) return;
+    ConsumeAt(locs[LocFor(e.location)], e);
+  }
+  // l is e's location, resolved by the caller (once per stream in Run).
+  void ConsumeAt(Loc& l, const Event& e) {
     ++events;
-    Loc& l = locs[LocFor(e.location)];
     ++l.events;
     if (l.first == kNone) {
       l.first = e.ts;
@@ -753,6 +757,7 @@ struct Engine::Impl {
   }
 
   Results Finish();
+  Results Run();
 };
 
 Results Engine::Impl::Finish() {
@@ -1140,17 +1145,116 @@ Engine::~Engine() = default;
 void Engine::Consume(const format::Event& e) { impl_->Consume(e); }
 Results Engine::Finish() { return impl_->Finish(); }
 std::pair<uint64_t, uint64_t> Engine::window() const { return {impl_->ws, impl_->we}; }
+Results Engine::Run() { return impl_->Run(); }
 
 StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& options) {
   Engine engine(reader, options);
-  format::CursorFilter filter;
-  auto [from, to] = engine.window();
-  filter.from_ts = from;
-  filter.to_ts = to;
-  format::MergeCursor cursor(reader, filter);
-  format::Event e;
-  while (cursor.Next(&e)) engine.Consume(e);
-  return engine.Finish();
+  return engine.Run();
+}
+
+// Inlining the decoder and the event dispatch into the merge loop saves about a tenth of the
+// CPU time per event (bench/report_bench).
+[[gnu::flatten]] Results Engine::Impl::Run() {
+  // The engine's own k-way merge, in format::MergeCursor's order (time, then stream, then
+  // position), tuned for throughput: each stream keeps its decompressed chunk and decodes only
+  // its next event (no chunk of 96-byte Events is materialised: memory per stream is one raw
+  // chunk), the heads sit in a flat array where a linear scan for the minimum beats a heap for
+  // the few to few hundred streams of a trace, and the second-smallest head bounds a run of
+  // events taken from one stream without looking at the others again.
+  uint64_t from = ws, to = we;
+  struct Head {
+    const format::Stream* stream;
+    Loc* loc = nullptr;
+    size_t next_chunk = 0;
+    std::vector<uint8_t> raw;
+    format::EventDecoder decoder;
+    format::Event event;
+  };
+  std::vector<std::unique_ptr<Head>> heads;
+  for (const auto& s : reader.streams()) {
+    if (s.source == format::Source::kDefinitions || s.events == 0) continue;
+    if (s.last_ts < from || s.first_ts > to) continue;
+    heads.push_back(std::make_unique<Head>());
+    heads.back()->stream = &s;
+  }
+  // Loads the next event of a stream into h.event (skipping events before the window).
+  auto advance = [&](Head& h) {
+    for (;;) {
+      while (h.decoder.Next(&h.event))
+        if (h.event.ts >= from) return true;
+      if (!h.decoder.error().empty()) {
+        // Let the reader record the damaged chunk as a problem, as MergeCursor would.
+        format::DecodedChunk scratch;
+        (void)reader.ReadChunk(h.stream->chunks[h.next_chunk - 1], &scratch);
+      }
+      const format::ChunkRef* ref = nullptr;
+      while (h.next_chunk < h.stream->chunks.size()) {
+        const format::ChunkRef& r = h.stream->chunks[h.next_chunk++];
+        if (r.header.last_ts < from) continue;
+        if (r.header.first_ts > to) return false;
+        ref = &r;
+        break;
+      }
+      if (!ref) return false;
+      // A chunk whose payload is damaged is recorded in reader.problems() and skipped.
+      if (!reader.ReadRawPayload(*ref, &h.raw).ok()) {
+        h.decoder = {};
+        continue;
+      }
+      h.decoder = format::EventDecoder(h.raw.data(), h.raw.size(), ref->header.location,
+                                       static_cast<format::Source>(ref->header.source),
+                                       &reader.schema());
+    }
+  };
+  // Every stream's location exists before the first event, so locs does not grow (and these
+  // pointers stay valid) while events are consumed.
+  for (auto& h : heads) LocFor(h->stream->location);
+  for (auto& h : heads) h->loc = &locs[loc_index[h->stream->location]];
+  std::vector<Head*> live;
+  std::vector<uint64_t> live_ts;  // live[i]->event.ts, packed: the scan reads one cache line
+  for (auto& h : heads)
+    if (advance(*h)) {
+      live.push_back(h.get());
+      live_ts.push_back(h->event.ts);
+    }
+  while (!live.empty()) {
+    // The smallest head and the bound set by the second smallest.
+    size_t best = 0;
+    uint64_t best_ts = live_ts[0];
+    uint64_t bound = UINT64_MAX;
+    size_t bound_index = SIZE_MAX;
+    for (size_t i = 1; i < live_ts.size(); ++i) {
+      uint64_t t = live_ts[i];
+      if (t < best_ts) {
+        bound = best_ts;
+        bound_index = best;
+        best_ts = t;
+        best = i;
+      } else if (t < bound) {
+        bound = t;
+        bound_index = i;
+      }
+    }
+    Head& h = *live[best];
+    // Take events while they sort before the bound (ties go to the earlier stream).
+    bool earlier = best < bound_index;
+    bool more;
+    do {
+      if (h.event.ts > to) {
+        more = false;
+        break;
+      }
+      ConsumeAt(*h.loc, h.event);
+      more = advance(h);
+    } while (more && (h.event.ts < bound || (h.event.ts == bound && earlier)));
+    if (more) {
+      live_ts[best] = h.event.ts;
+    } else {
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(best));
+      live_ts.erase(live_ts.begin() + static_cast<std::ptrdiff_t>(best));
+    }
+  }
+  return Finish();
 }
 
 }  // namespace parmon::analysis

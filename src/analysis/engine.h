@@ -45,6 +45,8 @@ class Engine {
   // Consumes one event (in time order across all locations).
   void Consume(const format::Event& e);
   Results Finish();
+  // Reads every event of the window from the reader (in time order) and finishes.
+  Results Run();
   // The window in session-clock ns [first, second].
   std::pair<uint64_t, uint64_t> window() const;
 

@@ -85,43 +85,14 @@ bool DecodeSchema(const uint8_t* p, size_t n, KindSchema* schema) {
 
 bool DecodeEvents(const uint8_t* p, size_t n, uint32_t location, Source source,
                   const KindSchema& schema, std::vector<Event>* out, std::string* error) {
-  const uint8_t* const begin = p;
-  const uint8_t* const end = p + n;
-  uint64_t prev_ts = 0;
-  while (p < end) {
-    const uint8_t* event_start = p;
-    Event e;
-    e.location = location;
-    e.source = source;
-    uint64_t kind, delta;
-    if (!(p = GetVarint(p, end, &kind)) || !(p = GetVarint(p, end, &delta))) {
-      *error = fmt::format("event header truncated at byte {}", event_start - begin);
-      return false;
-    }
-    if (kind > 0xffff || !schema.Known(static_cast<uint16_t>(kind))) {
-      *error = fmt::format("unknown event kind {} at byte {}", kind, event_start - begin);
-      return false;
-    }
-    e.kind = static_cast<uint16_t>(kind);
-    e.ts = prev_ts + static_cast<uint64_t>(UnZigZag(delta));
-    prev_ts = e.ts;
-    e.nargs = schema.nargs(e.kind);
-    for (int i = 0; i < e.nargs; ++i) {
-      if (!(p = GetVarint(p, end, &e.args[i]))) {
-        *error = fmt::format("event args truncated at byte {}", event_start - begin);
-        return false;
-      }
-    }
-    if (schema.has_payload(e.kind)) {
-      uint64_t len;
-      if (!(p = GetVarint(p, end, &len)) || len > static_cast<uint64_t>(end - p)) {
-        *error = fmt::format("event payload truncated at byte {}", event_start - begin);
-        return false;
-      }
-      e.payload = std::string_view(reinterpret_cast<const char*>(p), len);
-      p += len;
-    }
-    out->push_back(e);
+  EventDecoder decoder(p, n, location, source, &schema);
+  // Decoded in place (no copy of the 96-byte Event); the last one is removed again on damage.
+  while (decoder.Next(&out->emplace_back())) {
+  }
+  out->pop_back();
+  if (!decoder.error().empty()) {
+    *error = decoder.error();
+    return false;
   }
   return true;
 }

@@ -118,6 +118,62 @@ void EncodeSchema(ByteBuffer* out);
 // Decodes a SCHEMA payload into schema; false when it is malformed.
 bool DecodeSchema(const uint8_t* p, size_t n, KindSchema* schema);
 
+// Decodes an EVENTS payload one event at a time, for readers that keep only the next event of
+// each stream (the analysis engine's merge) instead of a whole chunk of 96-byte Events.
+// Payload views point into [p, p+n).
+class EventDecoder {
+ public:
+  EventDecoder() = default;
+  EventDecoder(const uint8_t* p, size_t n, uint32_t location, Source source,
+               const KindSchema* schema)
+      : begin_(p), p_(p), end_(p + n), location_(location), source_(source), schema_(schema) {}
+  // The next event into *e, or false at the end of the payload or when it is malformed (then
+  // error() says why and where).
+  bool Next(Event* e) {
+    if (p_ >= end_) return false;
+    const uint8_t* start = p_;
+    uint64_t kind, delta;
+    const uint8_t* p = GetVarint(p_, end_, &kind);
+    if (!p || !(p = GetVarint(p, end_, &delta))) return Fail("event header truncated", start);
+    if (kind > 0xffff || !schema_->Known(static_cast<uint16_t>(kind)))
+      return Fail("unknown event kind " + std::to_string(kind), start);
+    e->location = location_;
+    e->source = source_;
+    e->kind = static_cast<uint16_t>(kind);
+    e->ts = prev_ts_ + static_cast<uint64_t>(UnZigZag(delta));
+    e->nargs = schema_->nargs(e->kind);
+    for (int i = 0; i < e->nargs; ++i)
+      if (!(p = GetVarint(p, end_, &e->args[i]))) return Fail("event args truncated", start);
+    e->payload = {};
+    if (schema_->has_payload(e->kind)) {
+      uint64_t len;
+      if (!(p = GetVarint(p, end_, &len)) || len > static_cast<uint64_t>(end_ - p))
+        return Fail("event payload truncated", start);
+      e->payload = std::string_view(reinterpret_cast<const char*>(p), len);
+      p += len;
+    }
+    prev_ts_ = e->ts;
+    p_ = p;
+    return true;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool Fail(const std::string& what, const uint8_t* at) {
+    error_ = what + " at byte " + std::to_string(at - begin_);
+    p_ = end_;
+    return false;
+  }
+  const uint8_t* begin_ = nullptr;
+  const uint8_t* p_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  uint64_t prev_ts_ = 0;
+  uint32_t location_ = 0;
+  Source source_ = Source::kRuntime;
+  const KindSchema* schema_ = nullptr;
+  std::string error_;
+};
+
 // Decodes an EVENTS payload. Payload views point into [p, p+n). Returns false (with *error set,
 // and the events decoded so far kept) when the payload is malformed.
 bool DecodeEvents(const uint8_t* p, size_t n, uint32_t location, Source source,
