@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libzstd-dev libfmt-dev libcli11-dev
       nlohmann-json3-dev libgtest-dev libbenchmark-dev openmpi-bin libopenmpi-dev gfortran
-      libseccomp-dev linux-perf)
+      libseccomp-dev linux-perf python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "cli/commands.h"
 #include "recorder/recorder.h"
 #include "sched/sched.h"
@@ -90,6 +92,10 @@ int RunRecord(int argc, char** argv) {
     }
   }
   sched_options.periodic = mode == "periodic";
+  // The MPI wrappers (libparmon_mpi) read the mode and the interval of their per-call
+  // aggregates from the environment the command inherits.
+  setenv("PARMON_MODE", mode.c_str(), 1);
+  setenv("PARMON_PERIOD_NS", std::to_string(sched_options.period_ns).c_str(), 1);
   sched_options.attached = options.attach_pid > 0;
   sched_options.switches = !no_switches;
   options.extra_session.emplace_back("sample_period_ns", std::to_string(sched_options.period_ns));

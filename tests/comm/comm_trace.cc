@@ -57,8 +57,12 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
       case Kind::kMpiEnter:
         t.calls[defs.Name(static_cast<uint32_t>(e.args[0]))] += 1;
         break;
+      case Kind::kMpiStats:
+        t.stats_calls[defs.Name(static_cast<uint32_t>(e.args[0]))] += e.args[1];
+        break;
       case Kind::kMpiSend:
       case Kind::kMpiRecv:
+      case Kind::kMpiPeerStats:
       case Kind::kMpiCollective:
       case Kind::kMpiClockSync:
         mpi_events.emplace_back(pid, e);
@@ -117,6 +121,10 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
       } else {
         t.sends.push_back(m);
       }
+    } else if (ev.kind_enum() == Kind::kMpiPeerStats) {
+      auto& p = t.peer_stats[{rank, static_cast<int64_t>(ev.args[0])}];
+      p.first += ev.args[1];
+      p.second += ev.args[2];
     } else if (ev.kind_enum() == Kind::kMpiCollective) {
       t.collectives.push_back({rank, defs.Name(static_cast<uint32_t>(ev.args[0])), ev.args[3],
                                ev.args[4]});

@@ -33,6 +33,10 @@ struct CommTrace {
   std::vector<MpiMessageEnd> sends, recvs;
   std::vector<MpiCollectiveCall> collectives;
   std::map<std::string, uint64_t> calls;  // MpiEnter per function name
+  // Periodic mode: (rank, peer) -> (messages, bytes) summed over MpiPeerStats; calls per
+  // function summed over MpiStats.
+  std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, uint64_t>> peer_stats;
+  std::map<std::string, uint64_t> stats_calls;
   std::map<int64_t, double> clock_offset_ns;  // rank -> offset at the first sync epoch
   std::string error;  // non-empty when the trace could not be read
 };

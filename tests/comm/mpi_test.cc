@@ -81,6 +81,27 @@ TEST(CommMpi, EarlyExitingRankStillLeavesItsData) {
   CheckMessages("mpi_patterns", "early", 3, /*expect_clean_exit=*/false);
 }
 
+TEST(CommMpi, PeriodicModeCountsMessagesPerPeer) {
+  // `parmon record --mode periodic` tells the wrappers (PARMON_MODE) to write per-interval
+  // aggregates instead of per-call events; summed, they equal what the program did.
+  TempDir dir;
+  std::vector<std::string> args = {"record", "-q", "--mode", "periodic", "-o",
+                                   dir.File("run.ptrace"), "--"};
+  for (const auto& a : Mpirun(2)) args.push_back(a);
+  args.push_back(BinDir() + "/mpi_patterns");
+  args.push_back("pingpong");
+  RunResult run = Parmon(args, 90);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  CommTrace t = LoadCommTrace(dir.File("run.ptrace"));
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  Expected want = ParseProgramOutput(run.out);
+  ASSERT_FALSE(want.pairs.empty()) << run.out;
+  EXPECT_TRUE(t.sends.empty()) << "per-call events in periodic mode";
+  EXPECT_TRUE(t.calls.empty()) << "MpiEnter in periodic mode";
+  EXPECT_EQ(t.peer_stats, want.pairs);
+  EXPECT_GT(t.stats_calls["MPI_Send"], 0u);
+}
+
 TEST(CommMpi, CollectiveBytesPerRankC) {
   TempDir dir;
   Recorded r = RecordMpi(dir, "mpi_patterns", "collectives", 3);
