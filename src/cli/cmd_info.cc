@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "format/reader.h"
+#include "sched/summary.h"
 
 namespace parmon::cli {
 namespace {
@@ -152,6 +153,7 @@ int RunInfo(int argc, char** argv) {
       problems.push_back(pj);
     }
     j["problems"] = problems;
+    j["sched"] = sched::SummaryJson(r, sched::Summarize(r));
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -190,6 +192,7 @@ int RunInfo(int argc, char** argv) {
     fmt::print("{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12.6f}\n", id, pid, tid, name.substr(0, 16), st.events,
                st.lost, span);
   }
+  sched::PrintSummary(r, sched::Summarize(r));
   return 0;
 }
 
