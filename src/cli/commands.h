@@ -17,6 +17,7 @@ int RunDump(int argc, char** argv);
 int RunReport(int argc, char** argv);
 int RunDiff(int argc, char** argv);
 int RunScale(int argc, char** argv);
+int RunDemo(int argc, char** argv);
 
 }  // namespace parmon::cli
 

@@ -16,6 +16,7 @@ const Command kCommands[] = {
     {"report", "what each thread and rank did, communication, waits and a diagnosis", RunReport},
     {"diff", "compare two runs: what got better or worse", RunDiff},
     {"scale", "run a command at several process counts: speedup and where it goes", RunScale},
+    {"demo", "record a bundled MPI example (a ring pipeline) and show its report", RunDemo},
 };
 
 int Usage(FILE* out) {
