@@ -306,3 +306,31 @@ TEST(Examples, BadArgumentsAreRefusedInOneSentence) {
 
 }  // namespace
 }  // namespace parmon::testing
+
+namespace parmon::testing {
+namespace {
+
+// `parmon demo` (small): records the ring example under mpirun, prints the report, writes the
+// HTML report, and says where it is.
+TEST(Examples, ParmonDemoRecordsAndReports) {
+  TempDir dir;
+  RunResult r =
+      Parmon({"demo", "--dir", dir.path(), "--ranks", "3", "--words", "60", "--db-kb", "64"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("all hit counts correct"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("$ parmon report " + dir.File("demo.ptrace")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("HTML report: " + dir.File("demo.html")), std::string::npos) << r.out;
+  EXPECT_GT(ReadFile(dir.File("demo.html")).size(), 1000u);
+  auto reader = format::TraceReader::Open(dir.File("demo.ptrace"));
+  ASSERT_TRUE(reader.ok());
+  EXPECT_GT((*reader)->total_events(), 0u);
+}
+
+TEST(Examples, ParmonDemoRefusesBadArguments) {
+  RunResult r = Parmon({"demo", "--ranks", "1"}, 30);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--ranks"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace parmon::testing
