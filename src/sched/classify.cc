@@ -75,6 +75,42 @@ ThreadState WaitState(char state_letter, uint64_t syscall) {
   }
 }
 
+bool MayBeUninterruptible(uint64_t syscall) {
+  switch (syscall) {
+    case kNoSyscall:  // blocked outside a system call: a page fault, or stopped
+    case SYS_read:
+    case SYS_write:
+    case SYS_readv:
+    case SYS_writev:
+    case SYS_pread64:
+    case SYS_pwrite64:
+    case SYS_preadv:
+    case SYS_pwritev:
+    case SYS_preadv2:
+    case SYS_pwritev2:
+    case SYS_open:
+    case SYS_openat:
+    case SYS_close:
+    case SYS_fsync:
+    case SYS_fdatasync:
+    case SYS_sync:
+    case SYS_syncfs:
+    case SYS_sync_file_range:
+    case SYS_msync:
+    case SYS_fallocate:
+    case SYS_sendfile:
+    case SYS_copy_file_range:
+    case SYS_splice:
+    case SYS_io_getevents:
+    case SYS_io_uring_enter:
+    case SYS_execve:
+    case SYS_exit_group:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void ThreadAccount::Begin(uint64_t start_ns, const SchedStat& baseline) {
   *this = ThreadAccount();
   last_ns_ = start_ns;

@@ -43,6 +43,10 @@ const char* ThreadStateName(ThreadState s);
 // call it is blocked in (kNoSyscall when unknown).
 ThreadState WaitState(char state_letter, uint64_t syscall);
 
+// Whether a thread blocked in this system call may be in uninterruptible (disk) sleep, so that
+// only its /proc state letter can tell comm-wait from io-wait.
+bool MayBeUninterruptible(uint64_t syscall);
+
 using StateSplit = std::array<uint64_t, kThreadStateCount>;
 
 struct Reading {

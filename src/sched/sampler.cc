@@ -1,6 +1,7 @@
 #include "sched/sampler.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
@@ -16,7 +17,10 @@ using format::Kind;
 
 namespace {
 
-constexpr uint64_t kDiscoverEvery = 5;  // passes between scans for child processes
+constexpr uint64_t kDiscoverEvery = 10;  // passes between scans for child processes
+constexpr uint64_t kProcessEvery = 10;   // passes between reads of a process's own counters
+constexpr uint64_t kStatEvery = 10;      // passes between stat reads of a thread that runs
+constexpr uint64_t kSyscallEvery = 4;    // passes between syscall reads of a periodic waiter
 
 uint64_t ClockNs(clockid_t id) {
   timespec ts;
@@ -75,41 +79,56 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
   }
   // Children found now are sampled from the next pass, with their start time as the interval start.
   if (pass_ == 1) DiscoverChildren();
-  SampleCpus(now_ns, out);
+  // /proc/stat counts in clock ticks (10 ms) and costs ~15 us: read it every 50 ms at most.
+  if (cpu_prev_.empty() || now_ns - cpu_prev_ns_ >= 50'000'000) SampleCpus(now_ns, out);
   prev_pass_ns_ = now_ns;
 }
 
 void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
                                 std::vector<Output>* out) {
-  std::vector<uint32_t> tids = ListTasks(pid);
-  uint64_t live_cpu = 0;
-  for (uint32_t tid : tids) {
-    if (!options_.only_tids.empty() && !options_.only_tids.count(tid)) continue;
-    auto [it, inserted] = p.threads.try_emplace(tid);
-    Thread& t = it->second;
-    if (inserted) {
-      t.schedstat = ProcFile(TaskPath(pid, tid, "schedstat"));
-      t.stat = ProcFile(TaskPath(pid, tid, "stat"));
-    }
-    if (SampleThread(pid, tid, t, inserted, now_ns, out)) {
-      t.pass = pass_;
-      live_cpu += t.account.last().cpu_ns;
+  // Listing the task directory costs as much as reading ten threads' schedstat; its link count
+  // (threads + 2) is one stat() call. List again only when that count changed or a thread we
+  // know could not be read (it ended; another may have started in its place).
+  if (p.task_dir.empty()) p.task_dir = fmt::format("/proc/{}/task", pid);
+  struct stat st;
+  const bool count_known = stat(p.task_dir.c_str(), &st) == 0;
+  bool relist = pass_ == 1 || !count_known || st.st_nlink != p.listed + 2 || p.lost_one;
+  p.lost_one = false;
+  if (relist) {
+    std::vector<uint32_t> tids = ListTasks(pid);
+    p.listed = tids.size();
+    for (uint32_t tid : tids) {
+      if (!options_.only_tids.empty() && !options_.only_tids.count(tid)) continue;
+      auto [it, inserted] = p.threads.try_emplace(tid);
+      if (inserted) {
+        it->second.fresh = true;
+        it->second.schedstat = ProcFile(TaskPath(pid, tid, "schedstat"));
+        it->second.stat = ProcFile(TaskPath(pid, tid, "stat"));
+      }
     }
   }
-  // Threads not seen this pass have ended: what we saw of their CPU time moves to the process.
+  uint64_t live_cpu = 0;
   for (auto it = p.threads.begin(); it != p.threads.end();) {
-    if (it->second.pass == pass_) {
+    Thread& t = it->second;
+    bool is_new = t.fresh;
+    t.fresh = false;
+    if (SampleThread(pid, it->first, t, is_new, now_ns, out)) {
+      live_cpu += t.account.last().cpu_ns;
       ++it;
       continue;
     }
-    uint64_t cpu = it->second.account.last().cpu_ns;
+    // Gone: what we saw of its CPU time moves to the process's exited threads.
+    p.lost_one = true;
+    uint64_t cpu = t.account.last().cpu_ns;
     p.exited_cpu_seen += cpu;
-    out->push_back({pid, it->first, -1, MakeEvent(Kind::kTaskExit, now_ns, {cpu})});
+    if (!is_new) out->push_back({pid, it->first, -1, MakeEvent(Kind::kTaskExit, now_ns, {cpu})});
     it = p.threads.erase(it);
   }
+  // The process's own counters (every thread that ever ran, in clock ticks) cost a walk over all
+  // its threads in the kernel: read them every kProcessEvery passes only.
+  if (pass_ % kProcessEvery != 1 && kProcessEvery != 1) return;
   TaskStat ps;
   if (ParseTaskStat(p.stat.Read(), &ps)) {
-    // The process's own counters include every thread that ever ran, in clock ticks.
     uint64_t cpu = (ps.utime_ticks + ps.stime_ticks) * NsPerClockTick();
     uint64_t seen = live_cpu + p.exited_cpu_seen;
     uint64_t unseen = cpu > seen ? cpu - seen : 0;
@@ -127,26 +146,57 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
   if (!ParseSchedStat(t.schedstat.Read(), &r.sched)) return false;
   const bool ran = is_new || r.sched.run_count != t.account.last().run_count ||
                    r.sched.cpu_ns != t.account.last().cpu_ns;
-  if (ran) {
-    // Only a thread that ran can have changed state or CPU; an idle one costs one read.
-    TaskStat ts;
-    if (!ParseTaskStat(t.stat.Read(), &ts)) return false;
-    t.state = ts.state;
-    t.cpu = ts.processor;
-    t.syscall_nr = kNoSyscall;
-    if (t.state != 'R') {
+  // A thread whose interval its counters already explain (it ran or queued all along) keeps its
+  // state: the letter would only split an empty rest.
+  const uint64_t interval = now_ns - t.account.last_ns();
+  const uint64_t cpu_delta = r.sched.cpu_ns - std::min(r.sched.cpu_ns, t.account.last().cpu_ns);
+  const uint64_t delay_delta =
+      r.sched.run_delay_ns - std::min(r.sched.run_delay_ns, t.account.last().run_delay_ns);
+  const bool explained = cpu_delta + delay_delta + interval / 50 >= interval;
+  // A thread seen blocked in a known call that ran only briefly is most likely back in the same
+  // call (a server loop, a periodic sleeper): re-read every kSyscallEvery passes only.
+  const bool same_wait = t.state != 'R' && t.syscall_nr != kNoSyscall &&
+                         cpu_delta < interval / 20 && pass_ % kSyscallEvery != 0;
+  if (ran && !is_new && pass_ % kStatEvery != 0 && ((explained && t.state == 'R') || same_wait)) {
+    // keep t.state, t.syscall_nr
+  } else if (ran) {
+    // Only a thread that ran can have changed state; an idle one costs the one read above.
+    // syscall (1-2 us) says "running" or the call a sleeping thread is in; stat (~10 us) is read
+    // only when the letter matters (a call that may sleep uninterruptibly, or stopped), for a
+    // new thread's start time, and every kStatEvery passes for the CPU it last ran on.
+    bool need_stat = is_new || !t.syscall_readable || pass_ % kStatEvery == 0;
+    if (t.syscall_readable) {
       if (!t.syscall.is_open()) t.syscall = ProcFile(TaskPath(pid, tid, "syscall"));
-      uint64_t nr;
-      if (ParseSyscall(t.syscall.Read(), &nr)) t.syscall_nr = nr;
-    }
-    if (is_new) {
-      if (options_.attached && pass_ == 1) {
-        // Already running when we attached: its past is not ours to split.
-        t.account.Begin(now_ns, r.sched);
+      std::string_view text = t.syscall.Read();
+      uint64_t nr = kNoSyscall;
+      if (text.empty() || !ParseSyscall(text, &nr)) {
+        t.syscall_readable = false;  // no ptrace access to it (Yama): the state letter only
+        need_stat = true;
+      } else if (text.starts_with("running")) {
+        t.state = 'R';
+        t.syscall_nr = kNoSyscall;
       } else {
-        uint64_t start = std::max({session_start_ns_, prev_pass_ns_, StartTimeNs(ts.start_ticks)});
-        t.account.Begin(std::min(start, now_ns), SchedStat{});
-        out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskStart, now_ns, {0})});
+        t.state = 'S';
+        t.syscall_nr = nr;
+        need_stat = need_stat || MayBeUninterruptible(nr);
+      }
+    }
+    if (need_stat) {
+      TaskStat ts;
+      if (!ParseTaskStat(t.stat.Read(), &ts)) return false;
+      t.state = ts.state;
+      t.cpu = ts.processor;
+      if (!t.syscall_readable) t.syscall_nr = kNoSyscall;
+      if (is_new) {
+        if (options_.attached && pass_ == 1) {
+          // Already running when we attached: its past is not ours to split.
+          t.account.Begin(now_ns, r.sched);
+        } else {
+          uint64_t start =
+              std::max({session_start_ns_, prev_pass_ns_, StartTimeNs(ts.start_ticks)});
+          t.account.Begin(std::min(start, now_ns), SchedStat{});
+          out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskStart, now_ns, {0})});
+        }
       }
     }
   }
@@ -165,7 +215,6 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
   };
   const bool first_of_attached = is_new && options_.attached && pass_ == 1;
   StateSplit split = t.account.Update(r, blocked);
-  if (!t.switches_known && t.state == 'R') blocked();  // a baseline for the next interval
   if (!first_of_attached) {
     Event e;
     e.kind = static_cast<uint16_t>(Kind::kThreadStates);

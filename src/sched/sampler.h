@@ -55,17 +55,21 @@ class SamplerCore {
  private:
   struct Thread {
     ProcFile schedstat, stat, syscall, status;
+    bool syscall_readable = true;  // false: no ptrace access (Yama), the stat letter only
     ThreadAccount account;
     SwitchCounters switches;
     bool switches_known = false;
     char state = '?';
     uint64_t syscall_nr = kNoSyscall;
     int32_t cpu = -1;
-    uint64_t pass = 0;  // the last pass that saw it
+    bool fresh = false;  // listed, not yet sampled
   };
   struct Process {
     ProcFile stat;
     std::map<uint32_t, Thread> threads;
+    std::string task_dir;
+    uint64_t listed = 0;     // entries of task_dir at the last listing
+    bool lost_one = false;   // a known thread could not be read: list again
     uint64_t exited_cpu_seen = 0;  // CPU time of its ended threads, as far as we saw it
   };
 

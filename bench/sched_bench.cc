@@ -1,0 +1,165 @@
+// System-monitor costs (issue 4):
+//  - the /proc sampler's own CPU time per pass over 100 threads, as a share of one CPU at a
+//    10 ms period (target: at most 1%);
+//  - the context-switch recorder's cost per switch: in the kernel (a pipe ping-pong's extra
+//    time per switch with the records on) and in parmon (reading, merging and tracking a record).
+#include <benchmark/benchmark.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "sched/sampler.h"
+#include "sched/switches.h"
+
+namespace parmon::sched {
+namespace {
+
+uint64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// 100 threads like a real program's: half wake every 10 ms for a little work, half are blocked.
+class Workers {
+ public:
+  explicit Workers(int n) {
+    for (int i = 0; i < n; ++i) {
+      bool periodic = i % 2 == 0;
+      threads_.emplace_back([this, periodic] {
+        tids_.fetch_add(1);
+        while (!stop_.load()) {
+          if (periodic) {
+            volatile uint64_t x = 0;
+            for (int k = 0; k < 20000; ++k) x = x + k;
+            timespec d{0, 10'000'000};
+            nanosleep(&d, nullptr);
+          } else {
+            std::unique_lock<std::mutex> lock(mu_);
+            cv_.wait_for(lock, std::chrono::milliseconds(200));
+          }
+        }
+      });
+    }
+    while (tids_.load() < n) std::this_thread::yield();
+  }
+  ~Workers() {
+    stop_ = true;
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> tids_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+void BM_SamplerPass100Threads(benchmark::State& state) {
+  Workers workers(100);
+  SamplerOptions options;
+  SamplerCore core(options, MonotonicNs());
+  core.AddProcess(static_cast<uint32_t>(getpid()));
+  std::vector<SamplerCore::Output> out;
+  core.Sample(MonotonicNs(), &out);  // opens the files
+  uint64_t cpu = 0, passes = 0;
+  for (auto _ : state) {
+    // One pass per 10 ms, as `parmon record` does, so the threads really move between passes.
+    state.PauseTiming();
+    timespec d{0, 10'000'000};
+    nanosleep(&d, nullptr);
+    out.clear();
+    state.ResumeTiming();
+    uint64_t c0 = ThreadCpuNs();
+    core.Sample(MonotonicNs(), &out);
+    cpu += ThreadCpuNs() - c0;
+    ++passes;
+  }
+  double per_pass_ns = passes ? static_cast<double>(cpu) / static_cast<double>(passes) : 0;
+  state.counters["threads"] = static_cast<double>(core.thread_count());
+  state.counters["cpu_us_per_pass"] = per_pass_ns / 1e3;
+  // Share of one CPU at a 10 ms period; target <= 1%.
+  state.counters["cpu_pct_at_10ms"] = per_pass_ns / 10'000'000.0 * 100.0;
+}
+BENCHMARK(BM_SamplerPass100Threads)->Iterations(200)->Unit(benchmark::kMicrosecond);
+
+// Two threads hand a byte back and forth over pipes: every hand-off blocks one and wakes the
+// other, two switch-outs and two switch-ins per round trip at least.
+struct PingPong {
+  int ab[2], ba[2];
+  std::atomic<pid_t> tid{0};
+  std::thread peer;
+  PingPong() {
+    if (pipe(ab) != 0 || pipe(ba) != 0) abort();
+    peer = std::thread([this] {
+      tid = static_cast<pid_t>(syscall(SYS_gettid));
+      char c;
+      while (read(ab[0], &c, 1) == 1 && c != 'q')
+        if (write(ba[1], &c, 1) != 1) break;
+    });
+    while (tid.load() == 0) std::this_thread::yield();
+  }
+  void Round() {
+    char c = 'x';
+    if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1) abort();
+  }
+  ~PingPong() {
+    char c = 'q';
+    if (write(ab[1], &c, 1) != 1) abort();
+    peer.join();
+    for (int fd : {ab[0], ab[1], ba[0], ba[1]}) close(fd);
+  }
+};
+
+void BM_PingPong(benchmark::State& state) {
+  const bool record = state.range(0) != 0;
+  PingPong pp;
+  SwitchOptions options;
+  options.buffer_pages = 256;
+  SwitchRecorder rec(options);
+  if (record) {
+    Status s = rec.Open({static_cast<pid_t>(syscall(SYS_gettid)), pp.tid.load()}, false, false,
+                        true);
+    if (!s.ok()) {
+      state.SkipWithError(s.message().c_str());
+      return;
+    }
+  }
+  uint64_t drain_cpu = 0, rounds = 0;
+  for (auto _ : state) {
+    pp.Round();
+    if (record && ++rounds % 512 == 0) {  // keep the buffers from filling, and time the reading
+      uint64_t c0 = ThreadCpuNs();
+      rec.Drain(nullptr, ~uint64_t{0});
+      drain_cpu += ThreadCpuNs() - c0;
+    }
+  }
+  if (record) {
+    uint64_t c0 = ThreadCpuNs();
+    rec.Drain(nullptr, ~uint64_t{0});
+    drain_cpu += ThreadCpuNs() - c0;
+    state.counters["records"] = static_cast<double>(rec.records());
+    state.counters["lost"] = static_cast<double>(rec.lost());
+    state.counters["parmon_ns_per_record"] =
+        rec.records() ? static_cast<double>(drain_cpu) / static_cast<double>(rec.records()) : 0;
+    state.counters["records_per_round"] =
+        static_cast<double>(rec.records()) / static_cast<double>(state.iterations());
+  }
+}
+// Compare the two rows' time per round trip: the difference over records_per_round is the
+// kernel's cost of writing one switch record.
+BENCHMARK(BM_PingPong)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+
+}  // namespace
+}  // namespace parmon::sched
+
+BENCHMARK_MAIN();
