@@ -7,6 +7,9 @@
 //                                     contending for one mutex (hold 5 ms, 1 ms outside)
 //   duty_cycle [--seconds S] oversub  four spinners (on a 2-CPU machine each is queued ~half)
 //   duty_cycle [--seconds S] spin     one spinner (a target for `parmon record -p`)
+//   duty_cycle churn                  100 threads one after another, each on a CPU for 1 ms and
+//                                     gone 2 ms later: most live and die between two samples.
+//                                     Prints "churn threads=100 cpu=NS" (their CPU time summed)
 //
 // Each thread also measures its own truth, which the tests compare with parmon: wall time of its
 // loop (CLOCK_MONOTONIC, the session clock of parmon on machines without a perf TSC clock), CPU
@@ -163,6 +166,30 @@ static void* Contender(void* arg) {
   return NULL;
 }
 
+static void* Brief(void* arg) {
+  SpinUntil(Now(CLOCK_MONOTONIC) + 1 * MS);
+  *(uint64_t*)arg = Now(CLOCK_THREAD_CPUTIME_ID);
+  return NULL;
+}
+
+static int Churn(void) {
+  uint64_t total = 0;
+  for (int i = 0; i < 100; ++i) {
+    pthread_t t;
+    uint64_t cpu = 0;
+    if (pthread_create(&t, NULL, Brief, &cpu) != 0) return 1;
+    pthread_join(t, NULL);
+    total += cpu;
+    struct timespec gap = {0, 2 * MS};
+    nanosleep(&gap, NULL);
+  }
+  // Stay a little so the sampler reads the process's counters once more.
+  struct timespec rest = {0, 300 * MS};
+  nanosleep(&rest, NULL);
+  printf("churn threads=100 cpu=%llu\n", (unsigned long long)total);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* scenario = "basic";
   for (int i = 1; i < argc; ++i) {
@@ -173,11 +200,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_seconds_ns = (uint64_t)(s * 1e9);
+    } else if (strcmp(argv[i], "churn") == 0) {
+      return Churn();
     } else if (strcmp(argv[i], "basic") == 0 || strcmp(argv[i], "oversub") == 0 ||
                strcmp(argv[i], "spin") == 0) {
       scenario = argv[i];
     } else {
-      fprintf(stderr, "usage: duty_cycle [--seconds S] [basic|oversub|spin]\n");
+      fprintf(stderr, "usage: duty_cycle [--seconds S] [basic|oversub|spin|churn]\n");
       return 2;
     }
   }

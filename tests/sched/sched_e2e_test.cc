@@ -331,6 +331,55 @@ TEST(SchedE2E, StaticBinaryIsSampledWithoutInstrumentation) {
   EXPECT_FALSE(t.cpu_events.empty());
 }
 
+TEST(SchedE2E, ThreadsThatComeAndGoBetweenSamplesAreAccountedFor) {
+  TempDir dir;
+  RunResult run = Parmon({"record", "-q", "-o", dir.File("c.ptrace"), "--", DutyCycle(), "churn"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  unsigned long long truth_cpu = 0;
+  ASSERT_EQ(sscanf(run.out.c_str(), "churn threads=100 cpu=%llu", &truth_cpu), 1) << run.out;
+  Trace t = Load(dir.File("c.ptrace"));
+  // The main thread's last ProcessSample: CPU of threads the sampler saw end, plus what it
+  // never saw (threads born and gone between two samples, and the ends of the others).
+  uint32_t main_tid = 0;
+  uint64_t exited_unseen = 0;
+  for (const auto& [tid, events] : t.by_tid)
+    for (const Event& e : events)
+      if (e.kind_enum() == Kind::kProcessSample) {
+        main_tid = tid;
+        exited_unseen = e.args[2];
+      }
+  ASSERT_NE(main_tid, 0u);
+  uint64_t exited_seen = 0, sampled_threads = 0;
+  for (const auto& [tid, events] : t.by_tid) {
+    if (tid == main_tid) continue;
+    for (const Event& e : events)
+      if (e.kind_enum() == Kind::kTaskExit && e.source == format::Source::kSampler) {
+        exited_seen += e.args[0];
+        ++sampled_threads;
+      }
+  }
+  double accounted = static_cast<double>(exited_seen + exited_unseen);
+  double truth = static_cast<double>(truth_cpu);
+  std::printf("churn: truth %.1f ms, sampler saw %llu threads end with %.1f ms, %.1f ms unseen\n",
+              truth / 1e6, (unsigned long long)sampled_threads,
+              static_cast<double>(exited_seen) / 1e6, static_cast<double>(exited_unseen) / 1e6);
+  // /proc's process counters come in 10 ms clock ticks.
+  EXPECT_NEAR(accounted, truth, 20e6 + 0.05 * truth);
+  if (t.CountAll(Kind::kSwitchIn) == 0) GTEST_SKIP() << "no context switches here: " << run.err;
+  // The kernel's fork and exit records name every one of them.
+  size_t started = 0, ended = 0;
+  for (const auto& [tid, events] : t.by_tid) {
+    if (tid == main_tid) continue;
+    for (const Event& e : events) {
+      if (e.source != format::Source::kSched) continue;
+      started += e.kind_enum() == Kind::kTaskStart;
+      ended += e.kind_enum() == Kind::kTaskExit;
+    }
+  }
+  EXPECT_EQ(started, 100u);
+  EXPECT_EQ(ended, 100u);
+}
+
 // Starts the program outside parmon; its stdout goes to a file.
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_file) {
   posix_spawn_file_actions_t fa;
