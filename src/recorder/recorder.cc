@@ -49,11 +49,12 @@ bool FileExists(const std::string& p) {
   return stat(p.c_str(), &st) == 0;
 }
 
-// Where libparmon.so is: $PARMON_LIB_DIR, <exe>/../lib (build tree and install), <exe>.
+// Where libparmon.so is: $PARMON_LIB_DIR, <exe>/../lib (build tree), <exe>/../<install libdir>,
+// <exe>.
 std::string LibDir() {
   if (const char* d = getenv("PARMON_LIB_DIR")) return d;
   std::string exe = ExeDir();
-  for (const std::string& d : {exe + "/../lib", exe + "/../lib/parmon", exe})
+  for (const std::string& d : {exe + "/../lib", exe + "/../" PARMON_INSTALL_LIBDIR, exe})
     if (FileExists(d + "/libparmon.so")) return d;
   return exe + "/../lib";
 }
