@@ -21,6 +21,7 @@ namespace parmon::preload::mpi {
 
 struct Call {
   uint64_t t0 = 0;  // entry time (ticks, skew applied)
+  uint64_t t1 = 0;  // completion time, once a hook took it (MpiLeave reuses it); 0: not yet
   int fn = 0;       // index into the generated function table
   uint64_t bytes = 0;
 };
