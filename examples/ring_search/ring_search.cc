@@ -29,114 +29,26 @@
 
 #include "common/example.h"
 #include "common/mpi_example.h"
+#include "ring_search/farm.h"
 
 namespace {
 
 using parmon_examples::Location;
 using parmon_examples::Region;
 using parmon_examples::Scope;
+using ring_search::Database;
+using ring_search::MakeDatabase;
+using ring_search::MakeSearchList;
+using ring_search::ResultMessage;
+using ring_search::Search;
+using ring_search::SearchList;
+using ring_search::Split;
+using ring_search::VerifyResults;
+using ring_search::WordMessage;
 
 constexpr int kTagWord = 1;
 constexpr int kTagResult = 2;
 constexpr int kTagStop = 3;
-constexpr int kMaxPositions = 16;
-constexpr int kVocabulary = 2048;
-
-struct WordMessage {
-  int32_t index;  // position in the master's list of search words
-  int32_t length;
-  char text[16];
-};
-
-struct ResultMessage {
-  int32_t index;
-  int32_t worker;
-  int32_t hits;
-  int32_t positions_used;
-  int64_t positions[kMaxPositions];  // offsets into the whole database
-};
-
-// The database: words of a synthetic vocabulary separated by single spaces. Word frequencies
-// are skewed (a few common words, a long tail) like natural text.
-struct Database {
-  std::vector<std::string> vocabulary;
-  std::string text;
-  std::vector<int64_t> occurrences;  // per vocabulary word, counted while generating
-};
-
-Database MakeDatabase(long bytes) {
-  Database db;
-  parmon_examples::Random random(4554);
-  for (int i = 0; i < kVocabulary; ++i) {
-    std::string w;
-    int length = 3 + static_cast<int>(random.Below(9));
-    for (int c = 0; c < length; ++c)
-      w += static_cast<char>('a' + random.Below(26));
-    db.vocabulary.push_back(w);
-  }
-  db.occurrences.assign(kVocabulary, 0);
-  db.text.reserve(static_cast<size_t>(bytes) + 16);
-  while (static_cast<long>(db.text.size()) < bytes) {
-    double u = random.Uniform();
-    int id = static_cast<int>(kVocabulary * u * u);
-    if (!db.text.empty())
-      db.text += ' ';
-    db.text += db.vocabulary[id];
-  }
-  // Occurrences count whole words, so count after generation (vocabulary words may repeat).
-  size_t start = 0;
-  std::vector<std::pair<std::string, int>> sorted;
-  for (int i = 0; i < kVocabulary; ++i)
-    sorted.emplace_back(db.vocabulary[i], i);
-  std::sort(sorted.begin(), sorted.end());
-  while (start < db.text.size()) {
-    size_t end = db.text.find(' ', start);
-    if (end == std::string::npos)
-      end = db.text.size();
-    std::string w = db.text.substr(start, end - start);
-    auto it = std::lower_bound(sorted.begin(), sorted.end(), std::make_pair(w, -1));
-    for (; it != sorted.end() && it->first == w; ++it)
-      ++db.occurrences[it->second];
-    start = end + 1;
-  }
-  return db;
-}
-
-// Whole-word occurrences of `word` in `text`, the first kMaxPositions recorded (offset by `base`).
-ResultMessage Search(const std::string& text, int64_t base, const WordMessage& word) {
-  ResultMessage r{};
-  r.index = word.index;
-  size_t n = static_cast<size_t>(word.length);
-  const char* begin = text.data();
-  const char* end = begin + text.size();
-  for (const char* p = begin; p + n <= end;) {
-    const char* space = static_cast<const char*>(memchr(p, ' ', static_cast<size_t>(end - p)));
-    const char* token_end = space ? space : end;
-    if (static_cast<size_t>(token_end - p) == n && memcmp(p, word.text, n) == 0) {
-      if (r.positions_used < kMaxPositions)
-        r.positions[r.positions_used++] = base + (p - begin);
-      ++r.hits;
-    }
-    if (!space)
-      break;
-    p = space + 1;
-  }
-  return r;
-}
-
-// Splits the text into `parts` pieces at spaces; returns the start offsets (parts + 1 entries).
-std::vector<int> Split(const std::string& text, int parts) {
-  std::vector<int> cut{0};
-  for (int i = 1; i < parts; ++i) {
-    size_t at = text.size() * static_cast<size_t>(i) / static_cast<size_t>(parts);
-    at = text.find(' ', at);
-    cut.push_back(at == std::string::npos ? static_cast<int>(text.size())
-                                          : static_cast<int>(at) + 1);
-  }
-  cut.push_back(static_cast<int>(text.size()) + 1);  // as if the text ended with a space
-  return cut;
-}
-
 int RunWorker(Location& me, int rank, int size) {
   static const Region receive("receive"), search("search"), forward("forward");
   int previous = rank - 1;
@@ -193,16 +105,10 @@ int RunWorker(Location& me, int rank, int size) {
   return 0;
 }
 
-struct MasterOutcome {
-  bool ok = true;
-  double seconds = 0;
-  int64_t total_hits = 0;
-};
-
-MasterOutcome RunMaster(Location& me,
-                        int size,
-                        const parmon_examples::Options& options,
-                        parmon_examples::Report& report) {
+bool RunMaster(Location& me,
+               int size,
+               const parmon_examples::Options& options,
+               parmon_examples::Report& report) {
   static const Region distribute("distribute"), hand_out("hand_out"), collect("collect"),
       wait("wait"), verify("verify");
   const int workers = size - 1;
@@ -230,23 +136,12 @@ MasterOutcome RunMaster(Location& me,
     ++me.collectives["MPI_Scatterv"];
   }
 
-  // The search words: vocabulary words picked at random (some common, some rare).
-  parmon_examples::Random random(1991);
-  std::vector<WordMessage> list(static_cast<size_t>(words));
-  std::vector<int> ids(static_cast<size_t>(words));
-  for (long i = 0; i < words; ++i) {
-    ids[i] = static_cast<int>(random.Below(kVocabulary));
-    const std::string& w = db.vocabulary[ids[i]];
-    list[i] = WordMessage{static_cast<int32_t>(i), static_cast<int32_t>(w.size()), {}};
-    memcpy(list[i].text, w.data(), w.size());
-  }
-  std::vector<int64_t> hits(static_cast<size_t>(words), 0);
-  std::vector<int> answers(static_cast<size_t>(words), 0);
+  SearchList search_list = MakeSearchList(db, words);
+  std::vector<WordMessage>& list = search_list.words;
   std::vector<ResultMessage> results;
   results.reserve(static_cast<size_t>(words * workers));
   const int last = size - 1;
 
-  MasterOutcome out;
   double start = parmon_examples::Now();
   if (slow) {
     // The logical error: every word waits for all its answers before the next is handed out.
@@ -302,7 +197,7 @@ MasterOutcome RunMaster(Location& me,
       }
     }
   }
-  out.seconds = parmon_examples::Now() - start;
+  double seconds = parmon_examples::Now() - start;
 
   {
     Scope s(me, hand_out);
@@ -314,49 +209,7 @@ MasterOutcome RunMaster(Location& me,
   }
 
   Scope s(me, verify);
-  for (const ResultMessage& r : results) {
-    bool sane = r.index >= 0 && r.index < words && r.worker >= 1 && r.worker <= workers;
-    if (!sane) {
-      out.ok = false;
-      continue;
-    }
-    hits[r.index] += r.hits;
-    ++answers[r.index];
-    const std::string& w = db.vocabulary[ids[r.index]];
-    for (int k = 0; k < r.positions_used; ++k) {
-      int64_t p = r.positions[k];
-      bool at_word = p >= 0 && p + static_cast<int64_t>(w.size()) <= (int64_t)db.text.size() &&
-                     db.text.compare(static_cast<size_t>(p), w.size(), w) == 0;
-      if (!at_word)
-        out.ok = false;
-    }
-  }
-  int wrong = 0;
-  for (long i = 0; i < words; ++i) {
-    out.total_hits += hits[i];
-    if (answers[i] != workers || hits[i] != db.occurrences[ids[i]])
-      ++wrong;
-  }
-  if (wrong) {
-    fprintf(stderr, "ring_search: %d of %ld words have wrong hit counts\n", wrong, words);
-    out.ok = false;
-  }
-  report.params = {{"form", options.String("form")},
-                   {"ranks", size},
-                   {"workers", workers},
-                   {"words", words},
-                   {"db_bytes", db.text.size()}};
-  report.results = {{"seconds", out.seconds},
-                    {"words_per_second", out.seconds > 0 ? words / out.seconds : 0.0},
-                    {"total_hits", out.total_hits},
-                    {"wrong_words", wrong}};
-  printf(
-      "ring_search (%s form): %d workers, %ld words over %zu bytes: %.3f s, %.0f words/s, "
-      "%lld hits, %s\n",
-      options.String("form").c_str(), workers, words, db.text.size(), out.seconds,
-      out.seconds > 0 ? words / out.seconds : 0.0, static_cast<long long>(out.total_hits),
-      out.ok ? "all hit counts correct" : "WRONG hit counts");
-  return out;
+  return VerifyResults(db, search_list, results, workers, seconds, options.String("form"), report);
 }
 
 }  // namespace
@@ -378,7 +231,7 @@ int main(int argc, char** argv) {
   report.example = "ring_search";
   bool ok = true;
   if (mpi.rank == 0)
-    ok = RunMaster(me, mpi.size, options, report).ok;
+    ok = RunMaster(me, mpi.size, options, report);
   else
     ok = RunWorker(me, mpi.rank, mpi.size) == 0;
   return parmon_examples::FinishMpi(report, me, ok, options.String("counts"));

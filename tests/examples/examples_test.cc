@@ -29,6 +29,8 @@ using nlohmann::json;
 struct Seen {
   std::map<std::string, uint64_t> regions;
   std::map<std::string, uint64_t> trace_data;  // event id (as text) -> events
+  // Successful reads and writes on pipes other than standard input, output and error.
+  uint64_t pipe_writes = 0, pipe_write_bytes = 0, pipe_reads = 0, pipe_read_bytes = 0;
 };
 
 struct Recorded {
@@ -36,7 +38,8 @@ struct Recorded {
   json counts;
   std::map<std::string, Seen> threads;  // by thread name
   uint64_t lost = 0;
-  bool has_mpi = false;  // the trace holds MpiInit events
+  bool has_mpi = false;   // the trace holds MpiInit events
+  bool has_chan = false;  // the trace holds ChanInfo events
   CommTrace comm;
   std::string trace_path;
 };
@@ -75,10 +78,30 @@ Recorded RecordExample(const TempDir& dir,
   const format::Definitions& defs = (*reader)->definitions();
   format::MergeCursor cursor(**reader);
   format::Event e;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> fd_type;  // (pid, fd) -> ChanInfo type
   while (cursor.Next(&e)) {
     auto loc = defs.locations.find(e.location);
     std::string name = loc == defs.locations.end() ? "" : loc->second.name;
+    uint32_t pid = loc == defs.locations.end() ? 0 : loc->second.pid;
+    auto on_pipe = [&] { return e.args[0] > 2 && fd_type[{pid, e.args[0]}] == 1; };
+    auto bytes = static_cast<int64_t>(e.args[1]);
     switch (e.kind_enum()) {
+      case format::Kind::kChanInfo:
+        r.has_chan = true;
+        fd_type[{pid, e.args[0]}] = e.args[1];
+        break;
+      case format::Kind::kChanWrite:
+        if (on_pipe() && bytes > 0) {
+          ++r.threads[name].pipe_writes;
+          r.threads[name].pipe_write_bytes += static_cast<uint64_t>(bytes);
+        }
+        break;
+      case format::Kind::kChanRead:
+        if (on_pipe() && bytes > 0) {
+          ++r.threads[name].pipe_reads;
+          r.threads[name].pipe_read_bytes += static_cast<uint64_t>(bytes);
+        }
+        break;
       case format::Kind::kRegionEnter:
         ++r.threads[name].regions[defs.Name(static_cast<uint32_t>(e.args[0]))];
         break;
@@ -101,14 +124,15 @@ Recorded RecordExample(const TempDir& dir,
   return r;
 }
 
-// Is there an MPI preload library next to libparmon? Then MPI examples must record MPI events.
-bool MpiPreloadBuilt() {
+// Is there a preload library whose name holds `family` next to libparmon? Then the examples
+// must record that family's events.
+bool PreloadBuilt(const std::string& family) {
   DIR* d = opendir(LibDir().c_str());
   if (!d)
     return false;
   bool found = false;
   while (dirent* entry = readdir(d))
-    found = found || std::string(entry->d_name).find("mpi") != std::string::npos;
+    found = found || std::string(entry->d_name).find("libparmon_" + family) == 0;
   closedir(d);
   return found;
 }
@@ -148,7 +172,7 @@ void ExpectCountsMatch(const Recorded& r, size_t expected_locations) {
 
 // MPI checks, active once the trace has MPI events (and required when the wrapper is built).
 void ExpectMessagesMatch(const Recorded& r) {
-  if (MpiPreloadBuilt()) {
+  if (PreloadBuilt("mpi")) {
     EXPECT_TRUE(r.has_mpi) << "libparmon_mpi is built but recorded nothing";
   }
   if (!r.has_mpi)
@@ -204,6 +228,52 @@ TEST(Examples, RingSearchFixedForm) {
   ExpectCountsMatch(r, 4);
   ExpectMessagesMatch(r);
   EXPECT_EQ(r.counts["locations"][0]["messages_received"]["3"], 150 * 3 + 1);
+}
+
+uint64_t Sum(const json& per_peer) {
+  uint64_t total = 0;
+  for (auto& [peer, n] : AsCounts(per_peer))
+    total += n;
+  return total;
+}
+
+// The farm on a ring of processes and pipes: regions always; once the trace has channel events
+// (libparmon_posix), every frame must be one recorded write and one recorded read.
+void ExpectPipeFarmMatches(const std::string& form, size_t locations) {
+  TempDir dir;
+  auto r = RecordExample(dir, "ring_search_pipes",
+                         {"--form", form, "--workers", "3", "--words", "200", "--db-kb", "64"});
+  ExpectCountsMatch(r, locations);
+  for (int w = 1; w <= 3; ++w) {
+    const json* worker = nullptr;
+    for (const json& loc : r.counts["locations"])
+      if (loc["thread"] == "worker-" + std::to_string(w))
+        worker = &loc;
+    ASSERT_NE(worker, nullptr) << w;
+    EXPECT_EQ((*worker)["regions"]["search"], 200);
+    EXPECT_EQ(Sum((*worker)["messages_sent"]), 200u * (w == 3 ? 3 : w + 1) + 1) << w;
+  }
+  if (PreloadBuilt("posix")) {
+    EXPECT_TRUE(r.has_chan) << "libparmon_posix is built but recorded no channel";
+  }
+  if (!r.has_chan)
+    return;
+  for (const json& loc : r.counts["locations"]) {
+    std::string thread = loc["thread"];
+    SCOPED_TRACE(thread);
+    const Seen& seen = r.threads.at(thread);
+    EXPECT_EQ(seen.pipe_writes, Sum(loc["messages_sent"]));
+    EXPECT_EQ(seen.pipe_write_bytes, Sum(loc["bytes_sent"]));
+    EXPECT_EQ(seen.pipe_reads, Sum(loc["messages_received"]));
+    EXPECT_EQ(seen.pipe_read_bytes, Sum(loc["bytes_received"]));
+  }
+}
+
+TEST(Examples, RingSearchPipesSlowForm) {
+  ExpectPipeFarmMatches("slow", 4);
+}
+TEST(Examples, RingSearchPipesFixedForm) {
+  ExpectPipeFarmMatches("fixed", 5);
 }
 
 TEST(Examples, Saturation) {
@@ -289,8 +359,8 @@ TEST(Examples, PipelineWithBottleneckStage) {
 
 // A bad argument gets one sentence on stderr and exit status 2, before any MPI start-up.
 TEST(Examples, BadArgumentsAreRefusedInOneSentence) {
-  for (const char* example : {"ring_search", "saturation", "trisolve", "mergesort", "jacobi",
-                              "matmul_gang", "timeshare", "pipeline"}) {
+  for (const char* example : {"ring_search", "ring_search_pipes", "saturation", "trisolve",
+                              "mergesort", "jacobi", "matmul_gang", "timeshare", "pipeline"}) {
     SCOPED_TRACE(example);
     for (const std::vector<std::string>& args :
          std::vector<std::vector<std::string>>{{"--bogus"}, {"--counts"}}) {
