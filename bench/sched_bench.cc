@@ -27,12 +27,13 @@ uint64_t ThreadCpuNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// 100 threads like a real program's: half wake every 10 ms for a little work, half are blocked.
+// n threads like a real program's: `periodic` of them wake every 10 ms for a little work, the
+// others are blocked.
 class Workers {
  public:
-  explicit Workers(int n) {
+  Workers(int n, int periodic_count) {
     for (int i = 0; i < n; ++i) {
-      bool periodic = i % 2 == 0;
+      bool periodic = i < periodic_count;
       threads_.emplace_back([this, periodic] {
         tids_.fetch_add(1);
         while (!stop_.load()) {
@@ -65,7 +66,7 @@ class Workers {
 };
 
 void BM_SamplerPass100Threads(benchmark::State& state) {
-  Workers workers(100);
+  Workers workers(100, static_cast<int>(state.range(0)));
   SamplerOptions options;
   SamplerCore core(options, MonotonicNs());
   core.AddProcess(static_cast<uint32_t>(getpid()));
@@ -90,7 +91,14 @@ void BM_SamplerPass100Threads(benchmark::State& state) {
   // Share of one CPU at a 10 ms period; target <= 1%.
   state.counters["cpu_pct_at_10ms"] = per_pass_ns / 10'000'000.0 * 100.0;
 }
-BENCHMARK(BM_SamplerPass100Threads)->Iterations(200)->Unit(benchmark::kMicrosecond);
+// Arg: how many of the 100 threads run every period (the rest are blocked throughout).
+BENCHMARK(BM_SamplerPass100Threads)
+    ->ArgName("running")
+    ->Arg(0)
+    ->Arg(10)
+    ->Arg(50)
+    ->Iterations(200)
+    ->Unit(benchmark::kMicrosecond);
 
 // Two threads hand a byte back and forth over pipes: every hand-off blocks one and wakes the
 // other, two switch-outs and two switch-ins per round trip at least.

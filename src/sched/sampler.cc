@@ -20,7 +20,8 @@ namespace {
 constexpr uint64_t kDiscoverEvery = 10;  // passes between scans for child processes
 constexpr uint64_t kProcessEvery = 10;   // passes between reads of a process's own counters
 constexpr uint64_t kStatEvery = 10;      // passes between stat reads of a thread that runs
-constexpr uint64_t kSyscallEvery = 4;    // passes between syscall reads of a periodic waiter
+constexpr uint32_t kIdlePasses = 3;      // passes without running before a thread is read less
+constexpr uint64_t kIdleEvery = 4;       // then: passes between reads
 
 uint64_t ClockNs(clockid_t id) {
   timespec ts;
@@ -58,10 +59,14 @@ uint64_t SamplerCore::StartTimeNs(uint64_t start_ticks) const {
 }
 
 void SamplerCore::DiscoverChildren() {
+  // Only a thread that ran since the last look can have started a process.
   std::vector<uint32_t> found;
-  for (const auto& [pid, p] : processes_)
-    for (const auto& [tid, t] : p.threads)
+  for (auto& [pid, p] : processes_)
+    for (auto& [tid, t] : p.threads) {
+      if (!t.ran_since_discovery && pass_ > 1) continue;
+      t.ran_since_discovery = false;
       for (uint32_t child : ListChildren(pid, tid)) found.push_back(child);
+    }
   for (uint32_t child : found) AddProcess(child);
 }
 
@@ -112,6 +117,13 @@ void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
     Thread& t = it->second;
     bool is_new = t.fresh;
     t.fresh = false;
+    // A thread that has not run for kIdlePasses passes is read every kIdleEvery passes only
+    // (spread over passes by tid); its next ThreadStates covers the longer interval.
+    if (!is_new && t.idle_passes >= kIdlePasses && (pass_ + it->first) % kIdleEvery != 0) {
+      live_cpu += t.account.last().cpu_ns;
+      ++it;
+      continue;
+    }
     if (SampleThread(pid, it->first, t, is_new, now_ns, out)) {
       live_cpu += t.account.last().cpu_ns;
       ++it;
@@ -146,6 +158,8 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
   if (!ParseSchedStat(t.schedstat.Read(), &r.sched)) return false;
   const bool ran = is_new || r.sched.run_count != t.account.last().run_count ||
                    r.sched.cpu_ns != t.account.last().cpu_ns;
+  t.idle_passes = ran ? 0 : t.idle_passes + 1;
+  t.ran_since_discovery = t.ran_since_discovery || ran;
   // A thread whose interval its counters already explain (it ran or queued all along) keeps its
   // state: the letter would only split an empty rest.
   const uint64_t interval = now_ns - t.account.last_ns();
@@ -153,11 +167,9 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
   const uint64_t delay_delta =
       r.sched.run_delay_ns - std::min(r.sched.run_delay_ns, t.account.last().run_delay_ns);
   const bool explained = cpu_delta + delay_delta + interval / 50 >= interval;
-  // A thread seen blocked in a known call that ran only briefly is most likely back in the same
-  // call (a server loop, a periodic sleeper): re-read every kSyscallEvery passes only.
-  const bool same_wait = t.state != 'R' && t.syscall_nr != kNoSyscall &&
-                         cpu_delta < interval / 20 && pass_ % kSyscallEvery != 0;
-  if (ran && !is_new && pass_ % kStatEvery != 0 && ((explained && t.state == 'R') || same_wait)) {
+  // (Guessing that a thread seen blocked that ran briefly is back in the same call would save a
+  // read, but mislabels waits by several points when threads are preempted often.)
+  if (ran && !is_new && pass_ % kStatEvery != 0 && explained && t.state == 'R') {
     // keep t.state, t.syscall_nr
   } else if (ran) {
     // Only a thread that ran can have changed state; an idle one costs the one read above.

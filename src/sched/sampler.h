@@ -63,6 +63,8 @@ class SamplerCore {
     uint64_t syscall_nr = kNoSyscall;
     int32_t cpu = -1;
     bool fresh = false;  // listed, not yet sampled
+    uint32_t idle_passes = 0;  // reads in a row that found it had not run
+    bool ran_since_discovery = true;  // may have started a process since we last looked
   };
   struct Process {
     ProcFile stat;

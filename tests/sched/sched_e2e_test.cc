@@ -169,6 +169,7 @@ Recorded RecordDuty(const TempDir& dir, const std::vector<std::string>& opts,
 
 bool ClockIsMonotonic(const Trace& t) {
   auto it = t.session.find("clock_base");
+  if (it == t.session.end()) ADD_FAILURE() << "the trace's session has no clock_base";
   return it != t.session.end() && it->second == "monotonic";
 }
 
@@ -259,10 +260,11 @@ void CheckSwitchesAgainstProc(const Recorded& r) {
     double cpu = static_cast<double>(t.cpu_at_read);
     EXPECT_NEAR(static_cast<double>(on_cpu), cpu, std::max(0.02 * cpu, 2e6));
     // The sampler's CPU time (from /proc) at its last sample before the read: no more than at
-    // the read, and short of it by no more than the time between them.
+    // the read, and short of it by no more than the time between them plus the kernel's lag in
+    // updating a running thread's counter (one scheduler tick, at most 10 ms at HZ=100).
     ASSERT_GT(sampler_ts, 0u);
     EXPECT_LE(sampler_cpu, t.cpu_at_read);
-    EXPECT_LE(t.cpu_at_read - sampler_cpu, t.read_end - sampler_ts + 1'000'000);
+    EXPECT_LE(t.cpu_at_read - sampler_cpu, t.read_end - sampler_ts + 10'000'000);
   }
 }
 
