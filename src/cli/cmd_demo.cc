@@ -2,7 +2,8 @@
 // retrieval farm of the Hathi-2 case study) in its slow form on 8 MPI ranks, then shows the
 // report with its diagnosis and writes the HTML report. The same steps as scripts/demo.sh, for
 // an installed parmon: the examples are looked up next to this executable (the build tree) and
-// in ../libexec/parmon/examples (the install tree). See docs/examples.md.
+// in ../libexec/parmon/examples (the install tree). Without mpirun (or with --pipes) it records
+// the same farm as forked processes joined by pipes (ring_search_pipes). See docs/examples.md.
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -21,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Where the example programs are: $PARMON_EXAMPLES_DIR, then the install and build layouts
-// relative to this executable. Empty when none has ring_search.
+// relative to this executable. Empty when none has ring_search_pipes (built with or without MPI).
 fs::path FindExamples() {
   std::vector<fs::path> candidates;
   if (const char* dir = getenv("PARMON_EXAMPLES_DIR"))
@@ -33,7 +34,7 @@ fs::path FindExamples() {
     candidates.push_back(self.parent_path());
   }
   for (const auto& dir : candidates)
-    if (access((dir / "ring_search").c_str(), X_OK) == 0)
+    if (access((dir / "ring_search_pipes").c_str(), X_OK) == 0)
       return dir;
   return {};
 }
@@ -80,7 +81,7 @@ int RunDemo(int argc, char** argv) {
   int ranks = 8, words = 500, db_kb = 512;
   app.add_option("-d,--dir", dir, "where to write the trace and the HTML report")
       ->capture_default_str();
-  app.add_option("--ranks", ranks, "MPI ranks: the master and ranks-1 workers in the ring")
+  app.add_option("--ranks", ranks, "MPI ranks (or processes): the master and ranks-1 workers")
       ->check(CLI::Range(2, 256))
       ->capture_default_str();
   app.add_option("--form", form, "slow (the master's logical error) or fixed")
@@ -92,6 +93,10 @@ int RunDemo(int argc, char** argv) {
   app.add_option("--db-kb", db_kb, "text database size in KiB")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  bool pipes = false;
+  app.add_flag("--pipes", pipes,
+               "without MPI: the same farm as forked processes joined by pipes "
+               "(chosen anyway when mpirun is not on PATH)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -105,12 +110,18 @@ int RunDemo(int argc, char** argv) {
                "../libexec/parmon/examples; set PARMON_EXAMPLES_DIR to their directory)\n");
     return 1;
   }
-  std::string mpirun = FindOnPath("mpirun");
-  if (mpirun.empty()) {
+  std::string mpirun = pipes ? "" : FindOnPath("mpirun");
+  if (mpirun.empty() && !pipes) {
     fmt::print(stderr,
-               "parmon demo: mpirun is not on PATH; install an MPI (Debian: apt-get install "
-               "openmpi-bin libopenmpi-dev)\n");
-    return 1;
+               "parmon demo: mpirun is not on PATH, so the farm runs as processes joined by "
+               "pipes (for MPI: apt-get install openmpi-bin libopenmpi-dev)\n");
+    pipes = true;
+  }
+  if (!pipes && access((examples / "ring_search").c_str(), X_OK) != 0) {
+    fmt::print(stderr,
+               "parmon demo: the MPI example was not built (no MPI when parmon was built), so the "
+               "farm runs as processes joined by pipes\n");
+    pipes = true;
   }
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -123,19 +134,26 @@ int RunDemo(int argc, char** argv) {
 
   fmt::print(
       "parmon demo: the free-text retrieval farm of Aspnas & Langbacka (Hathi-2, 1990) on a\n"
-      "unidirectional ring of {} MPI ranks: rank 0 hands out search words, ranks 1..{} search\n"
-      "their share of the text and pass the results along the ring to rank 0.\n{}\n",
-      ranks, ranks - 1,
+      "unidirectional ring of {} {}: number 0 hands out search words, 1..{} search\n"
+      "their share of the text and pass the results along the ring to 0.\n{}\n",
+      ranks, pipes ? "processes joined by pipes" : "MPI ranks", ranks - 1,
       form == "slow" ? "Slow form: the master waits for every answer before it hands out the next\n"
                        "word, so the ring drains for every word and the workers queue to send."
                      : "Fixed form: the master keeps handing out words while it collects answers.");
-  std::vector<std::string> record = {"record", "-q", "-o", trace, "--", mpirun};
-  if (geteuid() == 0)
-    record.push_back("--allow-run-as-root");
-  for (std::string a : {"--oversubscribe", "-np"})
-    record.push_back(a);
-  record.push_back(std::to_string(ranks));
-  record.push_back((examples / "ring_search").string());
+  std::vector<std::string> record = {"record", "-q", "-o", trace, "--"};
+  if (pipes) {
+    record.push_back((examples / "ring_search_pipes").string());
+    record.push_back("--workers");
+    record.push_back(std::to_string(ranks - 1));
+  } else {
+    record.push_back(mpirun);
+    if (geteuid() == 0)
+      record.push_back("--allow-run-as-root");
+    for (std::string a : {"--oversubscribe", "-np"})
+      record.push_back(a);
+    record.push_back(std::to_string(ranks));
+    record.push_back((examples / "ring_search").string());
+  }
   for (std::string a : {"--form", form.c_str(), "--words"})
     record.push_back(a);
   record.push_back(std::to_string(words));

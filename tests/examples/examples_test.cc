@@ -396,6 +396,18 @@ TEST(Examples, ParmonDemoRecordsAndReports) {
   EXPECT_GT((*reader)->total_events(), 0u);
 }
 
+// Without MPI (--pipes, or no mpirun) the demo records the farm as processes joined by pipes.
+TEST(Examples, ParmonDemoWithPipes) {
+  TempDir dir;
+  RunResult r = Parmon({"demo", "--pipes", "--dir", dir.path(), "--ranks", "4", "--words", "60",
+                        "--db-kb", "64"},
+                       60);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("ring_search_pipes --workers 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("all hit counts correct"), std::string::npos) << r.out;
+  EXPECT_GT(ReadFile(dir.File("demo.html")).size(), 1000u);
+}
+
 TEST(Examples, ParmonDemoRefusesBadArguments) {
   RunResult r = Parmon({"demo", "--ranks", "1"}, 30);
   EXPECT_NE(r.exit_code, 0);
