@@ -31,6 +31,8 @@ struct Seen {
   std::map<std::string, uint64_t> trace_data;  // event id (as text) -> events
   // Successful reads and writes on pipes other than standard input, output and error.
   uint64_t pipe_writes = 0, pipe_write_bytes = 0, pipe_reads = 0, pipe_read_bytes = 0;
+  // CPUs of the context switches into this thread after its first region entry.
+  std::map<uint64_t, uint64_t> switch_in_cpus;
 };
 
 struct Recorded {
@@ -104,6 +106,10 @@ Recorded RecordExample(const TempDir& dir,
         break;
       case format::Kind::kRegionEnter:
         ++r.threads[name].regions[defs.Name(static_cast<uint32_t>(e.args[0]))];
+        break;
+      case format::Kind::kSwitchIn:
+        if (r.threads.count(name) && !r.threads[name].regions.empty())
+          ++r.threads[name].switch_in_cpus[e.args[0]];
         break;
       case format::Kind::kTraceData:
         ++r.threads[name].trace_data[std::to_string(e.args[0])];
@@ -344,8 +350,14 @@ TEST(Examples, TimeshareTwoThreadsOnOneCpu) {
   TempDir dir;
   auto r = RecordExample(dir, "timeshare", {"--range", "150000", "--slices", "12"});
   ExpectCountsMatch(r, 2);
-  for (const json& loc : r.counts["locations"])
+  uint64_t cpu = r.counts["params"]["cpu"];
+  for (const json& loc : r.counts["locations"]) {
     EXPECT_EQ(loc["regions"]["slice"], 12);
+    // Pinned before its first slice: every later context switch into it is onto that CPU
+    // (checked when the kernel let parmon record context switches).
+    for (const auto& [on, n] : r.threads.at(loc["thread"]).switch_in_cpus)
+      EXPECT_EQ(on, cpu) << loc["thread"] << " switched in " << n << " times on CPU " << on;
+  }
 }
 
 TEST(Examples, PipelineWithBottleneckStage) {
@@ -399,9 +411,9 @@ TEST(Examples, ParmonDemoRecordsAndReports) {
 // Without MPI (--pipes, or no mpirun) the demo records the farm as processes joined by pipes.
 TEST(Examples, ParmonDemoWithPipes) {
   TempDir dir;
-  RunResult r = Parmon({"demo", "--pipes", "--dir", dir.path(), "--ranks", "4", "--words", "60",
-                        "--db-kb", "64"},
-                       60);
+  RunResult r = Parmon(
+      {"demo", "--pipes", "--dir", dir.path(), "--ranks", "4", "--words", "60", "--db-kb", "64"},
+      60);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("ring_search_pipes --workers 3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("all hit counts correct"), std::string::npos) << r.out;
