@@ -2,13 +2,78 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
 
 #include "cli/commands.h"
 #include "recorder/recorder.h"
 #include "sched/sched.h"
 
 namespace parmon::cli {
+namespace {
+
+// `mpirun -np N parmon record -o RUN -- app` starts one recorder per rank. Each one finds its
+// rank in the launcher's environment and writes RUN/rank-<K>.ptrace, with string ids from a
+// range of its own, so that readers merge the directory into one session (docs/comm.md).
+struct LaunchedRank {
+  int rank = 0, size = 0;
+  std::string launcher, job;
+};
+
+std::optional<LaunchedRank> RankFromLauncher() {
+  auto env = [](const char* name) -> std::string {
+    const char* v = getenv(name);
+    return v ? v : "";
+  };
+  LaunchedRank r;
+  if (!env("OMPI_COMM_WORLD_RANK").empty()) {
+    r.launcher = "openmpi";
+    r.rank = std::atoi(env("OMPI_COMM_WORLD_RANK").c_str());
+    r.size = std::atoi(env("OMPI_COMM_WORLD_SIZE").c_str());
+    r.job = env("PMIX_NAMESPACE").empty() ? env("OMPI_MCA_ess_base_jobid") : env("PMIX_NAMESPACE");
+  } else if (!env("PMI_RANK").empty()) {
+    r.launcher = "pmi";
+    r.rank = std::atoi(env("PMI_RANK").c_str());
+    r.size = std::atoi(env("PMI_SIZE").c_str());
+  } else if (!env("PMIX_RANK").empty()) {
+    r.launcher = "pmix";
+    r.rank = std::atoi(env("PMIX_RANK").c_str());
+    r.job = env("PMIX_NAMESPACE");
+  } else {
+    return std::nullopt;
+  }
+  if (r.rank < 0) return std::nullopt;
+  return r;
+}
+
+// Makes RUN a directory for the rank files; rank 0 removes files of ranks beyond this job's size
+// left by an earlier, larger run. Returns the rank's file, or an error message.
+std::string PrepareRankFile(const std::string& run, const LaunchedRank& r, std::string* error) {
+  struct stat st;
+  if (stat(run.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) unlink(run.c_str());
+  mkdir(run.c_str(), 0777);
+  if (stat(run.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *error = fmt::format("cannot create the directory {} for the ranks' files", run);
+    return "";
+  }
+  if (r.rank == 0 && r.size > 0) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(run, ec)) {
+      int k = -1;
+      std::string name = entry.path().filename().string();
+      if (sscanf(name.c_str(), "rank-%d.ptrace", &k) == 1 && k >= r.size)
+        std::filesystem::remove(entry.path(), ec);
+    }
+  }
+  return fmt::format("{}/rank-{}.ptrace", run, r.rank);
+}
+
+}  // namespace
 
 int RunRecord(int argc, char** argv) {
   CLI::App app{"Run a command and record what its threads, processes and ranks do.", "parmon record"};
@@ -110,6 +175,23 @@ int RunRecord(int argc, char** argv) {
   // by preload libraries; each is loaded when it was built.
   for (const char* lib : {"libparmon_mpi.so", "libparmon_posix.so", "libparmon_pthread.so"})
     options.extra_preload.emplace_back(lib);
+  if (options.attach_pid == 0) {
+    if (auto launched = RankFromLauncher()) {
+      std::string error;
+      std::string file = PrepareRankFile(options.output, *launched, &error);
+      if (file.empty()) {
+        fmt::print(stderr, "parmon record: {}\n", error);
+        return 2;
+      }
+      options.output = file;
+      // 2^20 string ids per rank below 2^31 (ids from 2^31 are the runtime's unrecorded ones).
+      options.first_string_id = 1 + static_cast<uint32_t>(launched->rank % 2048) * (1u << 20);
+      options.extra_session.emplace_back("mpi_rank", std::to_string(launched->rank));
+      options.extra_session.emplace_back("mpi_size", std::to_string(launched->size));
+      options.extra_session.emplace_back("launcher", launched->launcher);
+      if (!launched->job.empty()) options.extra_session.emplace_back("job", launched->job);
+    }
+  }
   recorder::Recorder rec(options);
   sched::AddSchedSources(rec, sched_options);
   auto result = rec.Run(command);

@@ -7,6 +7,12 @@
 // problems() with the number of events it held (exact when its header or the END chunk says), and
 // every intact chunk is still read. A file that does not end with the END chunk and trailer (the
 // recorder was killed, the disk filled) is read up to its last whole chunk.
+//
+// A session recorded per MPI rank (`mpirun -np N parmon record -o RUN -- app`) is a directory
+// RUN/ of rank-<K>.ptrace files. Open(RUN) reads them all and presents one trace: locations are
+// renumbered file by file (rank 0's first), string ids are already disjoint (each rank's
+// recorder interns from its own range), CPU locations are kept once per host, and the session
+// values are combined (earliest start, latest end, sums of counts). docs/comm.md has the design.
 #ifndef PARMON_SRC_FORMAT_READER_H_
 #define PARMON_SRC_FORMAT_READER_H_
 
@@ -28,7 +34,8 @@ namespace parmon::format {
 
 struct ChunkRef {
   uint64_t offset = 0;
-  ChunkHeader header{};
+  ChunkHeader header{};  // header.location is the reader's location id (renumbered when merged)
+  uint32_t file = 0;     // which file of a multi-file session (index into TraceReader::parts())
 };
 
 struct Stream {
@@ -96,6 +103,8 @@ class TraceReader {
   ~TraceReader();
 
   const std::string& path() const { return path_; }
+  // The files read: the trace itself, or each rank's file of a session directory.
+  const std::vector<std::string>& parts() const { return parts_; }
   uint64_t file_size() const { return file_size_; }
   uint16_t version_major() const { return version_major_; }
   uint16_t version_minor() const { return version_minor_; }
@@ -124,9 +133,14 @@ class TraceReader {
   TraceReader() = default;
   Status Scan(const OpenOptions& options);
   Status ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) const;
-  void AddProblem(Problem p) const;
+  void AddProblem(Problem p, uint32_t file = 0) const;
+  static StatusOr<std::unique_ptr<TraceReader>> OpenDirectory(const std::string& path,
+                                                              OpenOptions options);
+  void Merge(std::vector<std::unique_ptr<TraceReader>> parts);
 
   int fd_ = -1;
+  std::vector<int> part_fds_;  // files 1.. of a merged session (file 0 is fd_)
+  std::vector<std::string> parts_;
   std::string path_;
   uint64_t file_size_ = 0;
   uint16_t version_major_ = 0;
@@ -136,7 +150,7 @@ class TraceReader {
   std::vector<Stream> streams_;
   KindSchema schema_;
   mutable std::vector<Problem> problems_;
-  mutable std::set<uint64_t> bad_chunks_;  // offsets already reported
+  mutable std::set<std::pair<uint32_t, uint64_t>> bad_chunks_;  // (file, offset) reported
   bool closed_cleanly_ = false;
   uint64_t first_ts_ = UINT64_MAX;
   uint64_t last_ts_ = 0;

@@ -568,6 +568,7 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   so.ring_count = options_.ring_count;
   so.overflow = options_.overflow;
   so.ticks_are_tsc = clock_.ticks_are_tsc;
+  so.first_string_id = options_.first_string_id;
   PARMON_ASSIGN_OR_RETURN(segment_, Segment::Create(so));
   cursors_.resize(so.ring_count);
   // A flight recorder evicts whole chunks: keep them small against its budget.

@@ -58,6 +58,7 @@ struct RecordOptions {
   double children_grace_s = 10.0;  // after the command exits, how long to follow its children
   std::vector<std::string> extra_preload;  // more LD_PRELOAD libraries (preload families)
   std::vector<std::pair<std::string, std::string>> extra_session;  // more SESSION key/values
+  uint32_t first_string_id = 1;  // see SegmentOptions::first_string_id
   pid_t attach_pid = 0;      // -p: follow this running process instead of starting a command
   uint64_t duration_ns = 0;  // with attach_pid: stop after this long (0: until it exits)
 };

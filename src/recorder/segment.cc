@@ -57,7 +57,7 @@ StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options
   h->ticks_are_tsc = options.ticks_are_tsc ? 1 : 0;
   h->recorder_pid = static_cast<uint32_t>(getpid());
   h->session_state.store(shm::kRecording, std::memory_order_relaxed);
-  h->next_string_id.store(1, std::memory_order_relaxed);
+  h->next_string_id.store(options.first_string_id, std::memory_order_relaxed);
   auto* rings = shm::Rings(h);
   for (uint32_t i = 0; i < options.ring_count; ++i) {
     auto* r = new (&rings[i]) shm::RingControl();

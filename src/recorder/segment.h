@@ -17,6 +17,9 @@ struct SegmentOptions {
   uint32_t ring_count = 1024;      // most threads alive at once
   shm::Overflow overflow = shm::Overflow::kBlock;
   bool ticks_are_tsc = true;
+  // First id the runtime interns strings from. Recorders of one MPI job started per rank
+  // (`mpirun parmon record`) use disjoint ranges so their files merge without renumbering.
+  uint32_t first_string_id = 1;
 };
 
 class Segment {

@@ -72,6 +72,40 @@ void CheckMessages(const std::string& program, const std::string& pattern, int r
   EXPECT_EQ(m.matched, r.trace.recvs.size());
 }
 
+// The other form of session: the launcher starts one recorder per rank
+// (`mpirun -np N parmon record -o RUN -- app`), which write RUN/rank-<K>.ptrace; readers merge
+// the directory into one session.
+void CheckPerRankSession(const std::string& pattern, int ranks, bool expect_clean_exit) {
+  TempDir dir;
+  std::vector<std::string> argv = Mpirun(ranks);
+  for (const auto& a : {ParmonBin(), std::string("record"), std::string("-q"), std::string("-o"),
+                        dir.File("run"), std::string("--"), BinDir() + "/mpi_patterns", pattern})
+    argv.push_back(a);
+  RunResult run = Run(argv, {}, 90);
+  if (expect_clean_exit) ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (int k = 0; k < ranks; ++k)
+    EXPECT_FALSE(ReadFile(dir.File("run/rank-" + std::to_string(k) + ".ptrace")).empty()) << k;
+  CommTrace t = LoadCommTrace(dir.File("run"));
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  Expected want = ParseProgramOutput(run.out);
+  ASSERT_FALSE(want.pairs.empty()) << run.out << run.err;
+  EXPECT_EQ(t.rank_of_pid.size(), static_cast<size_t>(ranks));
+  Matching m = MatchMessages(t);
+  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  EXPECT_EQ(m.pairs, want.pairs) << run.out;
+  EXPECT_EQ(m.matched, t.sends.size());
+  EXPECT_EQ(m.matched, t.recvs.size());
+  // `parmon info` reads the directory as one session.
+  RunResult info = Parmon({"info", dir.File("run")});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("processes   " + std::to_string(ranks)), std::string::npos) << info.out;
+}
+
+TEST(CommMpi, PerRankRecordersGiveOneSession) { CheckPerRankSession("ring", 3, true); }
+TEST(CommMpi, PerRankRecordersKeepTheDataOfARankThatDies) {
+  CheckPerRankSession("early", 3, false);
+}
+
 TEST(CommMpi, PingPongC) { CheckMessages("mpi_patterns", "pingpong", 2); }
 TEST(CommMpi, RingC) { CheckMessages("mpi_patterns", "ring", 3); }
 TEST(CommMpi, AllToAllC) { CheckMessages("mpi_patterns", "alltoall", 3); }
