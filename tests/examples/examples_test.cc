@@ -46,6 +46,11 @@ struct Recorded {
   std::string trace_path;
 };
 
+// MPI examples are built only when CMake found an MPI.
+#define PARMON_REQUIRE_MPI_EXAMPLES() \
+  if (!PARMON_EXAMPLES_MPI)           \
+  GTEST_SKIP() << "parmon was built without MPI"
+
 std::vector<std::string> MpiRun(int ranks) {
   return {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
 }
@@ -212,6 +217,7 @@ void ExpectMessagesMatch(const Recorded& r) {
 }
 
 TEST(Examples, RingSearchSlowForm) {
+  PARMON_REQUIRE_MPI_EXAMPLES();
   TempDir dir;
   auto r =
       RecordExample(dir, "ring_search", {"--form", "slow", "--words", "150", "--db-kb", "64"}, 4);
@@ -228,6 +234,7 @@ TEST(Examples, RingSearchSlowForm) {
 }
 
 TEST(Examples, RingSearchFixedForm) {
+  PARMON_REQUIRE_MPI_EXAMPLES();
   TempDir dir;
   auto r =
       RecordExample(dir, "ring_search", {"--form", "fixed", "--words", "150", "--db-kb", "64"}, 4);
@@ -283,6 +290,7 @@ TEST(Examples, RingSearchPipesFixedForm) {
 }
 
 TEST(Examples, Saturation) {
+  PARMON_REQUIRE_MPI_EXAMPLES();
   TempDir dir;
   auto r = RecordExample(dir, "saturation", {"--rounds", "40", "--bytes", "2000"}, 3);
   ExpectCountsMatch(r, 3);
@@ -295,6 +303,7 @@ TEST(Examples, Saturation) {
 }
 
 TEST(Examples, Trisolve) {
+  PARMON_REQUIRE_MPI_EXAMPLES();
   TempDir dir;
   auto r = RecordExample(dir, "trisolve", {"--n", "300", "--block", "10"}, 3);
   ExpectCountsMatch(r, 3);
@@ -306,6 +315,7 @@ TEST(Examples, Trisolve) {
 }
 
 TEST(Examples, Mergesort) {
+  PARMON_REQUIRE_MPI_EXAMPLES();
   TempDir dir;
   auto r = RecordExample(dir, "mergesort", {"--n", "300000"}, 4);
   ExpectCountsMatch(r, 4);
@@ -371,9 +381,13 @@ TEST(Examples, PipelineWithBottleneckStage) {
 
 // A bad argument gets one sentence on stderr and exit status 2, before any MPI start-up.
 TEST(Examples, BadArgumentsAreRefusedInOneSentence) {
-  for (const char* example : {"ring_search", "ring_search_pipes", "saturation", "trisolve",
+  for (std::string example : {"ring_search", "ring_search_pipes", "saturation", "trisolve",
                               "mergesort", "jacobi", "matmul_gang", "timeshare", "pipeline"}) {
     SCOPED_TRACE(example);
+    bool mpi = example == "ring_search" || example == "saturation" || example == "trisolve" ||
+               example == "mergesort";
+    if (mpi && !PARMON_EXAMPLES_MPI)
+      continue;
     for (const std::vector<std::string>& args :
          std::vector<std::vector<std::string>>{{"--bogus"}, {"--counts"}}) {
       RunResult r = parmon::testing::Run({BinDir() + "/" + example, args[0]}, {}, 30);
@@ -381,7 +395,7 @@ TEST(Examples, BadArgumentsAreRefusedInOneSentence) {
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     }
   }
-  RunResult r = parmon::testing::Run({BinDir() + "/ring_search", "--form", "quick"}, {}, 30);
+  RunResult r = parmon::testing::Run({BinDir() + "/ring_search_pipes", "--form", "quick"}, {}, 30);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("must be one of slow, fixed"), std::string::npos) << r.err;
 }
@@ -395,6 +409,7 @@ namespace {
 // `parmon demo` (small): records the ring example under mpirun, prints the report, writes the
 // HTML report, and says where it is.
 TEST(Examples, ParmonDemoRecordsAndReports) {
+  PARMON_REQUIRE_MPI_EXAMPLES();
   TempDir dir;
   RunResult r =
       Parmon({"demo", "--dir", dir.path(), "--ranks", "3", "--words", "60", "--db-kb", "64"}, 60);
