@@ -14,3 +14,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# npm fetches the HTML report's charting library at configure time (web/package-lock.json); a
+# Node.js from elsewhere brings its own npm, so only install Debian's when there is none.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "parmon setup: installing npm (charts in HTML reports)"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq npm >/dev/null ||
+    echo "parmon setup: npm could not be installed; HTML reports will have no charts"
+fi

@@ -9,6 +9,7 @@
 // processor's output link waited 90% of the time, and the cause was at the end of the ring).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -88,6 +89,23 @@ std::vector<std::string> Chase(const Results& r, const Graph& g, const std::stri
   return chain;
 }
 
+// For a bottleneck that computes less than half the time: what else keeps it (its largest
+// state other than running, or its time in MPI), so the finding does not stop at the symptom.
+std::string BusyElsewhere(const Node& n) {
+  const LocationResult& l = *n.loc;
+  int worst = -1;
+  for (int i = 1; i < kStateCount; ++i)
+    if (worst < 0 || l.states[i] > l.states[worst]) worst = i;
+  uint64_t state_ns = worst >= 0 ? l.states[worst] : 0;
+  if (l.mpi_ns > state_ns)
+    return fmt::format(" and is in MPI calls {}", FormatPercent(l.mpi_ns, n.wall));
+  if (worst < 0 || !state_ns) return "";
+  static const char* const kWhat[kStateCount] = {"", "queued for a CPU", "waiting on communication",
+                                                 "waiting on locks", "sleeping", "waiting on disk I/O",
+                                                 "stopped or in other waits"};
+  return fmt::format(" and is {} {}", kWhat[worst], FormatPercent(state_ns, Sum(l.states)));
+}
+
 struct LinkWait {
   uint64_t wait = 0;
   const LinkResult* link = nullptr;
@@ -95,11 +113,70 @@ struct LinkWait {
   std::vector<std::string> chain;
 };
 
+// The path of links from `from` to `to` (message direction), empty when there is none.
+std::vector<std::string> FlowPath(const Results& r, const std::string& from, const std::string& to) {
+  std::map<std::string, std::string> parent{{from, ""}};
+  std::vector<std::string> queue{from};
+  for (size_t i = 0; i < queue.size(); ++i) {
+    for (const auto& k : r.links) {
+      if (k.from_label != queue[i] || !k.messages || parent.count(k.to_label)) continue;
+      parent[k.to_label] = queue[i];
+      if (k.to_label == to) {
+        std::vector<std::string> path{to};
+        while (!parent[path.back()].empty()) path.push_back(parent[path.back()]);
+        return {path.rbegin(), path.rend()};
+      }
+      queue.push_back(k.to_label);
+    }
+  }
+  return {};
+}
+
+// A feedback loop run one item at a time: `consumer` waits to receive work from `source`, and
+// `source` meanwhile waits to receive from `feedback`, which its own work reaches downstream.
+// The source waits for results to come back round before it hands out more (the Hathi-2 ring
+// master's logical error): the loop never fills, and the link feedback -> source is where.
+struct Serialised {
+  std::string source, feedback, consumer;
+  uint64_t source_wait = 0, consumer_wait = 0;
+  const LinkResult* link = nullptr;  // feedback -> source
+  std::vector<std::string> path;     // source -> ... -> feedback
+};
+
+Finding SerialisedFinding(const Graph& g, const Serialised& s) {
+  const Node* src = g.Find(s.source);
+  const Node* con = g.Find(s.consumer);
+  std::string ring;
+  for (const auto& p : s.path) ring += p + " -> ";
+  ring += s.source;
+  Finding f;
+  f.id = "serialised-cycle";
+  f.text = fmt::format(
+      "{} waits {} of the run receiving from {} before it hands out more work, and {} waits {} of "
+      "the run for that work: the work goes round {} one item at a time; the extra "
+      "synchronisation on link {} -> {} is the bottleneck",
+      s.source, FormatPercent(s.source_wait, src->wall), s.feedback, s.consumer,
+      FormatPercent(s.consumer_wait, con->wall), ring, s.feedback, s.source);
+  f.evidence = fmt::format("link {} -> {}: {} messages, {} waiting of {} in its calls",
+                           s.link->from_label, s.link->to_label, FormatCount(s.link->messages),
+                           FormatDuration(s.source_wait), FormatDuration(s.link->time_ns));
+  for (size_t i = 1; i < s.path.size(); ++i) {
+    const Node* n = g.Find(s.path[i]);
+    if (n) f.evidence += fmt::format("; {} computes {}", s.path[i], FormatPercent(n->compute, n->wall));
+  }
+  f.time_at_stake_ns = s.source_wait;
+  f.percent_of_run = Percent(s.source_wait, src->wall);
+  f.subjects = {s.source, s.feedback, s.source, fmt::format("{} -> {}", s.feedback, s.source),
+                s.consumer};
+  return f;
+}
+
 void LinkFindings(const Results& r, const Graph& g, std::vector<Finding>* out) {
   // One finding per bottleneck, named by the link that waits most; the other links whose waits
   // end at the same bottleneck are its evidence.
   for (bool as_sender : {true, false}) {
     std::map<std::string, std::vector<LinkWait>> by_bottleneck;
+    std::optional<Serialised> serialised;  // the one whose source waits most
     for (const auto& k : r.links) {
       uint64_t wait = as_sender ? k.sender_wait_ns : k.receiver_wait_ns;
       const std::string& who = as_sender ? k.from_label : k.to_label;
@@ -117,7 +194,30 @@ void LinkFindings(const Results& r, const Graph& g, std::vector<Finding>* out) {
           continue;
       }
       LinkWait lw{wait, &k, who, partner, Chase(r, g, who, partner, as_sender)};
+      if (!as_sender && lw.chain.size() >= 3) {
+        // who waits on partner, which waits on chain[2]: a feedback loop when partner's own
+        // work flows on to chain[2].
+        std::vector<std::string> path = FlowPath(r, partner, lw.chain[2]);
+        uint64_t source_wait;
+        const LinkResult* feedback = WorstLink(r, partner, false, &source_wait);
+        if (!path.empty() && feedback && feedback->from_label == lw.chain[2]) {
+          if (!serialised || source_wait > serialised->source_wait)
+            serialised = Serialised{partner, lw.chain[2], who, source_wait, wait, feedback, path};
+          continue;
+        }
+      }
       by_bottleneck[lw.chain.back()].push_back(std::move(lw));
+    }
+    if (serialised) {
+      out->push_back(SerialisedFinding(g, *serialised));
+      // The source's own wait on the feedback link is that finding, not a late sender.
+      for (auto it = by_bottleneck.begin(); it != by_bottleneck.end();) {
+        auto& v = it->second;
+        v.erase(std::remove_if(v.begin(), v.end(),
+                               [&](const LinkWait& w) { return w.who == serialised->source; }),
+                v.end());
+        it = v.empty() ? by_bottleneck.erase(it) : std::next(it);
+      }
     }
     for (auto& [bottleneck, waits] : by_bottleneck) {
       std::stable_sort(waits.begin(), waits.end(),
@@ -130,7 +230,9 @@ void LinkFindings(const Results& r, const Graph& g, std::vector<Finding>* out) {
       Finding f;
       f.id = as_sender ? "link-wait-send" : "link-wait-receive";
       std::string computes =
-          b ? fmt::format(", it computes {} of the time", FormatPercent(b->compute, b->wall)) : "";
+          b ? fmt::format(", it computes {} of the time{}", FormatPercent(b->compute, b->wall),
+                          b->compute * 2 < b->wall ? BusyElsewhere(*b) : "")
+            : "";
       std::string via;
       if (top.chain.size() > 2) {
         via = " (the wait passes along";

@@ -2,7 +2,9 @@
 // construction; every table of the report and every field of its JSON is checked against it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <set>
 
@@ -474,6 +476,148 @@ TEST(DiffAndScaleViews, DiffSaysWhatChanged) {
   EXPECT_EQ(j["locations"].size(), 2u);
   RunResult text = Parmon({"diff", dir.File("a.ptrace"), dir.File("a.ptrace")});
   EXPECT_NE(text.out.find("B is the same"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace parmon::testing
+
+namespace parmon::testing {
+namespace {
+
+// Bad input: one sentence on stderr, a non-zero exit, never a crash.
+void ExpectOneSentence(const RunResult& r, const std::string& must_say) {
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_LT(r.exit_code, 128) << "killed by a signal: " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(must_say), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(BadInput, NotATrace) {
+  TempDir dir;
+  std::string path = dir.File("notes.txt");
+  std::ofstream(path) << "this is not a trace\n";
+  ExpectOneSentence(Parmon({"report", path}), "is not a parmon trace");
+  ExpectOneSentence(Parmon({"report", dir.File("missing.ptrace")}), "cannot open");
+  // A directory is read as a session recorded per rank; this one holds none.
+  ExpectOneSentence(Parmon({"report", dir.path()}), "directory");
+  std::ofstream(dir.File("empty.ptrace"));
+  ExpectOneSentence(Parmon({"report", dir.File("empty.ptrace")}), "is not a parmon trace");
+  ExpectOneSentence(Parmon({"diff", path, path}), "is not a parmon trace");
+}
+
+TEST(BadInput, Truncated) {
+  TempDir dir;
+  std::string path = dir.File("t.ptrace");
+  BuildMpiTrace(path);
+  std::string bytes = ReadFile(path);
+  ASSERT_GT(bytes.size(), 200u);
+  // Cut inside the events: the END chunk and some events are gone.
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size() * 2 / 3));
+  ExpectOneSentence(Parmon({"report", path}), "--partial");
+  // --partial reports what is intact and says at the top that the trace is damaged.
+  RunResult partial = Parmon({"report", path, "--partial"});
+  EXPECT_EQ(partial.exit_code, 0) << partial.err;
+  size_t damaged = partial.out.find("DAMAGED");
+  ASSERT_NE(damaged, std::string::npos) << partial.out;
+  EXPECT_LT(damaged, partial.out.find("Diagnosis"));
+}
+
+TEST(BadInput, UnknownVersion) {
+  TempDir dir;
+  std::string path = dir.File("v.ptrace");
+  BuildMpiTrace(path);
+  std::string bytes = ReadFile(path);
+  bytes[8] = 99;  // FileHeader.version_major (little-endian u16 after the 8-byte magic)
+  bytes[9] = 0;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  ExpectOneSentence(Parmon({"report", path}), "format version 99.");
+}
+
+TEST(BadInput, BadOptions) {
+  TempDir dir;
+  std::string path = dir.File("o.ptrace");
+  BuildMpiTrace(path);
+  ExpectOneSentence(Parmon({"report", path, "--from", "soon"}), "--from soon is not a duration");
+  ExpectOneSentence(Parmon({"report", path, "--from", "5ms", "--to", "2ms"}), "--to must be later");
+  ExpectOneSentence(Parmon({"report", path, "--interval", "0s"}), "--interval 0s is not a positive");
+}
+
+}  // namespace
+}  // namespace parmon::testing
+
+namespace parmon::testing {
+namespace {
+
+// The Hathi-2 ring's logical error, by construction: rank 0 hands a word to rank 1 and waits for
+// the answer from rank 3 before the next; each worker computes 2 ms per word and waits for its
+// predecessor the rest of the time. Per word (e = 10 us per call, h = 0.1 ms at the master):
+// rank 0 waits 2e + 3c = 6.02 ms of a 4e + 3c + h = 6.14 ms cycle.
+TEST(RingGolden, SerialisedRingNamesTheMasterAndTheLastLink) {
+  TempDir dir;
+  std::string path = dir.File("ring.ptrace");
+  TraceBuilder b(path);
+  b.Session({{"command", "ring 4"}, {"start_ts", std::to_string(kT0)}});
+  for (uint32_t r = 0; r < 4; ++r) {
+    b.Process(500 + r, 1, "ring");
+    b.Thread(r + 1, 500 + r, 500 + r, "ring");
+  }
+  b.String(kSend, StringCategory::kFunction, "MPI_Ssend");
+  b.String(kRecv, StringCategory::kFunction, "MPI_Recv");
+  const uint64_t e = 10 * kUs, c = 2 * kMs, h = 100 * kUs;
+  const int words = 20;
+  std::vector<uint64_t> posted(4, 0);  // when each rank entered its pending receive
+  for (uint32_t r = 0; r < 4; ++r) {
+    b.Ev(r + 1, 0, Kind::kMpiInit, {r, 4, 0});
+    if (r > 0) b.Ev(r + 1, 0, Kind::kMpiEnter, {kRecv});
+  }
+  auto send = [&](uint32_t from, uint32_t to, uint64_t t, uint64_t tag) {
+    b.Ev(from + 1, t, Kind::kMpiEnter, {kSend});
+    b.Ev(from + 1, t, Kind::kMpiSend, {to, tag, 1, 64, 0});
+    b.Ev(from + 1, t + e, Kind::kMpiLeave, {kSend});
+  };
+  auto receive = [&](uint32_t at, uint32_t from, uint64_t t, uint64_t tag) {
+    b.Ev(at + 1, t, Kind::kMpiRecv, {from, tag, 1, 64, 0, TraceBuilder::At(posted[at])});
+    b.Ev(at + 1, t, Kind::kMpiLeave, {kRecv});
+  };
+  uint64_t t = 0;
+  for (int k = 0; k < words; ++k) {
+    send(0, 1, t, k);
+    posted[0] = t + e;
+    b.Ev(1, t + e, Kind::kMpiEnter, {kRecv});
+    uint64_t arrive = t + e;
+    for (uint32_t w = 1; w <= 3; ++w) {
+      receive(w, w - 1, arrive, k);
+      uint64_t out = arrive + c;
+      send(w, (w + 1) % 4, out, k);
+      posted[w] = out + e;
+      b.Ev(w + 1, out + e, Kind::kMpiEnter, {kRecv});
+      arrive = out + e;
+    }
+    receive(0, 3, arrive, k);
+    t = arrive + h;
+  }
+  for (uint32_t r = 1; r < 4; ++r) b.Ev(r + 1, t, Kind::kMpiLeave, {kRecv});
+  b.Ev(1, t, Kind::kThreadEnd);
+  ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + t)}}));
+  analysis::Results r = AnalyzeFile(path);
+  ASSERT_FALSE(r.findings.empty());
+  const auto& f = r.findings[0];
+  EXPECT_EQ(f.id, "serialised-cycle");
+  // Rank 1 waits 2e + 2c + h = 4.12 ms of every 6.14 ms word but the first.
+  EXPECT_EQ(f.text, "rank 0 waits 98% of the run receiving from rank 3 before it hands out more "
+                    "work, and rank 1 waits 64% of the run for that work: the work goes round "
+                    "rank 0 -> rank 1 -> rank 2 -> rank 3 -> rank 0 one item at a time; the extra "
+                    "synchronisation on link rank 3 -> rank 0 is the bottleneck");
+  EXPECT_NE(f.text.find("link rank 3 -> rank 0 is the bottleneck"), std::string::npos) << f.text;
+  EXPECT_EQ(f.time_at_stake_ns, words * (2 * e + 3 * c));
+  // One finding for the loop, not one per member, and no "rank 3 sends late" beside it.
+  int cycles = 0;
+  for (const auto& x : r.findings) {
+    cycles += x.id == "serialised-cycle";
+    EXPECT_NE(x.id, "link-wait-receive") << x.text;
+  }
+  EXPECT_EQ(cycles, 1);
 }
 
 }  // namespace

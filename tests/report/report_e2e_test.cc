@@ -1,0 +1,163 @@
+// End-to-end tests of parmon report on real runs: the ring example in its slow and fixed forms,
+// the oversubscribed-threads example, and an MPI program with a deliberate late sender. Each
+// records under `parmon record`, reports with --format json and checks the findings against
+// what the program is known to do. A test skips, saying what is missing, when its program or
+// the preload library it needs was not built.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/e2e.h"
+
+namespace parmon::testing {
+namespace {
+
+using nlohmann::json;
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::vector<std::string> MpiRun(int ranks) {
+  return {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
+}
+
+// Records argv and returns the report's JSON (null on failure, with the reason in *why).
+json RecordAndReport(const TempDir& dir, const std::vector<std::string>& argv, std::string* why,
+                     std::string* text = nullptr) {
+  std::string trace = dir.File("run.ptrace");
+  std::vector<std::string> args = {"record", "-q", "-o", trace, "--"};
+  args.insert(args.end(), argv.begin(), argv.end());
+  RunResult rec = Parmon(args, 120);
+  if (rec.exit_code != 0) {
+    *why = "parmon record failed: " + rec.err;
+    return nullptr;
+  }
+  RunResult rep = Parmon({"report", trace, "--format", "json"});
+  if (rep.exit_code != 0) {
+    *why = "parmon report failed: " + rep.err;
+    return nullptr;
+  }
+  if (text) *text = Parmon({"report", trace}).out;
+  return json::parse(rep.out);
+}
+
+const json* Finding(const json& report, const std::string& id) {
+  for (const auto& f : report["diagnosis"])
+    if (f["id"] == id) return &f;
+  return nullptr;
+}
+
+bool HasMpi() { return Exists(LibDir() + "/libparmon_mpi.so") && Exists(BinDir() + "/ring_search"); }
+
+std::vector<std::string> Ring(const std::string& form) {
+  auto argv = MpiRun(4);
+  argv.push_back(BinDir() + "/ring_search");
+  for (const char* a : {"--form", form.c_str(), "--words", "150", "--db-kb", "64"}) argv.push_back(a);
+  return argv;
+}
+
+// The Hathi-2 ring: in the slow form the master waits for every answer on the last link before
+// it hands out the next word; the diagnosis names rank 0 and the link rank 3 -> rank 0. In the
+// fixed form the ring stays full and that finding is absent.
+TEST(ReportE2E, RingSlowFormNamesTheMasterAndTheLastLink) {
+  if (!HasMpi()) GTEST_SKIP() << "needs libparmon_mpi and the ring_search example (MPI)";
+  TempDir dir;
+  std::string why, text;
+  json slow = RecordAndReport(dir, Ring("slow"), &why, &text);
+  ASSERT_FALSE(slow.is_null()) << why;
+  const json* f = Finding(slow, "serialised-cycle");
+  ASSERT_NE(f, nullptr) << text;
+  EXPECT_EQ((*f)["subjects"][0], "rank 0") << text;
+  EXPECT_EQ((*f)["subjects"][3], "rank 3 -> rank 0") << text;
+  EXPECT_EQ(slow["diagnosis"][0]["id"], "serialised-cycle") << text;
+}
+
+TEST(ReportE2E, RingFixedFormHasNoSuchFinding) {
+  if (!HasMpi()) GTEST_SKIP() << "needs libparmon_mpi and the ring_search example (MPI)";
+  TempDir dir;
+  std::string why, text;
+  json fixed = RecordAndReport(dir, Ring("fixed"), &why, &text);
+  ASSERT_FALSE(fixed.is_null()) << why;
+  EXPECT_EQ(Finding(fixed, "serialised-cycle"), nullptr) << text;
+  for (const auto& f : fixed["diagnosis"])
+    EXPECT_EQ(f["text"].get<std::string>().find("extra synchronisation"), std::string::npos) << text;
+}
+
+// More spinning threads than CPUs: the sampler sees them queued, and the diagnosis says so.
+TEST(ReportE2E, OversubscribedThreadsAreQueued) {
+  if (!Exists(BinDir() + "/matmul_gang")) GTEST_SKIP() << "needs the matmul_gang example";
+  TempDir dir;
+  std::string why, text;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = static_cast<int>(std::max(4L, 2 * cpus));
+  json r = RecordAndReport(dir, {BinDir() + "/matmul_gang", "--n", "360", "--threads", std::to_string(threads)},
+                           &why, &text);
+  ASSERT_FALSE(r.is_null()) << why;
+  if (!r["summary"]["has_sched"].get<bool>()) GTEST_SKIP() << "the trace has no sampler data";
+  const json* f = Finding(r, "queued");
+  ASSERT_NE(f, nullptr) << text;
+  EXPECT_NE((*f)["text"].get<std::string>().find("queued"), std::string::npos);
+  EXPECT_NE(text.find("queued"), std::string::npos);
+}
+
+// A late sender injected by the program: rank 0 sleeps before each send that rank 1 already
+// waits for. The late-sender time parmon finds on rank 1 is within 5% of what the program
+// measured itself.
+TEST(ReportE2E, MpiLateSenderWithinFivePercent) {
+  if (!Exists(LibDir() + "/libparmon_mpi.so") || !Exists(BinDir() + "/late_sender"))
+    GTEST_SKIP() << "needs libparmon_mpi and MPI";
+  TempDir dir;
+  std::string trace = dir.File("run.ptrace");
+  std::vector<std::string> args = {"record", "-o", trace, "--"};
+  for (const auto& a : MpiRun(2)) args.push_back(a);
+  args.push_back(BinDir() + "/late_sender");
+  args.push_back("10");
+  args.push_back("20");
+  RunResult rec = Parmon(args, 120);
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  size_t at = rec.out.find("injected_late_sender_ns ");
+  ASSERT_NE(at, std::string::npos) << rec.out;
+  double injected = std::stod(rec.out.substr(at + 24));
+  ASSERT_GT(injected, 10 * 19e6);  // 10 x 20 ms, less the barrier's skew
+  RunResult rep = Parmon({"report", trace, "--format", "json"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  json r = json::parse(rep.out);
+  double found = -1;
+  for (const auto& l : r["locations"])
+    if (l["label"] == "rank 1") found = l["late_sender_ns"].get<double>();
+  ASSERT_GE(found, 0) << rep.out;
+  EXPECT_NEAR(found, injected, 0.05 * injected);
+  // And the wait-state table names the call.
+  bool named = false;
+  for (const auto& w : r["wait_states"]["instances"])
+    named |= w["pattern"] == "late sender" && w["location_label"] == "rank 1" && w["call"] == "MPI_Recv";
+  EXPECT_TRUE(named);
+}
+
+// parmon scale runs the command per count and reports speedup and efficiency.
+TEST(ReportE2E, ScaleRunsEachCount) {
+  if (!Exists(BinDir() + "/matmul_gang")) GTEST_SKIP() << "needs the matmul_gang example";
+  TempDir dir;
+  RunResult r = Parmon({"scale", "-n", "1,2", "--dir", dir.path(), "--format", "json", "--",
+                        BinDir() + "/matmul_gang", "--n", "120", "--threads", "{n}"},
+                       240);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["n"], 1);
+  EXPECT_DOUBLE_EQ(j["runs"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_GT(j["runs"][1]["duration_ns"].get<double>(), 0);
+  EXPECT_TRUE(Exists(dir.File("scale-n2.ptrace")));
+}
+
+}  // namespace
+}  // namespace parmon::testing
