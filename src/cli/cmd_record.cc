@@ -73,6 +73,48 @@ std::string PrepareRankFile(const std::string& run, const LaunchedRank& r, std::
   return fmt::format("{}/rank-{}.ptrace", run, r.rank);
 }
 
+// The MPI wrappers are compiled per MPI ABI: libparmon_mpi.so for the default MPI (OpenMPI on
+// Debian), libparmon_mpi_mpich.so for MPICH. PARMON_MPI=mpich|openmpi chooses; otherwise the
+// command decides: a launcher whose real name says MPICH (mpirun.mpich, mpiexec.hydra), or a
+// program that links libmpich. A wrapper library that meets the other MPI records nothing and
+// says so (mpi_core.cc), so a wrong guess costs data, never a crash.
+std::string MpiWrapperLibrary(const std::vector<std::string>& command) {
+  const char* forced = getenv("PARMON_MPI");
+  if (forced != nullptr && std::string(forced) == "mpich") return "libparmon_mpi_mpich.so";
+  if (forced != nullptr && *forced != '\0') return "libparmon_mpi.so";
+  if (command.empty()) return "libparmon_mpi.so";
+  std::string program = command[0];
+  if (program.find('/') == std::string::npos) {
+    const char* path = getenv("PATH");
+    std::string dirs = path ? path : "/usr/bin:/bin";
+    for (size_t start = 0; start <= dirs.size();) {
+      size_t end = dirs.find(':', start);
+      if (end == std::string::npos) end = dirs.size();
+      std::string candidate = dirs.substr(start, end - start) + "/" + program;
+      if (access(candidate.c_str(), X_OK) == 0) {
+        program = candidate;
+        break;
+      }
+      start = end + 1;
+    }
+  }
+  std::error_code ec;
+  std::string real = std::filesystem::canonical(program, ec).string();
+  if (ec) return "libparmon_mpi.so";
+  std::string name = std::filesystem::path(real).filename().string();
+  if (name.find("mpich") != std::string::npos || name.find("hydra") != std::string::npos)
+    return "libparmon_mpi_mpich.so";
+  // A program linked with MPICH names libmpich.so.N in its dynamic section, near the start.
+  if (FILE* f = fopen(real.c_str(), "rb")) {
+    std::string head(4u << 20, '\0');
+    head.resize(fread(head.data(), 1, head.size(), f));
+    fclose(f);
+    if (head.compare(0, 4, "\x7f" "ELF") == 0 && head.find("libmpich.so") != std::string::npos)
+      return "libparmon_mpi_mpich.so";
+  }
+  return "libparmon_mpi.so";
+}
+
 }  // namespace
 
 int RunRecord(int argc, char** argv) {
@@ -173,7 +215,8 @@ int RunRecord(int argc, char** argv) {
                                                : shm::Overflow::kBlock;
   // Communication monitoring (docs/comm.md): MPI, POSIX channels and pthread waits are recorded
   // by preload libraries; each is loaded when it was built.
-  for (const char* lib : {"libparmon_mpi.so", "libparmon_posix.so", "libparmon_pthread.so"})
+  options.extra_preload.emplace_back(MpiWrapperLibrary(command));
+  for (const char* lib : {"libparmon_posix.so", "libparmon_pthread.so"})
     options.extra_preload.emplace_back(lib);
   if (options.attach_pid == 0) {
     if (auto launched = RankFromLauncher()) {

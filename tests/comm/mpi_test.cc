@@ -3,6 +3,8 @@
 // collective volumes must equal what each program reports it did.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <sstream>
 
 #include "comm/comm_trace.h"
@@ -60,7 +62,9 @@ void CheckMessages(const std::string& program, const std::string& pattern, int r
                    bool expect_clean_exit = true) {
   TempDir dir;
   Recorded r = RecordMpi(dir, program, pattern, ranks);
-  if (expect_clean_exit) ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  if (expect_clean_exit) {
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  }
   ASSERT_TRUE(r.trace.error.empty()) << r.trace.error;
   Expected want = ParseProgramOutput(r.run.out);
   ASSERT_FALSE(want.pairs.empty()) << "the program reported no messages: " << r.run.out << r.run.err;
@@ -82,7 +86,9 @@ void CheckPerRankSession(const std::string& pattern, int ranks, bool expect_clea
                         dir.File("run"), std::string("--"), BinDir() + "/mpi_patterns", pattern})
     argv.push_back(a);
   RunResult run = Run(argv, {}, 90);
-  if (expect_clean_exit) ASSERT_EQ(run.exit_code, 0) << run.err;
+  if (expect_clean_exit) {
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
   for (int k = 0; k < ranks; ++k)
     EXPECT_FALSE(ReadFile(dir.File("run/rank-" + std::to_string(k) + ".ptrace")).empty()) << k;
   CommTrace t = LoadCommTrace(dir.File("run"));
@@ -134,6 +140,28 @@ TEST(CommMpi, PeriodicModeCountsMessagesPerPeer) {
   EXPECT_TRUE(t.calls.empty()) << "MpiEnter in periodic mode";
   EXPECT_EQ(t.peer_stats, want.pairs);
   EXPECT_GT(t.stats_calls["MPI_Send"], 0u);
+}
+
+TEST(CommMpi, MpichPingPong) {
+  // Built only where MPICH is installed next to OpenMPI (scripts/setup.sh installs both).
+  if (access((BinDir() + "/mpi_patterns_mpich").c_str(), X_OK) != 0 ||
+      access("/usr/bin/mpirun.mpich", X_OK) != 0)
+    GTEST_SKIP() << "MPICH is not installed";
+  TempDir dir;
+  RunResult run = Parmon({"record", "-q", "-o", dir.File("run.ptrace"), "--", "mpirun.mpich",
+                          "-np", "2", BinDir() + "/mpi_patterns_mpich", "pingpong"},
+                         90);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  CommTrace t = LoadCommTrace(dir.File("run.ptrace"));
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  Expected want = ParseProgramOutput(run.out);
+  ASSERT_FALSE(want.pairs.empty()) << run.out;
+  EXPECT_EQ(t.rank_of_pid.size(), 2u);
+  Matching m = MatchMessages(t);
+  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  EXPECT_EQ(m.pairs, want.pairs);
+  EXPECT_EQ(m.matched, t.sends.size());
+  EXPECT_GT(t.calls["MPI_Send"], 0u);
 }
 
 TEST(CommMpi, CollectiveBytesPerRankC) {

@@ -405,12 +405,12 @@ def main():
                  sys.argv[1])
     standard = [l.strip() for l in open(sys.argv[2]) if l.strip() and not l.startswith("#")]
     missing = [n for n in standard if n[4:] not in funcs]
-    # Nonblocking and persistent collectives: the request is the last argument.
+    # Nonblocking and persistent collectives: the request is the last argument (persistent ones,
+    # MPI-4, have an MPI_Info before it).
     for name, (shape, args) in COLL.items():
         for variant in (_nonblocking_name(name), name + "_init"):
             if variant in funcs:
-                SEMANTICS[variant] = ("coll:" + shape, args, len(funcs[variant][1]) -
-                                      (2 if variant.endswith("_init") else 1))
+                SEMANTICS[variant] = ("coll:" + shape, args, len(funcs[variant][1]) - 1)
         SEMANTICS[name] = ("coll:" + shape, args)
     for n in funcs:
         if (n.startswith("File_read") or n.startswith("File_write") or

@@ -14,7 +14,9 @@
 #include "preload/mpi/mpi_core.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -415,8 +417,50 @@ __attribute__((constructor)) void Setup() {
 // The time source costs more than everything else a wrapper does (rdtsc is ~20 ns on the
 // virtual machines we measure on), so a call reads the clock twice at most: at entry (MpiEnter,
 // sends, posted times) and at completion (receives, MpiLeave).
+namespace {
+// Whether the MPI this process runs is the one this library was compiled for (OpenMPI and MPICH
+// differ in handle types and MPI_Status). When it is not -- an MPICH program started with
+// libparmon_mpi.so preloaded, say -- every wrapper only passes its call through, which is safe
+// whatever the ABI (arguments are forwarded untouched in the same registers and stack slots).
+// 0: not checked yet, 1: same MPI, 2: another MPI.
+std::atomic<int> g_abi{0};
+
+[[gnu::cold]] bool CheckAbi() {
+  static char version[8192];  // MPICH's MPI_MAX_LIBRARY_VERSION_STRING, the larger one
+  int len = 0;
+  bool ok = &PMPI_Get_library_version != nullptr &&
+            PMPI_Get_library_version(version, &len) == MPI_SUCCESS;
+#if defined(OPEN_MPI)
+  constexpr const char* kBuiltFor = "Open MPI";
+#elif defined(MPICH)
+  constexpr const char* kBuiltFor = "MPICH";
+#else
+  constexpr const char* kBuiltFor = "";
+#endif
+  ok = ok && strstr(version, kBuiltFor) != nullptr;
+  g_abi.store(ok ? 1 : 2, std::memory_order_relaxed);
+  if (!ok) {
+    // Once per process: the user asked for MPI monitoring and gets none.
+    char msg[256];
+    int n = snprintf(msg, sizeof msg,
+                     "parmon: this program's MPI is not %s, which this libparmon_mpi was built "
+                     "for: its MPI calls are not recorded (set PARMON_MPI=mpich or openmpi)\n",
+                     kBuiltFor);
+    if (n > 0) (void)!write(2, msg, static_cast<size_t>(n < 256 ? n : 255));
+  }
+  return ok;
+}
+}  // namespace
+
 bool Begin(Call* c, int fn) {
   if (t_in_wrapper != 0 || parmon_x_enabled() == 0) return false;
+  if (int abi = g_abi.load(std::memory_order_relaxed); abi != 1) [[unlikely]] {
+    if (abi == 2) return false;
+    t_in_wrapper = 1;  // the check's own MPI call is not recorded
+    bool ok = CheckAbi();
+    t_in_wrapper = 0;
+    if (!ok) return false;
+  }
   t_in_wrapper = 1;
   c->fn = fn;
   c->t0 = Now();
