@@ -250,6 +250,28 @@ uint64_t Sum(const json& per_peer) {
   return total;
 }
 
+// Once the trace has channel events (libparmon_posix): every thread's recorded pipe writes and
+// the bytes it wrote and read equal the messages and bytes it counted; with
+// `one_read_per_message`, so do its reads.
+void ExpectPipeTrafficMatches(const Recorded& r, bool one_read_per_message) {
+  if (PreloadBuilt("posix")) {
+    EXPECT_TRUE(r.has_chan) << "libparmon_posix is built but recorded no channel";
+  }
+  if (!r.has_chan)
+    return;
+  for (const json& loc : r.counts["locations"]) {
+    std::string thread = loc["thread"];
+    SCOPED_TRACE(thread);
+    const Seen& seen = r.threads.at(thread);
+    EXPECT_EQ(seen.pipe_writes, Sum(loc["messages_sent"]));
+    EXPECT_EQ(seen.pipe_write_bytes, Sum(loc["bytes_sent"]));
+    if (one_read_per_message) {
+      EXPECT_EQ(seen.pipe_reads, Sum(loc["messages_received"]));
+    }
+    EXPECT_EQ(seen.pipe_read_bytes, Sum(loc["bytes_received"]));
+  }
+}
+
 // The farm on a ring of processes and pipes: regions always; once the trace has channel events
 // (libparmon_posix), every frame must be one recorded write and one recorded read.
 void ExpectPipeFarmMatches(const std::string& form, size_t locations) {
@@ -266,20 +288,7 @@ void ExpectPipeFarmMatches(const std::string& form, size_t locations) {
     EXPECT_EQ((*worker)["regions"]["search"], 200);
     EXPECT_EQ(Sum((*worker)["messages_sent"]), 200u * (w == 3 ? 3 : w + 1) + 1) << w;
   }
-  if (PreloadBuilt("posix")) {
-    EXPECT_TRUE(r.has_chan) << "libparmon_posix is built but recorded no channel";
-  }
-  if (!r.has_chan)
-    return;
-  for (const json& loc : r.counts["locations"]) {
-    std::string thread = loc["thread"];
-    SCOPED_TRACE(thread);
-    const Seen& seen = r.threads.at(thread);
-    EXPECT_EQ(seen.pipe_writes, Sum(loc["messages_sent"]));
-    EXPECT_EQ(seen.pipe_write_bytes, Sum(loc["bytes_sent"]));
-    EXPECT_EQ(seen.pipe_reads, Sum(loc["messages_received"]));
-    EXPECT_EQ(seen.pipe_read_bytes, Sum(loc["bytes_received"]));
-  }
+  ExpectPipeTrafficMatches(r, /*one_read_per_message=*/true);
 }
 
 TEST(Examples, RingSearchPipesSlowForm) {
@@ -287,6 +296,20 @@ TEST(Examples, RingSearchPipesSlowForm) {
 }
 TEST(Examples, RingSearchPipesFixedForm) {
   ExpectPipeFarmMatches("fixed", 5);
+}
+
+// The mergesort tree as forked processes: node k > 0 gets one list from its parent and returns
+// it; a list is one write but may take several reads.
+TEST(Examples, MergesortProcesses) {
+  TempDir dir;
+  auto r = RecordExample(dir, "mergesort_procs", {"--n", "300000", "--nodes", "4"});
+  ExpectCountsMatch(r, 4);
+  for (const json& loc : r.counts["locations"]) {
+    if (loc["thread"] == "node-0")
+      continue;
+    EXPECT_EQ(loc["regions"]["receive_work"], 1) << loc["thread"];
+  }
+  ExpectPipeTrafficMatches(r, /*one_read_per_message=*/false);
 }
 
 TEST(Examples, Saturation) {
@@ -381,8 +404,9 @@ TEST(Examples, PipelineWithBottleneckStage) {
 
 // A bad argument gets one sentence on stderr and exit status 2, before any MPI start-up.
 TEST(Examples, BadArgumentsAreRefusedInOneSentence) {
-  for (std::string example : {"ring_search", "ring_search_pipes", "saturation", "trisolve",
-                              "mergesort", "jacobi", "matmul_gang", "timeshare", "pipeline"}) {
+  for (std::string example :
+       {"ring_search", "ring_search_pipes", "saturation", "trisolve", "mergesort",
+        "mergesort_procs", "jacobi", "matmul_gang", "timeshare", "pipeline"}) {
     SCOPED_TRACE(example);
     bool mpi = example == "ring_search" || example == "saturation" || example == "trisolve" ||
                example == "mergesort";
