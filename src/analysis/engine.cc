@@ -57,6 +57,7 @@ std::string MpiFamily(const std::string& f) {
   for (char c : n) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto has = [&](const char* s) { return l.find(s) != std::string::npos; };
   auto starts = [&](const char* s) { return l.rfind(s, 0) == 0; };
+  if (l == "init" || l == "init_thread" || l == "finalize") return "init";
   if (starts("file_")) return "io";
   if (starts("win_") || has("put") || has("get_accumulate") || l == "get" || l == "rget" ||
       has("accumulate") || l == "compare_and_swap" || l == "fetch_and_op")
@@ -131,7 +132,7 @@ struct Loc {
   bool in_mpi = false;
   uint64_t mpi_enter = 0;
   uint32_t mpi_func = 0;
-  uint64_t mpi_ns = 0, mpi_calls = 0;
+  uint64_t mpi_ns = 0, mpi_calls = 0, mpi_init_ns = 0;
   std::map<std::string, CallFamilyStat> families;
   std::vector<std::shared_ptr<PendingSend>> call_sends;
   uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
@@ -534,6 +535,7 @@ struct Engine::Impl {
     uint64_t d = Clip(l.mpi_enter, e.ts);
     l.mpi_ns += d;
     ++l.mpi_calls;
+    if (f.family == "init") l.mpi_init_ns += d;
     auto& fam = l.families[f.family];
     fam.family = f.family;
     ++fam.calls;
@@ -872,6 +874,7 @@ Results Engine::Impl::Finish() {
     r.bytes_received = l.bytes_received;
     r.mpi_ns = l.mpi_ns;
     r.mpi_calls = l.mpi_calls;
+    r.mpi_init_ns = l.mpi_init_ns;
     for (auto& [name, f] : l.families) r.mpi_families.push_back(f);
     std::sort(r.mpi_families.begin(), r.mpi_families.end(),
               [](const auto& a, const auto& b) { return a.ns != b.ns ? a.ns > b.ns : a.family < b.family; });

@@ -41,7 +41,7 @@ struct RegionStat {
 };
 
 struct CallFamilyStat {
-  std::string family;  // "p2p", "collective", "wait", "one-sided", "io", "other" (MPI)
+  std::string family;  // "p2p", "collective", "wait", "one-sided", "io", "init", "other" (MPI)
   uint64_t calls = 0;
   uint64_t ns = 0;
 };
@@ -67,6 +67,7 @@ struct LocationResult {
   uint64_t messages_received = 0, bytes_received = 0;
   uint64_t mpi_ns = 0;
   uint64_t mpi_calls = 0;
+  uint64_t mpi_init_ns = 0;  // of mpi_ns, in MPI_Init/Init_thread/Finalize (start-up, not work)
   std::vector<CallFamilyStat> mpi_families;  // by time, descending
   std::vector<RegionStat> top_regions;       // by inclusive time, descending
   // Wait states (time lost waiting for a partner), MPI and channels.

@@ -76,6 +76,7 @@ nlohmann::json ToJson(const Results& r) {
     x["bytes_received"] = l.bytes_received;
     x["mpi_ns"] = l.mpi_ns;
     x["mpi_calls"] = l.mpi_calls;
+    x["mpi_init_ns"] = l.mpi_init_ns;
     json fams = json::array();
     for (const auto& f : l.mpi_families) fams.push_back({{"family", f.family}, {"calls", f.calls}, {"ns", f.ns}});
     x["mpi_families"] = fams;

@@ -24,6 +24,9 @@ int RunAndWait(const std::vector<std::string>& argv) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    // The runs' own output goes to stderr: stdout carries only the scale report (JSON can be
+    // piped).
+    dup2(STDERR_FILENO, STDOUT_FILENO);
     execv(args[0], args.data());
     _exit(127);
   }

@@ -1,13 +1,21 @@
 /* late_sender: an MPI program with a deliberate late sender, for parmon report's end-to-end
  * test. Two ranks, ITER iterations: both leave a barrier, rank 1 posts MPI_Recv at once, rank 0
- * sleeps DELAY_MS and then sends. Rank 0 puts the time it sent (MPI_Wtime) in the message; rank 1
- * sums (send time - time it posted the receive) and prints the total, in nanoseconds, as
+ * sleeps DELAY_MS and then sends. Rank 0 puts the time it sent in the message; rank 1 sums (send
+ * time - time it posted the receive) and prints the total, in nanoseconds, as
  * "injected_late_sender_ns N": the late-sender time parmon should find on rank 1.
  * Usage: late_sender [ITER] [DELAY_MS] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+/* CLOCK_MONOTONIC, the same in both ranks of one machine (MPI_Wtime may count from each
+ * process's own start, as Open MPI's does). */
+static double Now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -28,10 +36,10 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       struct timespec ts = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
       nanosleep(&ts, NULL);
-      sent_at = MPI_Wtime();
+      sent_at = Now();
       MPI_Send(&sent_at, 1, MPI_DOUBLE, 1, 42, MPI_COMM_WORLD);
     } else {
-      double posted = MPI_Wtime();
+      double posted = Now();
       MPI_Recv(&sent_at, 1, MPI_DOUBLE, 0, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       if (sent_at > posted) injected += sent_at - posted;
     }
