@@ -1,11 +1,13 @@
 #include "common/example.h"
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 
 namespace parmon_examples {
 
@@ -219,6 +221,39 @@ bool Report::Write(const std::string& path) const {
     return false;
   }
   return true;
+}
+
+bool WriteChildCounts(const std::string& counts, const Location& location) {
+  if (counts.empty())
+    return true;
+  std::ofstream file(counts + "." + location.thread);
+  file << location.ToJson().dump();
+  file.close();
+  if (!file)
+    fprintf(stderr, "cannot write %s.%s\n", counts.c_str(), location.thread.c_str());
+  return static_cast<bool>(file);
+}
+
+bool MergeChildCounts(const std::string& counts,
+                      const std::vector<std::string>& threads,
+                      Report* report) {
+  bool ok = true;
+  for (size_t i = 0; i < threads.size() && !counts.empty(); ++i) {
+    std::string path = counts + "." + threads[i];
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+    if (j.is_discarded()) {
+      fprintf(stderr, "%s: %s left no counts in %s\n", report->example.c_str(), threads[i].c_str(),
+              path.c_str());
+      ok = false;
+    } else {
+      report->locations.push_back(j);
+    }
+    unlink(path.c_str());
+  }
+  return ok;
 }
 
 }  // namespace parmon_examples

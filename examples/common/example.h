@@ -124,6 +124,14 @@ struct Report {
   bool Write(const std::string& path) const;
 };
 
+// Examples made of forked processes: each child leaves its location in COUNTS.<thread> (a
+// regular file, so a channel monitor does not see it), and the parent adds those of `threads` to
+// the report and removes the files. Both return false (with a message) when a file is missing.
+bool WriteChildCounts(const std::string& counts, const Location& location);
+bool MergeChildCounts(const std::string& counts,
+                      const std::vector<std::string>& threads,
+                      Report* report);
+
 // Seconds since an arbitrary start, for the examples' own timings.
 inline double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -15,39 +15,21 @@
 
 #include "common/example.h"
 #include "common/mpi_example.h"
+#include "mergesort/sort_common.h"
 
 namespace {
 
+using mergesort::Mix;
+using mergesort::RegionLocal;
+using mergesort::RegionMerge;
+using mergesort::RegionSplit;
+using mergesort::RegionWait;
 using parmon_examples::Location;
 using parmon_examples::Region;
 using parmon_examples::Scope;
 
 constexpr int kTagWork = 1;
 constexpr int kTagSorted = 2;
-
-const Region& RegionSplit() {
-  static const Region r("split");
-  return r;
-}
-const Region& RegionLocal() {
-  static const Region r("sort_local");
-  return r;
-}
-const Region& RegionMerge() {
-  static const Region r("merge");
-  return r;
-}
-const Region& RegionWait() {
-  static const Region r("wait_child");
-  return r;
-}
-
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x;
-}
 
 // The list travels as [tbase, values...] in uint64_t words.
 void Sort(Location& me, int rank, int size, std::vector<uint64_t>& v, uint64_t tbase) {

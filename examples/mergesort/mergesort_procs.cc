@@ -17,41 +17,21 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "common/example.h"
+#include "mergesort/sort_common.h"
 
 namespace {
 
+using mergesort::Mix;
+using mergesort::RegionLocal;
+using mergesort::RegionMerge;
+using mergesort::RegionSplit;
+using mergesort::RegionWait;
 using parmon_examples::Location;
 using parmon_examples::Region;
 using parmon_examples::Scope;
-
-const Region& RegionSplit() {
-  static const Region r("split");
-  return r;
-}
-const Region& RegionLocal() {
-  static const Region r("sort_local");
-  return r;
-}
-const Region& RegionMerge() {
-  static const Region r("merge");
-  return r;
-}
-const Region& RegionWait() {
-  static const Region r("wait_child");
-  return r;
-}
-
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x;
-}
 
 bool WriteList(Location& me, int fd, int peer, const std::vector<uint64_t>& message) {
   const char* p = reinterpret_cast<const char*>(message.data());
@@ -184,11 +164,7 @@ int RunChild(Node& parent_view, int child, uint64_t tbase, int down, int up) {
     node.ok = WriteList(node.me, up, parent, v);
   }
   close(up);
-  if (!node.counts.empty()) {
-    std::ofstream file(node.counts + "." + node.me.thread);
-    file << node.me.ToJson().dump();
-    node.ok = node.ok && static_cast<bool>(file);
-  }
+  node.ok = parmon_examples::WriteChildCounts(node.counts, node.me) && node.ok;
   return node.ok ? 0 : 1;
 }
 
@@ -230,21 +206,10 @@ int main(int argc, char** argv) {
   report.params = {{"nodes", root.nodes}, {"n", n}};
   report.results = {{"seconds", seconds}, {"sorted", sorted}};
   report.locations.push_back(root.me.ToJson());
-  bool counts_ok = true;
-  for (int k = 1; k < root.nodes && !root.counts.empty(); ++k) {
-    std::string path = root.counts + ".node-" + std::to_string(k);
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-    if (j.is_discarded()) {
-      fprintf(stderr, "mergesort_procs: node %d left no counts in %s\n", k, path.c_str());
-      counts_ok = false;
-    } else {
-      report.locations.push_back(j);
-    }
-    unlink(path.c_str());
-  }
+  std::vector<std::string> threads;
+  for (int k = 1; k < root.nodes; ++k)
+    threads.push_back("node-" + std::to_string(k));
+  bool counts_ok = parmon_examples::MergeChildCounts(root.counts, threads, &report);
   report.ok = sorted && counts_ok;
   printf("mergesort_procs: %ld keys over %d processes in %.3f s: %s\n", n, root.nodes, seconds,
          sorted ? "sorted" : "NOT SORTED");

@@ -20,8 +20,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -121,11 +119,7 @@ int RunWorker(int k,
   }
   if (!ok)
     fprintf(stderr, "ring_search_pipes: worker %d lost its link: %s\n", k, strerror(errno));
-  if (!counts.empty()) {
-    std::ofstream file(counts + "." + me.thread);
-    file << me.ToJson().dump();
-    ok = ok && static_cast<bool>(file);
-  }
+  ok = parmon_examples::WriteChildCounts(counts, me) && ok;
   return ok ? 0 : 1;
 }
 
@@ -270,20 +264,11 @@ int main(int argc, char** argv) {
   report.locations.push_back(master.ToJson());
   if (options.String("form") == "fixed")
     report.locations.push_back(sender.ToJson());
-  for (int k = 1; k <= workers && !counts.empty(); ++k) {
-    std::string path = counts + ".worker-" + std::to_string(k);
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-    if (j.is_discarded()) {
-      fprintf(stderr, "ring_search_pipes: worker %d left no counts in %s\n", k, path.c_str());
-      ok = report.ok = false;
-    } else {
-      report.locations.push_back(j);
-    }
-    unlink(path.c_str());
-  }
+  std::vector<std::string> threads;
+  for (int k = 1; k <= workers; ++k)
+    threads.push_back("worker-" + std::to_string(k));
+  if (!parmon_examples::MergeChildCounts(counts, threads, &report))
+    ok = report.ok = false;
   if (!report.Write(counts))
     return 1;
   return ok ? 0 : 1;
