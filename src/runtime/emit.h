@@ -11,6 +11,9 @@ extern "C" {
 
 // 1 while this process is recorded and not paused (one relaxed load).
 int parmon_x_enabled(void);
+// The address of the int parmon_x_enabled() reads, for wrappers that check it on every call
+// without a function call: load it relaxed (__atomic_load_n(flag, __ATOMIC_RELAXED)).
+const int* parmon_x_enabled_flag(void);
 // Raw ticks of the session clock (TSC, or CLOCK_MONOTONIC ns where the TSC is not usable).
 uint64_t parmon_x_now(void);
 // Writes one event with the current time. kind < 256 (see format/kinds.h); nargs <= 8.

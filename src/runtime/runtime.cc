@@ -490,6 +490,10 @@ PARMON_EXPORT void parmon_resume(void) {
 }
 
 PARMON_EXPORT int parmon_x_enabled(void) { return g_enabled.load(std::memory_order_relaxed); }
+static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
+PARMON_EXPORT const int* parmon_x_enabled_flag(void) {
+  return reinterpret_cast<const int*>(&g_enabled);
+}
 PARMON_EXPORT uint64_t parmon_x_now(void) { return Now(); }
 PARMON_EXPORT int parmon_x_emit(uint16_t kind, const uint64_t* args, unsigned nargs,
                                 const void* payload, uint32_t payload_size) {

@@ -1,7 +1,7 @@
 // Shared pieces of parmon's preload libraries (MPI, POSIX channels, pthread sync).
 //
 // Every interposed function follows the same pattern:
-//   - One cheap check first: parmon_x_enabled() (a relaxed load in libparmon) and this thread's
+//   - One cheap check first: Enabled() (a relaxed load of libparmon's flag, in place) and this thread's
 //     reentrancy guard. When recording is off or paused, the wrapper calls the real function and
 //     nothing else, so a paused session costs a load and a branch.
 //   - The guard (a thread-local flag, initial-exec TLS so reading it never allocates or locks) is
@@ -29,11 +29,25 @@ namespace parmon::preload {
 // Set while a wrapper of this thread is running its own code.
 extern __thread int t_in_wrapper __attribute__((tls_model("initial-exec")));
 
+// libparmon's enabled flag, read where it lives: a paused wrapper then costs the interposed call,
+// these loads and the call of the real function (bench/comm_bench.cc measures it). Its address
+// is fetched on first use, not by a static initialiser: other libraries' constructors (the MPI's,
+// libgfortran's) call wrapped functions before a preloaded library's own initialisers run.
+inline const int* g_enabled_flag = nullptr;  // relaxed: every thread stores the same address
+inline bool Enabled() {
+  const int* flag = __atomic_load_n(&g_enabled_flag, __ATOMIC_RELAXED);
+  if (flag == nullptr) [[unlikely]] {
+    flag = parmon_x_enabled_flag();
+    __atomic_store_n(&g_enabled_flag, flag, __ATOMIC_RELAXED);
+  }
+  return __atomic_load_n(flag, __ATOMIC_RELAXED) != 0;
+}
+
 // Holds the guard for one wrapper invocation. active() is false when the wrapper must only pass
 // the call through (not recording, or already inside a wrapper).
 class Guard {
  public:
-  Guard() : active_(t_in_wrapper == 0 && parmon_x_enabled() != 0) {
+  Guard() : active_(t_in_wrapper == 0 && Enabled()) {
     if (active_) t_in_wrapper = 1;
   }
   ~Guard() {

@@ -452,8 +452,7 @@ std::atomic<int> g_abi{0};
 }
 }  // namespace
 
-bool Begin(Call* c, int fn) {
-  if (t_in_wrapper != 0 || parmon_x_enabled() == 0) return false;
+bool BeginRecording(Call* c, int fn) {
   if (int abi = g_abi.load(std::memory_order_relaxed); abi != 1) [[unlikely]] {
     if (abi == 2) return false;
     t_in_wrapper = 1;  // the check's own MPI call is not recorded

@@ -15,6 +15,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "preload/common/preload.h"
 #include "preload/mpi/mpi_weak.h"
 
 namespace parmon::preload::mpi {
@@ -26,8 +27,13 @@ struct Call {
   uint64_t bytes = 0;
 };
 
-// False when the call is only passed through (not recording, nested, paused).
-bool Begin(Call* c, int fn);
+// False when the call is only passed through (not recording, nested, paused). The check is
+// inline in every generated wrapper, so a paused call costs no call into this library.
+bool BeginRecording(Call* c, int fn);
+inline bool Begin(Call* c, int fn) {
+  if (t_in_wrapper != 0 || !Enabled()) return false;
+  return BeginRecording(c, fn);
+}
 int End(Call* c, int rc);
 
 void OnInit(Call& c, int rc);

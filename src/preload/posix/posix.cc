@@ -71,7 +71,7 @@ class Recording {
 };
 
 // True when this call should be recorded (one relaxed load and a TLS read).
-inline bool On() { return t_in_wrapper == 0 && parmon_x_enabled() != 0; }
+inline bool On() { return t_in_wrapper == 0 && Enabled(); }
 
 inline uint64_t Now() { return parmon_x_now(); }
 

@@ -45,7 +45,7 @@ enum SyncType : uint64_t {
   kBroadcast = 8
 };
 
-inline bool On() { return t_in_wrapper == 0 && parmon_x_enabled() != 0; }
+inline bool On() { return t_in_wrapper == 0 && Enabled(); }
 
 void RecordWait(const void* object, SyncType type, uint64_t begin, int result) {
   int saved = errno;
