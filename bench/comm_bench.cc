@@ -89,9 +89,16 @@ void Report(benchmark::State& state, const char* what, const Three& t, double ca
 void BM_MpiCommRank(benchmark::State& state) {
   for (auto _ : state) {
     int r;
-    Three t = Compare([&](int n) { for (int i = 0; i < n; ++i) PMPI_Comm_rank(MPI_COMM_WORLD, &r); },
-                      [&](int n) { for (int i = 0; i < n; ++i) MPI_Comm_rank(MPI_COMM_WORLD, &r); },
-                      50000, 11);
+    Three t = Compare(
+        [&](int n) {
+          for (int i = 0; i < n; ++i)
+            PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+        },
+        [&](int n) {
+          for (int i = 0; i < n; ++i)
+            MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        },
+        50000, 11);
     Report(state, "MPI_Comm_rank", t, 1);
   }
 }
@@ -162,8 +169,8 @@ void BM_MpiPingPong(benchmark::State& state) {
     state.counters["uninstrumented_rt_ns"] = off;
     state.counters["recorded_rt_ns"] = on;
     state.counters["recorded_added_ns"] = (on - off) / 2;
-    g_figures.push_back({"0-byte ping-pong, 2 ranks (median round trip / 2)", off / 2, 0,
-                         (on - off) / 2});
+    g_figures.push_back(
+        {"0-byte ping-pong, 2 ranks (median round trip / 2)", off / 2, 0, (on - off) / 2});
   }
 }
 
@@ -175,9 +182,11 @@ void FollowRankZero() {
     PMPI_Irecv(&command, 1, MPI_INT, 0, kCommandTag, MPI_COMM_WORLD, &req);
     for (int done = 0; !done;) {
       PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
-      if (!done) usleep(1000);
+      if (!done)
+        usleep(1000);
     }
-    if (command != kPingPong) return;
+    if (command != kPingPong)
+      return;
     PingPong();
   }
 }
@@ -253,17 +262,32 @@ int RunRecorded(const char* self, const char* mode, int argc, char** argv) {
   std::string dir = self;
   dir = dir.substr(0, dir.rfind('/'));
   std::string trace = "/tmp/parmon_comm_bench." + std::to_string(getpid()) + ".ptrace";
-  std::vector<std::string> args = {dir + "/parmon", "record", "-q", "--mode", mode,
-                                   "--buffer-size", "64M", "-o", trace, "--", "mpirun",
-                                   "--allow-run-as-root", "--oversubscribe", "-np", "2", self};
-  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  std::vector<std::string> args = {dir + "/parmon",
+                                   "record",
+                                   "-q",
+                                   "--mode",
+                                   mode,
+                                   "--buffer-size",
+                                   "64M",
+                                   "-o",
+                                   trace,
+                                   "--",
+                                   "mpirun",
+                                   "--allow-run-as-root",
+                                   "--oversubscribe",
+                                   "-np",
+                                   "2",
+                                   self};
+  for (int i = 1; i < argc; ++i)
+    args.emplace_back(argv[i]);
   std::printf("== parmon record --mode %s -- mpirun -np 2 comm_bench ==\n", mode);
   std::fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
     setenv(kChildEnv, mode, 1);
     std::vector<char*> cargs;
-    for (auto& a : args) cargs.push_back(a.data());
+    for (auto& a : args)
+      cargs.push_back(a.data());
     cargs.push_back(nullptr);
     execv(cargs[0], cargs.data());
     std::perror("comm_bench: cannot run parmon");
@@ -302,13 +326,14 @@ int main(int argc, char** argv) {
     const char* mode = getenv(kChildEnv);
     std::printf("\nadded ns per call, %s mode (uninstrumented cost measured in this run):\n", mode);
     for (const auto& f : g_figures)
-      std::printf("  %-52s uninstrumented %8.1f  paused %+7.1f  recording %+7.1f\n",
-                  f.what.c_str(), f.direct, f.paused_added, f.recorded_added);
+      std::printf("  %-52s uninstrumented %8.1f  paused %+7.1f  recording %+7.1f\n", f.what.c_str(),
+                  f.direct, f.paused_added, f.recorded_added);
     std::printf("  targets: MPI <= %d ns per call recording\n\n",
                 std::string(mode) == "periodic" ? 50 : 100);
     std::fflush(stdout);
     int command = kDone;
-    for (int r = 1; r < g_size; ++r) MPI_Send(&command, 1, MPI_INT, r, kCommandTag, MPI_COMM_WORLD);
+    for (int r = 1; r < g_size; ++r)
+      MPI_Send(&command, 1, MPI_INT, r, kCommandTag, MPI_COMM_WORLD);
   } else if (g_rank == 1) {
     FollowRankZero();
   }

@@ -20,8 +20,10 @@ struct Sync {
 
 // offset(t) of a rank against rank 0 from its (epoch -> offset at time) samples.
 double OffsetAt(const std::vector<std::pair<uint64_t, double>>& samples, uint64_t t) {
-  if (samples.empty()) return 0;
-  if (t <= samples.front().first) return samples.front().second;
+  if (samples.empty())
+    return 0;
+  if (t <= samples.front().first)
+    return samples.front().second;
   for (size_t i = 1; i < samples.size(); ++i) {
     if (t <= samples[i].first) {
       const auto& [t0, o0] = samples[i - 1];
@@ -43,7 +45,8 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
   }
   const auto& defs = (*reader)->definitions();
   std::map<uint32_t, uint32_t> pid_of_location;
-  for (const auto& [id, loc] : defs.locations) pid_of_location[id] = loc.pid;
+  for (const auto& [id, loc] : defs.locations)
+    pid_of_location[id] = loc.pid;
   std::map<std::pair<int64_t, uint64_t>, Sync> syncs;  // (rank, epoch) -> sample
   std::vector<std::pair<uint32_t, format::Event>> mpi_events;
   format::MergeCursor cursor(**reader);
@@ -77,8 +80,8 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
   };
   for (const auto& [pid, ev] : mpi_events)
     if (ev.kind_enum() == Kind::kMpiClockSync)
-      syncs[{rank_of(pid), ev.args[1]}] = {ev.args[1], static_cast<int64_t>(ev.args[0]),
-                                           ev.args[2], ev.args[3]};
+      syncs[{rank_of(pid), ev.args[1]}] = {ev.args[1], static_cast<int64_t>(ev.args[0]), ev.args[2],
+                                           ev.args[3]};
   std::map<int64_t, std::vector<std::pair<uint64_t, double>>> offsets;
   // rank 0's samples are keyed (0, epoch) but there is one per peer: collect them separately.
   std::map<std::pair<int64_t, uint64_t>, Sync> ref_samples;  // (peer, epoch) -> rank 0's sample
@@ -88,20 +91,25 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
           ev.args[1], static_cast<int64_t>(ev.args[0]), ev.args[2], ev.args[3]};
   for (const auto& [key, s] : syncs) {
     auto [rank, epoch] = key;
-    if (rank <= 0) continue;
+    if (rank <= 0)
+      continue;
     auto it = ref_samples.find({rank, epoch});
-    if (it == ref_samples.end()) continue;
+    if (it == ref_samples.end())
+      continue;
     const Sync& r0 = it->second;
     double off = (static_cast<double>(s.t_recv) + static_cast<double>(s.t_send) -
                   static_cast<double>(r0.t_send) - static_cast<double>(r0.t_recv)) /
                  2.0;
     offsets[rank].emplace_back(s.t_recv, off);
-    if (!t.clock_offset_ns.count(rank)) t.clock_offset_ns[rank] = off;
+    if (!t.clock_offset_ns.count(rank))
+      t.clock_offset_ns[rank] = off;
   }
   auto fix = [&](int64_t rank, uint64_t ts) {
-    if (!align || rank <= 0) return ts;
+    if (!align || rank <= 0)
+      return ts;
     auto it = offsets.find(rank);
-    if (it == offsets.end()) return ts;
+    if (it == offsets.end())
+      return ts;
     return static_cast<uint64_t>(static_cast<double>(ts) - OffsetAt(it->second, ts));
   };
   for (const auto& [pid, ev] : mpi_events) {
@@ -126,8 +134,8 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
       p.first += ev.args[1];
       p.second += ev.args[2];
     } else if (ev.kind_enum() == Kind::kMpiCollective) {
-      t.collectives.push_back({rank, defs.Name(static_cast<uint32_t>(ev.args[0])), ev.args[3],
-                               ev.args[4]});
+      t.collectives.push_back(
+          {rank, defs.Name(static_cast<uint32_t>(ev.args[0])), ev.args[3], ev.args[4]});
     }
   }
   return t;
@@ -136,8 +144,10 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
 Matching MatchMessages(const CommTrace& t) {
   using Key = std::tuple<int64_t, int64_t, uint64_t, int64_t>;  // sender, receiver, comm, tag
   std::map<Key, std::vector<const MpiMessageEnd*>> sends, recvs;
-  for (const auto& s : t.sends) sends[{s.rank, s.peer, s.comm, s.tag}].push_back(&s);
-  for (const auto& r : t.recvs) recvs[{r.peer, r.rank, r.comm, r.tag}].push_back(&r);
+  for (const auto& s : t.sends)
+    sends[{s.rank, s.peer, s.comm, s.tag}].push_back(&s);
+  for (const auto& r : t.recvs)
+    recvs[{r.peer, r.rank, r.comm, r.tag}].push_back(&r);
   Matching m;
   for (auto& [key, list] : sends) {
     std::stable_sort(list.begin(), list.end(),
@@ -151,8 +161,7 @@ Matching MatchMessages(const CommTrace& t) {
       const auto* r = rl[i];
       if (s->bytes != r->bytes)
         m.problems.push_back("send of " + std::to_string(s->bytes) + " bytes from " +
-                             std::to_string(s->rank) + " received as " +
-                             std::to_string(r->bytes));
+                             std::to_string(s->rank) + " received as " + std::to_string(r->bytes));
       if (r->ts < s->ts)
         m.problems.push_back("receive on " + std::to_string(r->rank) + " completed " +
                              std::to_string(s->ts - r->ts) + " ns before its send from " +
@@ -163,9 +172,8 @@ Matching MatchMessages(const CommTrace& t) {
       ++m.matched;
     }
     if (list.size() != rl.size())
-      m.problems.push_back(std::to_string(list.size()) + " sends but " +
-                           std::to_string(rl.size()) + " receives from " +
-                           std::to_string(std::get<0>(key)) + " to " +
+      m.problems.push_back(std::to_string(list.size()) + " sends but " + std::to_string(rl.size()) +
+                           " receives from " + std::to_string(std::get<0>(key)) + " to " +
                            std::to_string(std::get<1>(key)) + " tag " +
                            std::to_string(std::get<3>(key)));
   }

@@ -46,10 +46,13 @@ struct Recorded {
   CommTrace trace;
 };
 
-Recorded RecordMpi(const TempDir& dir, const std::string& program, const std::string& pattern,
+Recorded RecordMpi(const TempDir& dir,
+                   const std::string& program,
+                   const std::string& pattern,
                    int ranks) {
   std::vector<std::string> args = {"record", "-q", "-o", dir.File("run.ptrace"), "--"};
-  for (const auto& a : Mpirun(ranks)) args.push_back(a);
+  for (const auto& a : Mpirun(ranks))
+    args.push_back(a);
   args.push_back(BinDir() + "/" + program);
   args.push_back(pattern);
   Recorded r;
@@ -58,7 +61,9 @@ Recorded RecordMpi(const TempDir& dir, const std::string& program, const std::st
   return r;
 }
 
-void CheckMessages(const std::string& program, const std::string& pattern, int ranks,
+void CheckMessages(const std::string& program,
+                   const std::string& pattern,
+                   int ranks,
                    bool expect_clean_exit = true) {
   TempDir dir;
   Recorded r = RecordMpi(dir, program, pattern, ranks);
@@ -67,10 +72,12 @@ void CheckMessages(const std::string& program, const std::string& pattern, int r
   }
   ASSERT_TRUE(r.trace.error.empty()) << r.trace.error;
   Expected want = ParseProgramOutput(r.run.out);
-  ASSERT_FALSE(want.pairs.empty()) << "the program reported no messages: " << r.run.out << r.run.err;
+  ASSERT_FALSE(want.pairs.empty())
+      << "the program reported no messages: " << r.run.out << r.run.err;
   EXPECT_EQ(r.trace.rank_of_pid.size(), static_cast<size_t>(ranks));
   Matching m = MatchMessages(r.trace);
-  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  for (const auto& p : m.problems)
+    ADD_FAILURE() << p;
   EXPECT_EQ(m.pairs, want.pairs) << r.run.out;
   EXPECT_EQ(m.matched, r.trace.sends.size());
   EXPECT_EQ(m.matched, r.trace.recvs.size());
@@ -97,7 +104,8 @@ void CheckPerRankSession(const std::string& pattern, int ranks, bool expect_clea
   ASSERT_FALSE(want.pairs.empty()) << run.out << run.err;
   EXPECT_EQ(t.rank_of_pid.size(), static_cast<size_t>(ranks));
   Matching m = MatchMessages(t);
-  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  for (const auto& p : m.problems)
+    ADD_FAILURE() << p;
   EXPECT_EQ(m.pairs, want.pairs) << run.out;
   EXPECT_EQ(m.matched, t.sends.size());
   EXPECT_EQ(m.matched, t.recvs.size());
@@ -107,15 +115,25 @@ void CheckPerRankSession(const std::string& pattern, int ranks, bool expect_clea
   EXPECT_NE(info.out.find("processes   " + std::to_string(ranks)), std::string::npos) << info.out;
 }
 
-TEST(CommMpi, PerRankRecordersGiveOneSession) { CheckPerRankSession("ring", 3, true); }
+TEST(CommMpi, PerRankRecordersGiveOneSession) {
+  CheckPerRankSession("ring", 3, true);
+}
 TEST(CommMpi, PerRankRecordersKeepTheDataOfARankThatDies) {
   CheckPerRankSession("early", 3, false);
 }
 
-TEST(CommMpi, PingPongC) { CheckMessages("mpi_patterns", "pingpong", 2); }
-TEST(CommMpi, RingC) { CheckMessages("mpi_patterns", "ring", 3); }
-TEST(CommMpi, AllToAllC) { CheckMessages("mpi_patterns", "alltoall", 3); }
-TEST(CommMpi, HaloC) { CheckMessages("mpi_patterns", "halo", 3); }
+TEST(CommMpi, PingPongC) {
+  CheckMessages("mpi_patterns", "pingpong", 2);
+}
+TEST(CommMpi, RingC) {
+  CheckMessages("mpi_patterns", "ring", 3);
+}
+TEST(CommMpi, AllToAllC) {
+  CheckMessages("mpi_patterns", "alltoall", 3);
+}
+TEST(CommMpi, HaloC) {
+  CheckMessages("mpi_patterns", "halo", 3);
+}
 TEST(CommMpi, EarlyExitingRankStillLeavesItsData) {
   // The last rank dies without MPI_Finalize after its sends; its events must be there.
   CheckMessages("mpi_patterns", "early", 3, /*expect_clean_exit=*/false);
@@ -125,9 +143,10 @@ TEST(CommMpi, PeriodicModeCountsMessagesPerPeer) {
   // `parmon record --mode periodic` tells the wrappers (PARMON_MODE) to write per-interval
   // aggregates instead of per-call events; summed, they equal what the program did.
   TempDir dir;
-  std::vector<std::string> args = {"record", "-q", "--mode", "periodic", "-o",
-                                   dir.File("run.ptrace"), "--"};
-  for (const auto& a : Mpirun(2)) args.push_back(a);
+  std::vector<std::string> args = {
+      "record", "-q", "--mode", "periodic", "-o", dir.File("run.ptrace"), "--"};
+  for (const auto& a : Mpirun(2))
+    args.push_back(a);
   args.push_back(BinDir() + "/mpi_patterns");
   args.push_back("pingpong");
   RunResult run = Parmon(args, 90);
@@ -148,8 +167,8 @@ TEST(CommMpi, MpichPingPong) {
       access("/usr/bin/mpirun.mpich", X_OK) != 0)
     GTEST_SKIP() << "MPICH is not installed";
   TempDir dir;
-  RunResult run = Parmon({"record", "-q", "-o", dir.File("run.ptrace"), "--", "mpirun.mpich",
-                          "-np", "2", BinDir() + "/mpi_patterns_mpich", "pingpong"},
+  RunResult run = Parmon({"record", "-q", "-o", dir.File("run.ptrace"), "--", "mpirun.mpich", "-np",
+                          "2", BinDir() + "/mpi_patterns_mpich", "pingpong"},
                          90);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   CommTrace t = LoadCommTrace(dir.File("run.ptrace"));
@@ -158,7 +177,8 @@ TEST(CommMpi, MpichPingPong) {
   ASSERT_FALSE(want.pairs.empty()) << run.out;
   EXPECT_EQ(t.rank_of_pid.size(), 2u);
   Matching m = MatchMessages(t);
-  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  for (const auto& p : m.problems)
+    ADD_FAILURE() << p;
   EXPECT_EQ(m.pairs, want.pairs);
   EXPECT_EQ(m.matched, t.sends.size());
   EXPECT_GT(t.calls["MPI_Send"], 0u);
@@ -170,10 +190,14 @@ TEST(CommMpi, CollectiveBytesPerRankC) {
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   Expected want = ParseProgramOutput(r.run.out);
   ASSERT_EQ(want.collectives.size(), 12u * 3u) << r.run.out;
-  auto key = [](const MpiCollectiveCall& c) { return std::make_tuple(c.rank, c.func, c.sent, c.recv); };
+  auto key = [](const MpiCollectiveCall& c) {
+    return std::make_tuple(c.rank, c.func, c.sent, c.recv);
+  };
   std::multiset<std::tuple<int64_t, std::string, uint64_t, uint64_t>> got, expected;
-  for (const auto& c : r.trace.collectives) got.insert(key(c));
-  for (const auto& c : want.collectives) expected.insert(key(c));
+  for (const auto& c : r.trace.collectives)
+    got.insert(key(c));
+  for (const auto& c : want.collectives)
+    expected.insert(key(c));
   EXPECT_EQ(got, expected);
 }
 
@@ -183,11 +207,14 @@ TEST(CommMpi, FortranPingPongAndCollectives) {
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   Expected want = ParseProgramOutput(r.run.out);
   Matching m = MatchMessages(r.trace);
-  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  for (const auto& p : m.problems)
+    ADD_FAILURE() << p;
   EXPECT_EQ(m.pairs, want.pairs) << r.run.out;
   std::multiset<std::tuple<int64_t, std::string, uint64_t, uint64_t>> got, expected;
-  for (const auto& c : r.trace.collectives) got.insert({c.rank, c.func, c.sent, c.recv});
-  for (const auto& c : want.collectives) expected.insert({c.rank, c.func, c.sent, c.recv});
+  for (const auto& c : r.trace.collectives)
+    got.insert({c.rank, c.func, c.sent, c.recv});
+  for (const auto& c : want.collectives)
+    expected.insert({c.rank, c.func, c.sent, c.recv});
   EXPECT_EQ(got, expected);
   // Fortran calls are recorded under the C names.
   EXPECT_EQ(r.trace.calls["MPI_Send"], r.trace.calls["MPI_Recv"]);
@@ -201,11 +228,11 @@ TEST(CommMpi, InjectedClockSkewIsMeasuredAndRemoved) {
   constexpr double kSkewNs = 3'000'000;
   TempDir dir;
   std::string app = BinDir() + "/mpi_patterns";
-  RunResult run = Parmon({"record", "-q", "-o", dir.File("run.ptrace"), "--", "mpirun",
-                          "--allow-run-as-root", "--oversubscribe", "-np", "1", app, "pingpong",
-                          ":", "-np", "1", "-x", "PARMON_MPI_CLOCK_SKEW_NS=3000000", app,
-                          "pingpong"},
-                         90);
+  RunResult run =
+      Parmon({"record", "-q", "-o", dir.File("run.ptrace"), "--", "mpirun", "--allow-run-as-root",
+              "--oversubscribe", "-np", "1", app, "pingpong", ":", "-np", "1", "-x",
+              "PARMON_MPI_CLOCK_SKEW_NS=3000000", app, "pingpong"},
+             90);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   CommTrace raw = LoadCommTrace(dir.File("run.ptrace"), /*align=*/false);
   ASSERT_EQ(raw.clock_offset_ns.count(1), 1u);
@@ -215,7 +242,8 @@ TEST(CommMpi, InjectedClockSkewIsMeasuredAndRemoved) {
   EXPECT_FALSE(unaligned.problems.empty());
   CommTrace aligned = LoadCommTrace(dir.File("run.ptrace"), /*align=*/true);
   Matching m = MatchMessages(aligned);
-  for (const auto& p : m.problems) ADD_FAILURE() << p;
+  for (const auto& p : m.problems)
+    ADD_FAILURE() << p;
   EXPECT_EQ(m.matched, 80u);
 }
 

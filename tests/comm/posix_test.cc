@@ -44,7 +44,8 @@ Loaded Load(const std::string& path) {
     if (k < 96 && k != static_cast<uint16_t>(Kind::kFork) &&
         k != static_cast<uint16_t>(Kind::kProcessExit))
       continue;
-    if (k > 103) continue;
+    if (k > 103)
+      continue;
     Ev ev;
     auto it = defs.locations.find(e.location);
     if (it != defs.locations.end()) {
@@ -67,17 +68,23 @@ struct End {
 
 // The key both ends of one channel share (docs/events.md, ChanInfo).
 std::pair<uint64_t, uint64_t> ChannelKey(const End& e) {
-  if (e.type == 1 || e.type == 2) return {e.local, 0};
+  if (e.type == 1 || e.type == 2)
+    return {e.local, 0};
   return {std::min(e.local, e.peer), std::max(e.local, e.peer)};
 }
 
 const char* TypeName(uint64_t type) {
   switch (type) {
-    case 1: return "pipe";
-    case 2: return "fifo";
-    case 3: return "unix";
-    case 5: return "tcp";
-    default: return "other";
+    case 1:
+      return "pipe";
+    case 2:
+      return "fifo";
+    case 3:
+      return "unix";
+    case 5:
+      return "tcp";
+    default:
+      return "other";
   }
 }
 
@@ -127,16 +134,21 @@ TEST(CommPosix, PipelineOverPipeUnixSocketTcpAndFifo) {
   std::map<uint32_t, uint64_t> polls, sleeps, forks;
   for (const auto& ev : l.events) {
     Kind k = ev.e.kind_enum();
-    if (k == Kind::kChanWait) polls[ev.pid] += 1;
-    if (k == Kind::kTimerWait) sleeps[ev.pid] += 1;
-    if (k == Kind::kFork) forks[ev.pid] += 1;
-    if (k != Kind::kChanRead && k != Kind::kChanWrite) continue;
+    if (k == Kind::kChanWait)
+      polls[ev.pid] += 1;
+    if (k == Kind::kTimerWait)
+      sleeps[ev.pid] += 1;
+    if (k == Kind::kFork)
+      forks[ev.pid] += 1;
+    if (k != Kind::kChanRead && k != Kind::kChanWrite)
+      continue;
     auto end = ends.find({ev.pid, ev.e.args[0]});
     ASSERT_NE(end, ends.end()) << "a read or write on fd " << ev.e.args[0] << " of process "
                                << ev.pid << " without its ChanInfo";
     int64_t bytes = static_cast<int64_t>(ev.e.args[1]);
     EXPECT_GE(ev.e.ts, ev.e.args[2]) << "a call that ended before it began";
-    if (bytes <= 0) continue;  // end of file, errors
+    if (bytes <= 0)
+      continue;  // end of file, errors
     auto& [name, writers, readers] = channels[ChannelKey(end->second)];
     name = TypeName(end->second.type);
     Side& side = k == Kind::kChanWrite ? writers : readers;
@@ -147,7 +159,8 @@ TEST(CommPosix, PipelineOverPipeUnixSocketTcpAndFifo) {
   std::set<std::string> seen;
   for (const auto& [key, c] : channels) {
     const auto& [name, writers, readers] = c;
-    if (!want.count({name, "wrote"})) continue;  // the test harness's own stdout, ...
+    if (!want.count({name, "wrote"}))
+      continue;  // the test harness's own stdout, ...
     seen.insert(name);
     auto [wpid, wcalls, wbytes] = want[{name, "wrote"}];
     auto [rpid, rcalls, rbytes] = want[{name, "read"}];
@@ -232,12 +245,15 @@ TEST(CommPthread, HandOffsBarriersJoinsAndAContendedMutex) {
     // Nobody else used it.
     uint64_t others = 0;
     for (const auto& [key, n] : signals)
-      if (std::get<0>(key) == object && std::get<2>(key) != c.signaller) others += n;
+      if (std::get<0>(key) == object && std::get<2>(key) != c.signaller)
+        others += n;
     for (const auto& [key, n] : waits)
-      if (std::get<0>(key) == object && std::get<2>(key) != c.waiter) others += n;
+      if (std::get<0>(key) == object && std::get<2>(key) != c.waiter)
+        others += n;
     EXPECT_EQ(others, 0u) << "cond " << i;
   }
-  for (const auto& [tid, n] : barrier_want) EXPECT_EQ((waits_by_type[{5, tid}]), n) << tid;
+  for (const auto& [tid, n] : barrier_want)
+    EXPECT_EQ((waits_by_type[{5, tid}]), n) << tid;
   EXPECT_EQ((waits[{contended_object, 1, contender}]), 1u);
   EXPECT_EQ((waits_by_type[{6, main_tid}]), joins_want);
 }

@@ -1,7 +1,8 @@
 // Shared pieces of parmon's preload libraries (MPI, POSIX channels, pthread sync).
 //
 // Every interposed function follows the same pattern:
-//   - One cheap check first: Enabled() (a relaxed load of libparmon's flag, in place) and this thread's
+//   - One cheap check first: Enabled() (a relaxed load of libparmon's flag, in place) and this
+//   thread's
 //     reentrancy guard. When recording is off or paused, the wrapper calls the real function and
 //     nothing else, so a paused session costs a load and a branch.
 //   - The guard (a thread-local flag, initial-exec TLS so reading it never allocates or locks) is
@@ -48,10 +49,12 @@ inline bool Enabled() {
 class Guard {
  public:
   Guard() : active_(t_in_wrapper == 0 && Enabled()) {
-    if (active_) t_in_wrapper = 1;
+    if (active_)
+      t_in_wrapper = 1;
   }
   ~Guard() {
-    if (active_) t_in_wrapper = 0;
+    if (active_)
+      t_in_wrapper = 0;
   }
   Guard(const Guard&) = delete;
   Guard& operator=(const Guard&) = delete;
@@ -61,7 +64,9 @@ class Guard {
   bool active_;
 };
 
-inline uint16_t K(format::Kind k) { return static_cast<uint16_t>(k); }
+inline uint16_t K(format::Kind k) {
+  return static_cast<uint16_t>(k);
+}
 
 // The id of a function name (DefString category kFunction), interned on first use and cached
 // in *slot. Relaxed atomics: two threads racing intern the same name and get the same id.
@@ -82,8 +87,10 @@ F RealFunction(std::atomic<void*>& slot, const char* name, const char* version =
   void* p = slot.load(std::memory_order_relaxed);
   if (p == nullptr) [[unlikely]] {
     int saved = errno;
-    if (version != nullptr) p = dlvsym(RTLD_NEXT, name, version);
-    if (p == nullptr) p = dlsym(RTLD_NEXT, name);
+    if (version != nullptr)
+      p = dlvsym(RTLD_NEXT, name, version);
+    if (p == nullptr)
+      p = dlsym(RTLD_NEXT, name);
     errno = saved;
     slot.store(p, std::memory_order_relaxed);
   }
@@ -93,10 +100,10 @@ F RealFunction(std::atomic<void*>& slot, const char* name, const char* version =
 }  // namespace parmon::preload
 
 // The real `name` (a function declared by a system header), for use inside its wrapper.
-#define PARMON_REAL_VERSION(name, version)                                                    \
-  ([]() {                                                                                     \
-    static std::atomic<void*> slot{nullptr};                                                  \
-    return ::parmon::preload::RealFunction<decltype(&::name)>(slot, #name, version);          \
+#define PARMON_REAL_VERSION(name, version)                                           \
+  ([]() {                                                                            \
+    static std::atomic<void*> slot{nullptr};                                         \
+    return ::parmon::preload::RealFunction<decltype(&::name)>(slot, #name, version); \
   }())
 #define PARMON_REAL(name) PARMON_REAL_VERSION(name, nullptr)
 

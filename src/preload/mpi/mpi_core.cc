@@ -16,9 +16,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -68,7 +68,9 @@ uint64_t MonotonicNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-inline uint64_t Now() { return parmon_x_now() + g_skew_ticks; }
+inline uint64_t Now() {
+  return parmon_x_now() + g_skew_ticks;
+}
 
 inline void EmitAt(uint64_t t, Kind k, const uint64_t* a, unsigned n) {
   parmon_x_emit_at(t, K(k), a, n, nullptr, 0);
@@ -77,7 +79,8 @@ inline void EmitAt(uint64_t t, Kind k, const uint64_t* a, unsigned n) {
 inline uint32_t FnId(int fn) {
   uint32_t id = g_fn_ids[fn].load(std::memory_order_relaxed);
   if (id == 0) [[unlikely]] {
-    id = parmon_x_intern(FunctionName(fn), static_cast<uint32_t>(format::StringCategory::kFunction));
+    id =
+        parmon_x_intern(FunctionName(fn), static_cast<uint32_t>(format::StringCategory::kFunction));
     g_fn_ids[fn].store(id, std::memory_order_relaxed);
   }
   return id;
@@ -93,7 +96,8 @@ uint64_t Key(H h) {
 
 inline int TypeSize(MPI_Datatype t) {
   int s = 0;
-  if (PMPI_Type_size(t, &s) != MPI_SUCCESS || s < 0) return 0;
+  if (PMPI_Type_size(t, &s) != MPI_SUCCESS || s < 0)
+    return 0;
   return s;
 }
 inline uint64_t Bytes(int count, MPI_Datatype t) {
@@ -103,9 +107,9 @@ inline uint64_t Bytes(int count, MPI_Datatype t) {
 // ---- communicators ---------------------------------------------------------------------------
 struct CommInfo {
   uint64_t id;
-  int size;     // local group
-  int rank;     // this process's rank in it
-  int* world;   // world rank of each rank (remote group for an intercommunicator); null: identity
+  int size;    // local group
+  int rank;    // this process's rank in it
+  int* world;  // world rank of each rank (remote group for an intercommunicator); null: identity
   bool inter;
 };
 CommInfo g_world_info{1, 0, 0, nullptr, false};
@@ -120,7 +124,8 @@ CommSlot g_comms[kCommSlots];
 
 CommInfo* BuildInfo(MPI_Comm comm) {
   auto* info = static_cast<CommInfo*>(calloc(1, sizeof(CommInfo)));
-  if (info == nullptr) return nullptr;
+  if (info == nullptr)
+    return nullptr;
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
   info->inter = inter != 0;
@@ -128,12 +133,14 @@ CommInfo* BuildInfo(MPI_Comm comm) {
   PMPI_Comm_rank(comm, &info->rank);
   MPI_Group group;
   int n = 0;
-  if (inter ? PMPI_Comm_remote_group(comm, &group) : PMPI_Comm_group(comm, &group)) return info;
+  if (inter ? PMPI_Comm_remote_group(comm, &group) : PMPI_Comm_group(comm, &group))
+    return info;
   PMPI_Group_size(group, &n);
   int* ranks = static_cast<int*>(malloc(sizeof(int) * static_cast<size_t>(n > 0 ? n : 1)));
   int* world = static_cast<int*>(malloc(sizeof(int) * static_cast<size_t>(n > 0 ? n : 1)));
   if (ranks && world) {
-    for (int i = 0; i < n; ++i) ranks[i] = i;
+    for (int i = 0; i < n; ++i)
+      ranks[i] = i;
     if (PMPI_Group_translate_ranks(group, n, ranks, g_world_group, world) == MPI_SUCCESS) {
       info->world = world;
       world = nullptr;
@@ -142,7 +149,8 @@ CommInfo* BuildInfo(MPI_Comm comm) {
   free(ranks);
   free(world);
   PMPI_Group_free(&group);
-  if (inter) info->size = n;
+  if (inter)
+    info->size = n;
   return info;
 }
 
@@ -168,17 +176,21 @@ CommInfo* FindComm(uint64_t key) {
   uint32_t i = static_cast<uint32_t>((key >> 3) % kCommSlots);
   for (uint32_t probe = 0; probe < 64; ++probe, i = (i + 1) % kCommSlots) {
     uint64_t k = g_comms[i].key.load(std::memory_order_acquire);  // pairs with Publish
-    if (k == key) return g_comms[i].info.load(std::memory_order_acquire);
-    if (k == 0) return nullptr;
+    if (k == key)
+      return g_comms[i].info.load(std::memory_order_acquire);
+    if (k == 0)
+      return nullptr;
   }
   return nullptr;
 }
 
 void EmitCommDef(const CommInfo* info) {
-  if (info->world == nullptr) return;
+  if (info->world == nullptr)
+    return;
   uint32_t ranks[256];
   int n = info->size < 256 ? info->size : 256;  // the payload limit keeps the first 256
-  for (int i = 0; i < n; ++i) ranks[i] = static_cast<uint32_t>(info->world[i]);
+  for (int i = 0; i < n; ++i)
+    ranks[i] = static_cast<uint32_t>(info->world[i]);
   uint64_t a[3] = {info->id, static_cast<uint64_t>(info->size), info->inter ? 1u : 0u};
   parmon_x_emit_at(Now(), K(Kind::kMpiCommDef), a, 3, ranks,
                    static_cast<uint32_t>(n * sizeof(uint32_t)));
@@ -188,13 +200,17 @@ CommInfo* Comm(MPI_Comm comm) {
   uint64_t key = Key(comm);
   if (key == g_world_key) [[likely]]
     return &g_world_info;
-  if (comm == MPI_COMM_NULL || !g_ready.load(std::memory_order_relaxed)) return nullptr;
-  if (key == g_self_key) return &g_self_info;
-  if (CommInfo* info = FindComm(key)) return info;
+  if (comm == MPI_COMM_NULL || !g_ready.load(std::memory_order_relaxed))
+    return nullptr;
+  if (key == g_self_key)
+    return &g_self_info;
+  if (CommInfo* info = FindComm(key))
+    return info;
   // Created where we could not agree on an id with the other members (MPI_Comm_idup, a
   // communicator from before recording): a per-process id.
   CommInfo* info = BuildInfo(comm);
-  if (info == nullptr) return nullptr;
+  if (info == nullptr)
+    return nullptr;
   info->id = 1ull << 63 | static_cast<uint64_t>(g_world_rank + 1) << 32 |
              g_next_local_comm.fetch_add(1, std::memory_order_relaxed);
   Publish(key, info);
@@ -203,9 +219,12 @@ CommInfo* Comm(MPI_Comm comm) {
 }
 
 inline uint64_t WorldRank(const CommInfo* info, int rank) {
-  if (rank < 0) return static_cast<uint64_t>(static_cast<int64_t>(rank));
-  if (info == nullptr || info->world == nullptr) return static_cast<uint64_t>(rank);
-  if (rank >= info->size) return kNone;
+  if (rank < 0)
+    return static_cast<uint64_t>(static_cast<int64_t>(rank));
+  if (info == nullptr || info->world == nullptr)
+    return static_cast<uint64_t>(rank);
+  if (rank >= info->size)
+    return kNone;
   return static_cast<uint64_t>(static_cast<int64_t>(info->world[rank]));
 }
 
@@ -241,21 +260,29 @@ ReqSlot* FindReq(uint64_t key) {
   uint32_t i = static_cast<uint32_t>((key >> 3) % kReqSlots);
   for (uint32_t probe = 0; probe < 256; ++probe, i = (i + 1) % kReqSlots) {
     uint64_t k = g_reqs[i].key.load(std::memory_order_acquire);  // pairs with the publish
-    if (k == key) return &g_reqs[i];
-    if (k == 0) return nullptr;
+    if (k == key)
+      return &g_reqs[i];
+    if (k == 0)
+      return nullptr;
   }
   return nullptr;
 }
 
-uint64_t TrackRequest(MPI_Request req, uint8_t kind, uint64_t posted, CommInfo* comm,
+uint64_t TrackRequest(MPI_Request req,
+                      uint8_t kind,
+                      uint64_t posted,
+                      CommInfo* comm,
                       bool persistent) {
-  if (req == MPI_REQUEST_NULL) return 0;
+  if (req == MPI_REQUEST_NULL)
+    return 0;
   uint64_t key = Key(req);
   // A completed request we never saw complete (MPI_Request_get_status, ...) may still be here.
-  if (ReqSlot* old = FindReq(key)) old->key.store(kTomb, std::memory_order_release);
+  if (ReqSlot* old = FindReq(key))
+    old->key.store(kTomb, std::memory_order_release);
   ReqSlot* s = ClaimReq(key);
   uint64_t id = g_next_request.fetch_add(1, std::memory_order_relaxed);
-  if (s == nullptr) return id;
+  if (s == nullptr)
+    return id;
   s->id = id;
   s->posted = posted;
   s->comm = comm;
@@ -295,7 +322,8 @@ void FlushStats(Stats* s, uint64_t now) {
     ns_per_tick = static_cast<double>(mono - g_init_ns) /
                   static_cast<double>(now - g_skew_ticks - g_init_ticks);
   for (int fn = 0; fn < n; ++fn) {
-    if (s->calls[fn] == 0) continue;
+    if (s->calls[fn] == 0)
+      continue;
     uint64_t a[4] = {FnId(fn), s->calls[fn],
                      static_cast<uint64_t>(static_cast<double>(s->ticks[fn]) * ns_per_tick),
                      s->bytes[fn]};
@@ -303,7 +331,8 @@ void FlushStats(Stats* s, uint64_t now) {
     s->calls[fn] = s->ticks[fn] = s->bytes[fn] = 0;
   }
   for (int p = 0; p < s->peers; ++p) {
-    if (s->peer_msgs[p] == 0) continue;
+    if (s->peer_msgs[p] == 0)
+      continue;
     uint64_t a[3] = {static_cast<uint64_t>(p), s->peer_msgs[p], s->peer_bytes[p]};
     EmitAt(now, Kind::kMpiPeerStats, a, 3);
     s->peer_msgs[p] = s->peer_bytes[p] = 0;
@@ -313,7 +342,8 @@ void FlushStats(Stats* s, uint64_t now) {
 
 void StatsThreadExit(void* p) {
   auto* s = static_cast<Stats*>(p);
-  if (parmon_x_enabled()) FlushStats(s, Now());
+  if (parmon_x_enabled())
+    FlushStats(s, Now());
 }
 
 Stats* ThreadStats() {
@@ -324,7 +354,8 @@ Stats* ThreadStats() {
   const int peers = g_world_size > 0 ? g_world_size : 0;
   size_t words = 3 * static_cast<size_t>(n) + 2 * static_cast<size_t>(peers);
   s = static_cast<Stats*>(calloc(1, sizeof(Stats) + words * sizeof(uint64_t)));
-  if (s == nullptr) return nullptr;
+  if (s == nullptr)
+    return nullptr;
   auto* w = reinterpret_cast<uint64_t*>(s + 1);
   s->calls = w;
   s->ticks = w + n;
@@ -340,14 +371,16 @@ Stats* ThreadStats() {
 
 void CountPeer(uint64_t peer, uint64_t bytes) {
   Stats* s = ThreadStats();
-  if (s == nullptr || peer >= static_cast<uint64_t>(s->peers)) return;
+  if (s == nullptr || peer >= static_cast<uint64_t>(s->peers))
+    return;
   s->peer_msgs[peer] += 1;
   s->peer_bytes[peer] += bytes;
 }
 
 // ---- clock alignment -------------------------------------------------------------------------
 void ClockSync() {
-  if (g_world_size < 2) return;
+  if (g_world_size < 2)
+    return;
   constexpr int kRounds = 32;  // the least round trip of these is kept
   constexpr int kTag = 7;
   const uint32_t epoch = g_sync_epoch++;
@@ -361,7 +394,8 @@ void ClockSync() {
         PMPI_Send(&dummy, 1, MPI_BYTE, r, kTag, g_sync_comm);
         PMPI_Recv(&dummy, 1, MPI_BYTE, r, kTag, g_sync_comm, MPI_STATUS_IGNORE);
         t3[k] = Now();
-        if (t3[k] - t0[k] < t3[best] - t0[best]) best = k;
+        if (t3[k] - t0[k] < t3[best] - t0[best])
+          best = k;
       }
       PMPI_Send(&best, 1, MPI_INT, r, kTag, g_sync_comm);
       uint64_t a[4] = {static_cast<uint64_t>(r), epoch, t0[best], t3[best]};
@@ -377,7 +411,8 @@ void ClockSync() {
     }
     int best = 0;
     PMPI_Recv(&best, 1, MPI_INT, 0, kTag, g_sync_comm, MPI_STATUS_IGNORE);
-    if (best < 0 || best >= kRounds) best = 0;
+    if (best < 0 || best >= kRounds)
+      best = 0;
     uint64_t a[4] = {0, epoch, t2[best], t1[best]};
     EmitAt(Now(), Kind::kMpiClockSync, a, 4);
   }
@@ -385,7 +420,8 @@ void ClockSync() {
 
 uint64_t EnvU64(const char* name, uint64_t fallback) {
   const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
+  if (v == nullptr || *v == '\0')
+    return fallback;
   char* end = nullptr;
   unsigned long long x = strtoull(v, &end, 10);
   return (end && *end == '\0') ? x : fallback;
@@ -396,7 +432,8 @@ __attribute__((constructor)) void Setup() {
   const char* mode = getenv("PARMON_MODE");
   g_periodic = mode != nullptr && strcmp(mode, "periodic") == 0;
   g_sync_every = EnvU64("PARMON_MPI_SYNC_EVERY", 1000);
-  if (g_sync_every == 0) g_sync_every = 1000;
+  if (g_sync_every == 0)
+    g_sync_every = 1000;
   // Test hook: pretend this process's clock is off by a known amount (ns), to check that the
   // clock alignment removes it. Converted to ticks with a 20 ms calibration.
   if (const char* skew = getenv("PARMON_MPI_CLOCK_SKEW_NS"); skew && *skew) {
@@ -407,7 +444,8 @@ __attribute__((constructor)) void Setup() {
       t1 = parmon_x_now();
     } while (n1 - n0 < 20'000'000);
     double ticks_per_ns = static_cast<double>(t1 - t0) / static_cast<double>(n1 - n0);
-    g_skew_ticks = static_cast<uint64_t>(static_cast<long long>(static_cast<double>(ns) * ticks_per_ns));
+    g_skew_ticks =
+        static_cast<uint64_t>(static_cast<long long>(static_cast<double>(ns) * ticks_per_ns));
   }
 }
 
@@ -446,7 +484,8 @@ std::atomic<int> g_abi{0};
                      "parmon: this program's MPI is not %s, which this libparmon_mpi was built "
                      "for: its MPI calls are not recorded (set PARMON_MPI=mpich or openmpi)\n",
                      kBuiltFor);
-    if (n > 0) (void)!write(2, msg, static_cast<size_t>(n < 256 ? n : 255));
+    if (n > 0)
+      (void)!write(2, msg, static_cast<size_t>(n < 256 ? n : 255));
   }
   return ok;
 }
@@ -454,11 +493,13 @@ std::atomic<int> g_abi{0};
 
 bool BeginRecording(Call* c, int fn) {
   if (int abi = g_abi.load(std::memory_order_relaxed); abi != 1) [[unlikely]] {
-    if (abi == 2) return false;
+    if (abi == 2)
+      return false;
     t_in_wrapper = 1;  // the check's own MPI call is not recorded
     bool ok = CheckAbi();
     t_in_wrapper = 0;
-    if (!ok) return false;
+    if (!ok)
+      return false;
   }
   t_in_wrapper = 1;
   c->fn = fn;
@@ -471,7 +512,8 @@ bool BeginRecording(Call* c, int fn) {
 }
 
 inline uint64_t CompletionTime(Call& c) {
-  if (c.t1 == 0) c.t1 = Now();
+  if (c.t1 == 0)
+    c.t1 = Now();
   return c.t1;
 }
 
@@ -486,7 +528,8 @@ int End(Call* c, int rc) {
       s->calls[c->fn] += 1;
       s->ticks[c->fn] += now - c->t0;
       s->bytes[c->fn] += c->bytes;
-      if (now - s->last_flush >= g_period_ticks && g_period_ticks != 0) FlushStats(s, now);
+      if (now - s->last_flush >= g_period_ticks && g_period_ticks != 0)
+        FlushStats(s, now);
     }
   } else {
     uint64_t a = FnId(c->fn);
@@ -498,7 +541,8 @@ int End(Call* c, int rc) {
 
 void OnInit(Call& c, int rc) {
   (void)c;
-  if (rc != MPI_SUCCESS) return;
+  if (rc != MPI_SUCCESS)
+    return;
   PMPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g_world_size);
   g_world_info.size = g_world_size;
@@ -518,7 +562,8 @@ void OnInit(Call& c, int rc) {
   PMPI_Barrier(g_sync_comm);
   uint64_t n1 = MonotonicNs(), t1 = parmon_x_now();
   double ticks_per_ns = n1 > n0 ? static_cast<double>(t1 - t0) / static_cast<double>(n1 - n0) : 1;
-  if (ticks_per_ns < 0.1 || ticks_per_ns > 100) ticks_per_ns = 1;  // too short to measure
+  if (ticks_per_ns < 0.1 || ticks_per_ns > 100)
+    ticks_per_ns = 1;  // too short to measure
   g_period_ticks = static_cast<uint64_t>(static_cast<double>(period_ns) * ticks_per_ns);
   uint64_t a[3] = {static_cast<uint64_t>(g_world_rank), static_cast<uint64_t>(g_world_size),
                    static_cast<uint64_t>(level)};
@@ -529,15 +574,23 @@ void OnInit(Call& c, int rc) {
 
 void OnFinalize(Call& c) {
   (void)c;
-  if (!g_ready.load(std::memory_order_acquire)) return;
+  if (!g_ready.load(std::memory_order_acquire))
+    return;
   ClockSync();
-  if (g_periodic && t_stats != nullptr) FlushStats(t_stats, Now());
+  if (g_periodic && t_stats != nullptr)
+    FlushStats(t_stats, Now());
 }
 
 // ---- point to point --------------------------------------------------------------------------
-void OnSend(Call& c, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+void OnSend(Call& c,
+            int count,
+            MPI_Datatype type,
+            int dest,
+            int tag,
+            MPI_Comm comm,
             uint64_t request) {
-  if (dest == MPI_PROC_NULL) return;
+  if (dest == MPI_PROC_NULL)
+    return;
   CommInfo* info = Comm(comm);
   uint64_t bytes = Bytes(count, type);
   uint64_t peer = WorldRank(info, dest);
@@ -551,9 +604,16 @@ void OnSend(Call& c, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c
   EmitAt(c.t0, Kind::kMpiSend, a, 5);
 }
 
-void OnNewSend(Call& c, MPI_Request req, int count, MPI_Datatype type, int dest, int tag,
-               MPI_Comm comm, bool persistent) {
-  if (dest == MPI_PROC_NULL && !persistent) return;
+void OnNewSend(Call& c,
+               MPI_Request req,
+               int count,
+               MPI_Datatype type,
+               int dest,
+               int tag,
+               MPI_Comm comm,
+               bool persistent) {
+  if (dest == MPI_PROC_NULL && !persistent)
+    return;
   CommInfo* info = Comm(comm);
   uint64_t id = TrackRequest(req, kReqSend, c.t0, info, persistent);
   if (persistent) {
@@ -579,10 +639,14 @@ void RecvDone(Call& c, uint64_t posted, CommInfo* info, const MPI_Status* st, ui
   PMPI_Get_count(st, MPI_BYTE, &n);
   uint64_t bytes = n > 0 ? static_cast<uint64_t>(n) : 0;
   c.bytes += bytes;
-  if (g_periodic) return;
+  if (g_periodic)
+    return;
   uint64_t a[6] = {WorldRank(info, st->MPI_SOURCE),
-                   static_cast<uint64_t>(static_cast<int64_t>(st->MPI_TAG)), info ? info->id : 0,
-                   bytes, request, posted};
+                   static_cast<uint64_t>(static_cast<int64_t>(st->MPI_TAG)),
+                   info ? info->id : 0,
+                   bytes,
+                   request,
+                   posted};
   EmitAt(CompletionTime(c), Kind::kMpiRecv, a, 6);
 }
 }  // namespace
@@ -593,7 +657,8 @@ void OnRecvDone(Call& c, uint64_t posted, MPI_Comm comm, const MPI_Status* st, u
 
 void OnStart(Call& c, MPI_Request req) {
   ReqSlot* s = FindReq(Key(req));
-  if (s == nullptr) return;
+  if (s == nullptr)
+    return;
   s->active = true;
   s->posted = c.t0;
   s->id = g_next_request.fetch_add(1, std::memory_order_relaxed);
@@ -609,11 +674,13 @@ void OnStart(Call& c, MPI_Request req) {
 }
 
 void OnStartAll(Call& c, int n, const MPI_Request* creqs, const MPI_Fint* freqs) {
-  for (int i = 0; i < n; ++i) OnStart(c, creqs ? creqs[i] : PMPI_Request_f2c(freqs[i]));
+  for (int i = 0; i < n; ++i)
+    OnStart(c, creqs ? creqs[i] : PMPI_Request_f2c(freqs[i]));
 }
 
 void OnMessage(MPI_Message msg, MPI_Comm comm) {
-  if (msg == MPI_MESSAGE_NULL || msg == MPI_MESSAGE_NO_PROC) return;
+  if (msg == MPI_MESSAGE_NULL || msg == MPI_MESSAGE_NO_PROC)
+    return;
   uint64_t key = Key(msg);
   uint32_t i = static_cast<uint32_t>((key >> 3) % kMsgSlots);
   for (uint32_t probe = 0; probe < kMsgSlots; ++probe, i = (i + 1) % kMsgSlots) {
@@ -637,7 +704,8 @@ MPI_Comm TakeMessage(MPI_Message msg) {
       g_msgs[i].key.store(kTomb, std::memory_order_release);
       return comm;
     }
-    if (k == 0) break;
+    if (k == 0)
+      break;
   }
   return MPI_COMM_NULL;
 }
@@ -648,7 +716,9 @@ __thread MPI_Status t_cstatus;
 constexpr int kFortranStride = static_cast<int>(sizeof(MPI_Status) / sizeof(MPI_Fint));
 }  // namespace
 
-bool FortranStatusIgnored(const void* fstatus) { return fstatus == MPI_F_STATUS_IGNORE; }
+bool FortranStatusIgnored(const void* fstatus) {
+  return fstatus == MPI_F_STATUS_IGNORE;
+}
 
 const MPI_Status* CStatus(const MPI_Fint* fstatus) {
   PMPI_Status_f2c(fstatus, &t_cstatus);
@@ -657,26 +727,31 @@ const MPI_Status* CStatus(const MPI_Fint* fstatus) {
 
 StatusArray::StatusArray(int n, void* program_array, bool fortran)
     : arg_(program_array), fortran_(fortran), owned_(false) {
-  bool ignored = fortran ? program_array == MPI_F_STATUSES_IGNORE
-                         : program_array == MPI_STATUSES_IGNORE;
-  if (!ignored || n <= 0) return;
+  bool ignored =
+      fortran ? program_array == MPI_F_STATUSES_IGNORE : program_array == MPI_STATUSES_IGNORE;
+  if (!ignored || n <= 0)
+    return;
   if (n <= 8) {
     arg_ = fortran ? static_cast<void*>(small_f_) : static_cast<void*>(small_);
     return;
   }
-  arg_ = malloc(static_cast<size_t>(n) * (fortran ? kFortranStride * sizeof(MPI_Fint)
-                                                  : sizeof(MPI_Status)));
+  arg_ = malloc(static_cast<size_t>(n) *
+                (fortran ? kFortranStride * sizeof(MPI_Fint) : sizeof(MPI_Status)));
   owned_ = arg_ != nullptr;
-  if (!owned_) arg_ = program_array;  // no memory: record without sources, change nothing
+  if (!owned_)
+    arg_ = program_array;  // no memory: record without sources, change nothing
 }
 
 StatusArray::~StatusArray() {
-  if (owned_) free(arg_);
+  if (owned_)
+    free(arg_);
 }
 
 const MPI_Status* StatusArray::At(int i) {
-  if (arg_ == MPI_STATUSES_IGNORE || (fortran_ && arg_ == MPI_F_STATUSES_IGNORE)) return nullptr;
-  if (!fortran_) return static_cast<const MPI_Status*>(arg_) + i;
+  if (arg_ == MPI_STATUSES_IGNORE || (fortran_ && arg_ == MPI_F_STATUSES_IGNORE))
+    return nullptr;
+  if (!fortran_)
+    return static_cast<const MPI_Status*>(arg_) + i;
   PMPI_Status_f2c(static_cast<const MPI_Fint*>(arg_) + i * kFortranStride, &converted_);
   return &converted_;
 }
@@ -696,7 +771,8 @@ static_assert(sizeof(Completion::Entry) == 40 || sizeof(Completion::Entry) <= 48
 Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
     : n_(n > 0 ? n : 0), entries_(nullptr) {
   small_ = reinterpret_cast<Entry*>(storage_);
-  entries_ = n_ <= 8 ? small_ : static_cast<Entry*>(malloc(sizeof(Entry) * static_cast<size_t>(n_)));
+  entries_ =
+      n_ <= 8 ? small_ : static_cast<Entry*>(malloc(sizeof(Entry) * static_cast<size_t>(n_)));
   if (entries_ == nullptr) {
     n_ = 0;
     return;
@@ -705,10 +781,12 @@ Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
     Entry& e = entries_[i];
     e.kind = 0;
     MPI_Request r = creqs ? creqs[i] : PMPI_Request_f2c(freqs[i]);
-    if (r == MPI_REQUEST_NULL) continue;
+    if (r == MPI_REQUEST_NULL)
+      continue;
     e.key = Key(r);
     ReqSlot* s = FindReq(e.key);
-    if (s == nullptr || !s->active) continue;
+    if (s == nullptr || !s->active)
+      continue;
     e.id = s->id;
     e.posted = s->posted;
     e.comm = s->comm;
@@ -718,11 +796,13 @@ Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
 }
 
 Completion::~Completion() {
-  if (entries_ != small_) free(entries_);
+  if (entries_ != small_)
+    free(entries_);
 }
 
 void Completion::Done(Call& c, int i, const MPI_Status* st) {
-  if (i < 0 || i >= n_ || entries_[i].kind == 0) return;
+  if (i < 0 || i >= n_ || entries_[i].kind == 0)
+    return;
   Entry& e = entries_[i];
   ReqSlot* s = FindReq(e.key);
   if (s != nullptr && s->id == e.id) {
@@ -744,21 +824,26 @@ void Completion::Done(Call& c, int i, const MPI_Status* st) {
 
 void Completion::All(Call& c, StatusArray& sa) {
   for (int i = 0; i < n_; ++i)
-    if (entries_[i].kind != 0) Done(c, i, sa.At(i));
+    if (entries_[i].kind != 0)
+      Done(c, i, sa.At(i));
 }
 
 void Completion::Any(Call& c, int index, const MPI_Status* st, bool fortran) {
-  if (index == MPI_UNDEFINED) return;
+  if (index == MPI_UNDEFINED)
+    return;
   Done(c, fortran ? index - 1 : index, st);
 }
 
 void Completion::Some(Call& c, int outcount, const int* indices, StatusArray& sa, bool fortran) {
-  if (outcount == MPI_UNDEFINED) return;
-  for (int k = 0; k < outcount; ++k) Done(c, fortran ? indices[k] - 1 : indices[k], sa.At(k));
+  if (outcount == MPI_UNDEFINED)
+    return;
+  for (int k = 0; k < outcount; ++k)
+    Done(c, fortran ? indices[k] - 1 : indices[k], sa.At(k));
 }
 
 void Completion::Freed(Call& c, int i) {
-  if (i < 0 || i >= n_) return;
+  if (i < 0 || i >= n_)
+    return;
   Entry& e = entries_[i];
   // Freeing an active request: it still completes, but nobody will see it; report it now.
   if (e.kind != 0) {
@@ -778,12 +863,15 @@ uint64_t NewCollRequest(Call& c, MPI_Request req) {
 }
 
 namespace {
-inline bool InPlace(const void* p) { return p == MPI_IN_PLACE; }
+inline bool InPlace(const void* p) {
+  return p == MPI_IN_PLACE;
+}
 
 uint64_t Sum(const int* counts, int n, int skip) {
   uint64_t s = 0;
   for (int i = 0; i < n; ++i)
-    if (i != skip && counts[i] > 0) s += static_cast<uint64_t>(counts[i]);
+    if (i != skip && counts[i] > 0)
+      s += static_cast<uint64_t>(counts[i]);
   return s;
 }
 
@@ -806,14 +894,18 @@ void NeighborCounts(MPI_Comm comm, int* in, int* out) {
   }
 }
 
-void EmitColl(Call& c, uint64_t request, CommInfo* info, int root, uint64_t sent,
-              uint64_t recv) {
+void EmitColl(Call& c, uint64_t request, CommInfo* info, int root, uint64_t sent, uint64_t recv) {
   c.bytes += sent + recv;
   if (info == &g_world_info && request == 0 && ++g_world_collectives % g_sync_every == 0)
     ClockSync();
-  if (g_periodic) return;
-  uint64_t a[6] = {FnId(c.fn), info ? info->id : 0,
-                   root == MPI_UNDEFINED ? kNone : WorldRank(info, root), sent, recv, request};
+  if (g_periodic)
+    return;
+  uint64_t a[6] = {FnId(c.fn),
+                   info ? info->id : 0,
+                   root == MPI_UNDEFINED ? kNone : WorldRank(info, root),
+                   sent,
+                   recv,
+                   request};
   EmitAt(c.t0, Kind::kMpiCollective, a, 6);
 }
 
@@ -837,7 +929,12 @@ void OnCollective(Call& c, Coll, uint64_t request, MPI_Comm comm) {
   EmitColl(c, request, Comm(comm), MPI_UNDEFINED, 0, 0);
 }
 // bcast
-void OnCollective(Call& c, Coll, uint64_t request, int count, MPI_Datatype type, int root,
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  int count,
+                  MPI_Datatype type,
+                  int root,
                   MPI_Comm comm) {
   Me m = Who(comm);
   uint64_t b = Bytes(count, type);
@@ -846,8 +943,14 @@ void OnCollective(Call& c, Coll, uint64_t request, int count, MPI_Datatype type,
            is_root ? 0 : b);
 }
 // reduce
-void OnCollective(Call& c, Coll, uint64_t request, const void*, int count, MPI_Datatype type,
-                  int root, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const void*,
+                  int count,
+                  MPI_Datatype type,
+                  int root,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   uint64_t b = Bytes(count, type);
   bool is_root = m.rank == root;
@@ -855,8 +958,13 @@ void OnCollective(Call& c, Coll, uint64_t request, const void*, int count, MPI_D
            is_root ? b * static_cast<uint64_t>(m.n - 1) : 0);
 }
 // allreduce, scan, exscan, reduce_scatter_block
-void OnCollective(Call& c, Coll shape, uint64_t request, const void*, int count,
-                  MPI_Datatype type, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void*,
+                  int count,
+                  MPI_Datatype type,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   uint64_t b = Bytes(count, type);
   if (shape == Coll::k_redscat_block)
@@ -865,16 +973,29 @@ void OnCollective(Call& c, Coll shape, uint64_t request, const void*, int count,
     EmitColl(c, request, m.info, MPI_UNDEFINED, b, b);
 }
 // reduce_scatter
-void OnCollective(Call& c, Coll, uint64_t request, const void*, const int* counts,
-                  MPI_Datatype type, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const void*,
+                  const int* counts,
+                  MPI_Datatype type,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   uint64_t ts = static_cast<uint64_t>(TypeSize(type));
   uint64_t mine = m.rank < m.n && counts[m.rank] > 0 ? static_cast<uint64_t>(counts[m.rank]) : 0;
   EmitColl(c, request, m.info, MPI_UNDEFINED, Sum(counts, m.n, -1) * ts, mine * ts);
 }
 // gather
-void OnCollective(Call& c, Coll, uint64_t request, const void*, int scount, MPI_Datatype stype,
-                  int rcount, MPI_Datatype rtype, int root, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const void*,
+                  int scount,
+                  MPI_Datatype stype,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  int root,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   if (m.rank == root)
     EmitColl(c, request, m.info, root, 0, Bytes(rcount, rtype) * static_cast<uint64_t>(m.n - 1));
@@ -882,8 +1003,16 @@ void OnCollective(Call& c, Coll, uint64_t request, const void*, int scount, MPI_
     EmitColl(c, request, m.info, root, Bytes(scount, stype), 0);
 }
 // scatter
-void OnCollective(Call& c, Coll, uint64_t request, int scount, MPI_Datatype stype, const void*,
-                  int rcount, MPI_Datatype rtype, int root, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  int scount,
+                  MPI_Datatype stype,
+                  const void*,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  int root,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   if (m.rank == root)
     EmitColl(c, request, m.info, root, Bytes(scount, stype) * static_cast<uint64_t>(m.n - 1), 0);
@@ -891,8 +1020,15 @@ void OnCollective(Call& c, Coll, uint64_t request, int scount, MPI_Datatype styp
     EmitColl(c, request, m.info, root, 0, Bytes(rcount, rtype));
 }
 // allgather, alltoall
-void OnCollective(Call& c, Coll, uint64_t request, const void* sendbuf, int scount,
-                  MPI_Datatype stype, int rcount, MPI_Datatype rtype, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const void* sendbuf,
+                  int scount,
+                  MPI_Datatype stype,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   uint64_t r = Bytes(rcount, rtype);
   uint64_t s = InPlace(sendbuf) ? r : Bytes(scount, stype);
@@ -900,8 +1036,16 @@ void OnCollective(Call& c, Coll, uint64_t request, const void* sendbuf, int scou
   EmitColl(c, request, m.info, MPI_UNDEFINED, s * others, r * others);
 }
 // gatherv
-void OnCollective(Call& c, Coll, uint64_t request, const void*, int scount, MPI_Datatype stype,
-                  const int* rcounts, MPI_Datatype rtype, int root, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const void*,
+                  int scount,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  int root,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   if (m.rank == root)
     EmitColl(c, request, m.info, root, 0,
@@ -910,8 +1054,16 @@ void OnCollective(Call& c, Coll, uint64_t request, const void*, int scount, MPI_
     EmitColl(c, request, m.info, root, Bytes(scount, stype), 0);
 }
 // scatterv
-void OnCollective(Call& c, Coll, uint64_t request, const int* scounts, MPI_Datatype stype,
-                  const void*, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const int* scounts,
+                  MPI_Datatype stype,
+                  const void*,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  int root,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   if (m.rank == root)
     EmitColl(c, request, m.info, root,
@@ -920,8 +1072,15 @@ void OnCollective(Call& c, Coll, uint64_t request, const int* scounts, MPI_Datat
     EmitColl(c, request, m.info, root, 0, Bytes(rcount, rtype));
 }
 // allgatherv
-void OnCollective(Call& c, Coll, uint64_t request, const void* sendbuf, int scount,
-                  MPI_Datatype stype, const int* rcounts, MPI_Datatype rtype, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const void* sendbuf,
+                  int scount,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   uint64_t rts = static_cast<uint64_t>(TypeSize(rtype));
   uint64_t s = InPlace(sendbuf) ? (m.rank < m.n ? static_cast<uint64_t>(rcounts[m.rank]) * rts : 0)
@@ -930,48 +1089,82 @@ void OnCollective(Call& c, Coll, uint64_t request, const void* sendbuf, int scou
            Sum(rcounts, m.n, m.rank) * rts);
 }
 // alltoallv
-void OnCollective(Call& c, Coll, uint64_t request, const void* sendbuf, const int* scounts,
-                  MPI_Datatype stype, const int* rcounts, MPI_Datatype rtype, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const void* sendbuf,
+                  const int* scounts,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   uint64_t rts = static_cast<uint64_t>(TypeSize(rtype));
   uint64_t r = Sum(rcounts, m.n, m.rank) * rts;
-  uint64_t s = InPlace(sendbuf) ? r : Sum(scounts, m.n, m.rank) * static_cast<uint64_t>(TypeSize(stype));
+  uint64_t s =
+      InPlace(sendbuf) ? r : Sum(scounts, m.n, m.rank) * static_cast<uint64_t>(TypeSize(stype));
   EmitColl(c, request, m.info, MPI_UNDEFINED, s, r);
 }
 // alltoallw
-void OnCollective(Call& c, Coll, uint64_t request, const void* sendbuf, const int* scounts,
-                  TypeArray stypes, const int* rcounts, TypeArray rtypes, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const void* sendbuf,
+                  const int* scounts,
+                  TypeArray stypes,
+                  const int* rcounts,
+                  TypeArray rtypes,
+                  MPI_Comm comm) {
   Me m = Who(comm);
   uint64_t s = 0, r = 0;
   for (int i = 0; i < m.n; ++i) {
-    if (i == m.rank) continue;
+    if (i == m.rank)
+      continue;
     r += Bytes(rcounts[i], rtypes.At(i));
-    if (!InPlace(sendbuf)) s += Bytes(scounts[i], stypes.At(i));
+    if (!InPlace(sendbuf))
+      s += Bytes(scounts[i], stypes.At(i));
   }
-  if (InPlace(sendbuf)) s = r;
+  if (InPlace(sendbuf))
+    s = r;
   EmitColl(c, request, m.info, MPI_UNDEFINED, s, r);
 }
 // neighbor_allgather, neighbor_alltoall
-void OnCollective(Call& c, Coll, uint64_t request, int scount, MPI_Datatype stype, int rcount,
-                  MPI_Datatype rtype, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  int scount,
+                  MPI_Datatype stype,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm) {
   int in = 0, out = 0;
   NeighborCounts(comm, &in, &out);
-  EmitColl(c, request, Comm(comm), MPI_UNDEFINED,
-           Bytes(scount, stype) * static_cast<uint64_t>(out),
+  EmitColl(c, request, Comm(comm), MPI_UNDEFINED, Bytes(scount, stype) * static_cast<uint64_t>(out),
            Bytes(rcount, rtype) * static_cast<uint64_t>(in));
 }
 // neighbor_allgatherv
-void OnCollective(Call& c, Coll, uint64_t request, int scount, MPI_Datatype stype,
-                  const int* rcounts, MPI_Datatype rtype, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  int scount,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm) {
   int in = 0, out = 0;
   NeighborCounts(comm, &in, &out);
-  EmitColl(c, request, Comm(comm), MPI_UNDEFINED,
-           Bytes(scount, stype) * static_cast<uint64_t>(out),
+  EmitColl(c, request, Comm(comm), MPI_UNDEFINED, Bytes(scount, stype) * static_cast<uint64_t>(out),
            Sum(rcounts, in, -1) * static_cast<uint64_t>(TypeSize(rtype)));
 }
 // neighbor_alltoallv
-void OnCollective(Call& c, Coll, uint64_t request, const int* scounts, MPI_Datatype stype,
-                  const int* rcounts, MPI_Datatype rtype, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const int* scounts,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm) {
   int in = 0, out = 0;
   NeighborCounts(comm, &in, &out);
   EmitColl(c, request, Comm(comm), MPI_UNDEFINED,
@@ -979,13 +1172,21 @@ void OnCollective(Call& c, Coll, uint64_t request, const int* scounts, MPI_Datat
            Sum(rcounts, in, -1) * static_cast<uint64_t>(TypeSize(rtype)));
 }
 // neighbor_alltoallw
-void OnCollective(Call& c, Coll, uint64_t request, const int* scounts, TypeArray stypes,
-                  const int* rcounts, TypeArray rtypes, MPI_Comm comm) {
+void OnCollective(Call& c,
+                  Coll,
+                  uint64_t request,
+                  const int* scounts,
+                  TypeArray stypes,
+                  const int* rcounts,
+                  TypeArray rtypes,
+                  MPI_Comm comm) {
   int in = 0, out = 0;
   NeighborCounts(comm, &in, &out);
   uint64_t s = 0, r = 0;
-  for (int i = 0; i < out; ++i) s += Bytes(scounts[i], stypes.At(i));
-  for (int i = 0; i < in; ++i) r += Bytes(rcounts[i], rtypes.At(i));
+  for (int i = 0; i < out; ++i)
+    s += Bytes(scounts[i], stypes.At(i));
+  for (int i = 0; i < in; ++i)
+    r += Bytes(rcounts[i], rtypes.At(i));
   EmitColl(c, request, Comm(comm), MPI_UNDEFINED, s, r);
 }
 
@@ -1003,9 +1204,11 @@ CommInfo* WinInfo(MPI_Win win) {
   uint32_t i = static_cast<uint32_t>((key >> 3) % kWinSlots);
   for (uint32_t probe = 0; probe < kWinSlots; ++probe, i = (i + 1) % kWinSlots) {
     uint64_t k = g_wins[i].key.load(std::memory_order_acquire);
-    if (k == key) return g_wins[i].info;
+    if (k == key)
+      return g_wins[i].info;
     if (k == 0) {
-      if (!g_wins[i].key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) continue;
+      if (!g_wins[i].key.compare_exchange_strong(k, kBusy, std::memory_order_acquire))
+        continue;
       MPI_Group group;
       auto* info = static_cast<CommInfo*>(calloc(1, sizeof(CommInfo)));
       if (info && PMPI_Win_get_group(win, &group) == MPI_SUCCESS) {
@@ -1013,7 +1216,8 @@ CommInfo* WinInfo(MPI_Win win) {
         info->world = static_cast<int*>(malloc(sizeof(int) * static_cast<size_t>(info->size + 1)));
         int* ranks = static_cast<int*>(malloc(sizeof(int) * static_cast<size_t>(info->size + 1)));
         if (info->world && ranks) {
-          for (int r = 0; r < info->size; ++r) ranks[r] = r;
+          for (int r = 0; r < info->size; ++r)
+            ranks[r] = r;
           PMPI_Group_translate_ranks(group, info->size, ranks, g_world_group, info->world);
         } else {
           free(info->world);
@@ -1038,7 +1242,8 @@ void OnRma(Call& c, int count, MPI_Datatype type, int target, MPI_Win win) {
   CommInfo* info = WinInfo(win);
   uint64_t bytes = Bytes(count, type);
   c.bytes += bytes;
-  if (g_periodic || target == MPI_PROC_NULL) return;
+  if (g_periodic || target == MPI_PROC_NULL)
+    return;
   uint64_t a[4] = {FnId(c.fn), WorldRank(info, target), info ? info->id : 0, bytes};
   EmitAt(c.t0, Kind::kMpiRma, a, 4);
 }
@@ -1046,7 +1251,8 @@ void OnRma(Call& c, int count, MPI_Datatype type, int target, MPI_Win win) {
 void OnIo(Call& c, MPI_File file, int count, MPI_Datatype type) {
   uint64_t bytes = Bytes(count, type);
   c.bytes += bytes;
-  if (g_periodic) return;
+  if (g_periodic)
+    return;
   // File ids: the handle value is stable while the file is open; hash it into a small number.
   uint64_t a[3] = {FnId(c.fn), Key(file) & 0xffffffffu, bytes};
   EmitAt(Now(), Kind::kMpiIo, a, 3);
@@ -1054,9 +1260,11 @@ void OnIo(Call& c, MPI_File file, int count, MPI_Datatype type) {
 }
 
 void OnNewComm(MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL || !g_ready.load(std::memory_order_acquire)) return;
+  if (comm == MPI_COMM_NULL || !g_ready.load(std::memory_order_acquire))
+    return;
   CommInfo* info = BuildInfo(comm);
-  if (info == nullptr) return;
+  if (info == nullptr)
+    return;
   if (info->inter) {
     info->id = 1ull << 63 | static_cast<uint64_t>(g_world_rank + 1) << 32 |
                g_next_local_comm.fetch_add(1, std::memory_order_relaxed);
@@ -1071,7 +1279,8 @@ void OnNewComm(MPI_Comm comm) {
   PMPI_Bcast(&id, 8, MPI_BYTE, 0, comm);
   info->id = id;
   Publish(Key(comm), info);
-  if (info->rank == 0) EmitCommDef(info);
+  if (info->rank == 0)
+    EmitCommDef(info);
 }
 
 void OnCommFree(MPI_Comm comm) {
@@ -1083,7 +1292,8 @@ void OnCommFree(MPI_Comm comm) {
       g_comms[i].key.store(kTomb, std::memory_order_release);  // the info stays (readers)
       return;
     }
-    if (k == 0) return;
+    if (k == 0)
+      return;
   }
 }
 

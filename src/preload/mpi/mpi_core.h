@@ -31,7 +31,8 @@ struct Call {
 // inline in every generated wrapper, so a paused call costs no call into this library.
 bool BeginRecording(Call* c, int fn);
 inline bool Begin(Call* c, int fn) {
-  if (t_in_wrapper != 0 || !Enabled()) return false;
+  if (t_in_wrapper != 0 || !Enabled())
+    return false;
   return BeginRecording(c, fn);
 }
 int End(Call* c, int rc);
@@ -40,10 +41,21 @@ void OnInit(Call& c, int rc);
 void OnFinalize(Call& c);
 
 // Point to point.
-void OnSend(Call& c, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+void OnSend(Call& c,
+            int count,
+            MPI_Datatype type,
+            int dest,
+            int tag,
+            MPI_Comm comm,
             uint64_t request);
-void OnNewSend(Call& c, MPI_Request req, int count, MPI_Datatype type, int dest, int tag,
-               MPI_Comm comm, bool persistent);
+void OnNewSend(Call& c,
+               MPI_Request req,
+               int count,
+               MPI_Datatype type,
+               int dest,
+               int tag,
+               MPI_Comm comm,
+               bool persistent);
 void OnNewRecv(Call& c, MPI_Request req, MPI_Comm comm, bool persistent);
 void OnRecvDone(Call& c, uint64_t posted, MPI_Comm comm, const MPI_Status* st, uint64_t request);
 void OnStart(Call& c, MPI_Request req);
@@ -100,47 +112,166 @@ struct TypeArray {
   MPI_Datatype At(int i) const { return c ? c[i] : PMPI_Type_f2c(f[i]); }
 };
 enum class Coll {
-  k_barrier, k_bcast, k_reduce, k_allreduce, k_redscat_block, k_redscat, k_gather, k_scatter,
-  k_allgather, k_alltoall, k_gatherv, k_scatterv, k_allgatherv, k_alltoallv, k_alltoallw,
-  k_nb_allgather, k_nb_alltoall, k_nb_allgatherv, k_nb_alltoallv, k_nb_alltoallw
+  k_barrier,
+  k_bcast,
+  k_reduce,
+  k_allreduce,
+  k_redscat_block,
+  k_redscat,
+  k_gather,
+  k_scatter,
+  k_allgather,
+  k_alltoall,
+  k_gatherv,
+  k_scatterv,
+  k_allgatherv,
+  k_alltoallv,
+  k_alltoallw,
+  k_nb_allgather,
+  k_nb_alltoall,
+  k_nb_allgatherv,
+  k_nb_alltoallv,
+  k_nb_alltoallw
 };
 uint64_t NewCollRequest(Call& c, MPI_Request req);
 void OnCollective(Call& c, Coll shape, uint64_t request, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, int count, MPI_Datatype type, int root,
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  int count,
+                  MPI_Datatype type,
+                  int root,
                   MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const void* sendbuf, int count,
-                  MPI_Datatype type, int root, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const void* sendbuf, int count,
-                  MPI_Datatype type, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const void* sendbuf, const int* counts,
-                  MPI_Datatype type, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const void* sendbuf, int scount,
-                  MPI_Datatype stype, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, int scount, MPI_Datatype stype,
-                  const void* recvbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const void* sendbuf, int scount,
-                  MPI_Datatype stype, int rcount, MPI_Datatype rtype, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const void* sendbuf, int scount,
-                  MPI_Datatype stype, const int* rcounts, MPI_Datatype rtype, int root,
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void* sendbuf,
+                  int count,
+                  MPI_Datatype type,
+                  int root,
                   MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const int* scounts, MPI_Datatype stype,
-                  const void* recvbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const void* sendbuf, int scount,
-                  MPI_Datatype stype, const int* rcounts, MPI_Datatype rtype, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const void* sendbuf,
-                  const int* scounts, MPI_Datatype stype, const int* rcounts, MPI_Datatype rtype,
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void* sendbuf,
+                  int count,
+                  MPI_Datatype type,
                   MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const void* sendbuf,
-                  const int* scounts, TypeArray stypes, const int* rcounts, TypeArray rtypes,
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void* sendbuf,
+                  const int* counts,
+                  MPI_Datatype type,
                   MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, int scount, MPI_Datatype stype,
-                  int rcount, MPI_Datatype rtype, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, int scount, MPI_Datatype stype,
-                  const int* rcounts, MPI_Datatype rtype, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const int* scounts, MPI_Datatype stype,
-                  const int* rcounts, MPI_Datatype rtype, MPI_Comm comm);
-void OnCollective(Call& c, Coll shape, uint64_t request, const int* scounts, TypeArray stypes,
-                  const int* rcounts, TypeArray rtypes, MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void* sendbuf,
+                  int scount,
+                  MPI_Datatype stype,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  int root,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  int scount,
+                  MPI_Datatype stype,
+                  const void* recvbuf,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  int root,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void* sendbuf,
+                  int scount,
+                  MPI_Datatype stype,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void* sendbuf,
+                  int scount,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  int root,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const int* scounts,
+                  MPI_Datatype stype,
+                  const void* recvbuf,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  int root,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void* sendbuf,
+                  int scount,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void* sendbuf,
+                  const int* scounts,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const void* sendbuf,
+                  const int* scounts,
+                  TypeArray stypes,
+                  const int* rcounts,
+                  TypeArray rtypes,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  int scount,
+                  MPI_Datatype stype,
+                  int rcount,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  int scount,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const int* scounts,
+                  MPI_Datatype stype,
+                  const int* rcounts,
+                  MPI_Datatype rtype,
+                  MPI_Comm comm);
+void OnCollective(Call& c,
+                  Coll shape,
+                  uint64_t request,
+                  const int* scounts,
+                  TypeArray stypes,
+                  const int* rcounts,
+                  TypeArray rtypes,
+                  MPI_Comm comm);
 
 void OnRma(Call& c, int count, MPI_Datatype type, int target, MPI_Win win);
 void OnIo(Call& c, MPI_File file, int count, MPI_Datatype type);

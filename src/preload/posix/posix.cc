@@ -71,29 +71,64 @@ class Recording {
 };
 
 // True when this call should be recorded (one relaxed load and a TLS read).
-inline bool On() { return t_in_wrapper == 0 && Enabled(); }
+inline bool On() {
+  return t_in_wrapper == 0 && Enabled();
+}
 
-inline uint64_t Now() { return parmon_x_now(); }
+inline uint64_t Now() {
+  return parmon_x_now();
+}
 
 // Function names, interned once per process (category kFunction).
 enum Fn {
-  kRead, kReadv, kPread, kRecv, kRecvfrom, kRecvmsg, kWrite, kWritev, kPwrite, kSend, kSendto,
-  kSendmsg, kPoll, kPpoll, kSelect, kPselect, kEpollWait, kEpollPwait, kSleep, kUsleep,
-  kNanosleep, kClockNanosleep, kFnCount
+  kRead,
+  kReadv,
+  kPread,
+  kRecv,
+  kRecvfrom,
+  kRecvmsg,
+  kWrite,
+  kWritev,
+  kPwrite,
+  kSend,
+  kSendto,
+  kSendmsg,
+  kPoll,
+  kPpoll,
+  kSelect,
+  kPselect,
+  kEpollWait,
+  kEpollPwait,
+  kSleep,
+  kUsleep,
+  kNanosleep,
+  kClockNanosleep,
+  kFnCount
 };
 constexpr const char* kFnNames[kFnCount] = {
-    "read",  "readv",  "pread",    "recv",     "recvfrom",   "recvmsg",     "write",
-    "writev", "pwrite", "send",    "sendto",   "sendmsg",    "poll",        "ppoll",
-    "select", "pselect", "epoll_wait", "epoll_pwait", "sleep", "usleep",   "nanosleep",
-    "clock_nanosleep"};
+    "read",  "readv",  "pread",     "recv",           "recvfrom",   "recvmsg",
+    "write", "writev", "pwrite",    "send",           "sendto",     "sendmsg",
+    "poll",  "ppoll",  "select",    "pselect",        "epoll_wait", "epoll_pwait",
+    "sleep", "usleep", "nanosleep", "clock_nanosleep"};
 uint32_t g_fn_ids[kFnCount];
 
-inline uint64_t FnId(Fn fn) { return FunctionId(&g_fn_ids[fn], kFnNames[fn]); }
+inline uint64_t FnId(Fn fn) {
+  return FunctionId(&g_fn_ids[fn], kFnNames[fn]);
+}
 
 // ---- channel classification ------------------------------------------------------------------
 enum ChanType : uint8_t {
-  kUnknown = 0, kPipe = 1, kFifo = 2, kUnixStream = 3, kUnixDgram = 4, kTcp = 5, kUdp = 6,
-  kOtherSocket = 7, kRegular = 8, kCharDevice = 9, kOther = 10
+  kUnknown = 0,
+  kPipe = 1,
+  kFifo = 2,
+  kUnixStream = 3,
+  kUnixDgram = 4,
+  kTcp = 5,
+  kUdp = 6,
+  kOtherSocket = 7,
+  kRegular = 8,
+  kCharDevice = 9,
+  kOther = 10
 };
 // Per fd: 0 not classified yet, 1 a channel (ChanInfo written), 2 not a channel, 3 being
 // classified by another thread. Relaxed/acq-rel is enough: the byte is the only shared state.
@@ -102,7 +137,8 @@ constexpr int kFdSlots = 1 << 16;
 std::atomic<uint8_t> g_fd_state[kFdSlots];
 
 void ForgetFd(int fd) {
-  if (fd >= 0 && fd < kFdSlots) g_fd_state[fd].store(kFdNew, std::memory_order_relaxed);
+  if (fd >= 0 && fd < kFdSlots)
+    g_fd_state[fd].store(kFdNew, std::memory_order_relaxed);
 }
 
 uint64_t Inet4Id(const sockaddr_in& a) {
@@ -110,7 +146,8 @@ uint64_t Inet4Id(const sockaddr_in& a) {
 }
 uint64_t Inet6Id(const sockaddr_in6& a) {
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char b : a.sin6_addr.s6_addr) h = (h ^ b) * 1099511628211ull;
+  for (unsigned char b : a.sin6_addr.s6_addr)
+    h = (h ^ b) * 1099511628211ull;
   h = (h ^ ntohs(a.sin6_port)) * 1099511628211ull;
   return h == 0 ? 1 : h;
 }
@@ -130,7 +167,8 @@ void FormatAddress(const sockaddr_storage& s, char* out, size_t n) {
     for (int i = 0; i < 16 && w > 0 && static_cast<size_t>(w) < left; i += 2) {
       p += w;
       left -= static_cast<size_t>(w);
-      w = snprintf(p, left, "%s%x", i ? ":" : "", a.sin6_addr.s6_addr[i] << 8 | a.sin6_addr.s6_addr[i + 1]);
+      w = snprintf(p, left, "%s%x", i ? ":" : "",
+                   a.sin6_addr.s6_addr[i] << 8 | a.sin6_addr.s6_addr[i + 1]);
     }
     if (w > 0 && static_cast<size_t>(w) < left) {
       p += w;
@@ -147,7 +185,8 @@ void FormatAddress(const sockaddr_storage& s, char* out, size_t n) {
 // library's own socket wrappers must not see them.
 uint64_t UnixPeerInode(uint64_t inode) {
   long nl = syscall(SYS_socket, AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-  if (nl < 0) return 0;
+  if (nl < 0)
+    return 0;
   struct {
     nlmsghdr nlh;
     unix_diag_req req;
@@ -193,7 +232,8 @@ struct ChanDesc {
 ChanDesc Classify(int fd) {
   ChanDesc d;
   struct stat st;
-  if (fstat(fd, &st) != 0) return d;
+  if (fstat(fd, &st) != 0)
+    return d;
   if (S_ISREG(st.st_mode)) {
     d.type = kRegular;
   } else if (S_ISCHR(st.st_mode)) {
@@ -248,7 +288,9 @@ ChanDesc Classify(int fd) {
   return d;
 }
 
-inline bool IsChannel(uint8_t type) { return type != kRegular && type != kOther && type != kUnknown; }
+inline bool IsChannel(uint8_t type) {
+  return type != kRegular && type != kOther && type != kUnknown;
+}
 
 void EmitInfo(int fd, const ChanDesc& d) {
   uint64_t a[4] = {static_cast<uint64_t>(fd), d.type, d.local, d.peer};
@@ -257,22 +299,26 @@ void EmitInfo(int fd, const ChanDesc& d) {
 
 // Whether fd is a channel, writing its ChanInfo the first time. Called while recording.
 bool Channel(int fd) {
-  if (fd < 0) return false;
+  if (fd < 0)
+    return false;
   if (fd >= kFdSlots) {  // no cache this high: classify every time, describe every time
     ChanDesc d = Classify(fd);
-    if (IsChannel(d.type)) EmitInfo(fd, d);
+    if (IsChannel(d.type))
+      EmitInfo(fd, d);
     return IsChannel(d.type);
   }
   uint8_t s = g_fd_state[fd].load(std::memory_order_relaxed);
   if (s == kFdChannel) [[likely]]
     return true;
-  if (s == kFdIgnored) return false;
+  if (s == kFdIgnored)
+    return false;
   ChanDesc d = Classify(fd);
   bool channel = IsChannel(d.type);
   uint8_t expected = kFdNew;
   if (s == kFdNew &&
       g_fd_state[fd].compare_exchange_strong(expected, kFdBusy, std::memory_order_acq_rel)) {
-    if (channel) EmitInfo(fd, d);
+    if (channel)
+      EmitInfo(fd, d);
     g_fd_state[fd].store(channel ? kFdChannel : kFdIgnored, std::memory_order_release);
   }
   return channel;
@@ -280,7 +326,8 @@ bool Channel(int fd) {
 
 void RecordIo(Kind kind, Fn fn, int fd, ssize_t rc, uint64_t begin) {
   Recording r;
-  if (!Channel(fd)) return;
+  if (!Channel(fd))
+    return;
   uint64_t a[4] = {static_cast<uint64_t>(fd), static_cast<uint64_t>(static_cast<int64_t>(rc)),
                    begin, FnId(fn)};
   parmon_x_emit(K(kind), a, 4, nullptr, 0);
@@ -299,27 +346,32 @@ void RecordTimer(Fn fn, uint64_t requested_ns, uint64_t begin) {
 }
 
 uint64_t TimespecNs(const timespec* ts) {
-  if (ts == nullptr || ts->tv_sec < 0) return 0;
+  if (ts == nullptr || ts->tv_sec < 0)
+    return 0;
   return static_cast<uint64_t>(ts->tv_sec) * 1000000000ull + static_cast<uint64_t>(ts->tv_nsec);
 }
 
 void ChildAfterFork() {
   // Our classification belonged to the parent process; the child describes its fds again.
-  for (int i = 0; i < kFdSlots; ++i) g_fd_state[i].store(kFdNew, std::memory_order_relaxed);
+  for (int i = 0; i < kFdSlots; ++i)
+    g_fd_state[i].store(kFdNew, std::memory_order_relaxed);
 }
 
-__attribute__((constructor)) void Setup() { pthread_atfork(nullptr, nullptr, ChildAfterFork); }
+__attribute__((constructor)) void Setup() {
+  pthread_atfork(nullptr, nullptr, ChildAfterFork);
+}
 
 }  // namespace
 }  // namespace parmon::preload::posix
 
 namespace pp = parmon::preload::posix;
-using parmon::preload::posix::Fn;
 using parmon::format::Kind;
+using parmon::preload::posix::Fn;
 
 // ---- read and write families -------------------------------------------------------------------
 #define PARMON_IO(kind, fn, fd, call)              \
-  if (!pp::On()) return call;                      \
+  if (!pp::On())                                   \
+    return call;                                   \
   uint64_t begin = pp::Now();                      \
   auto rc = call;                                  \
   pp::RecordIo(Kind::kind, pp::fn, fd, rc, begin); \
@@ -343,8 +395,8 @@ PARMON_INTERPOSE ssize_t pread(int fd, void* buf, size_t n, off_t off) {
 PARMON_INTERPOSE ssize_t recv(int fd, void* buf, size_t n, int flags) {
   PARMON_IO(kChanRead, kRecv, fd, PARMON_REAL(recv)(fd, buf, n, flags));
 }
-PARMON_INTERPOSE ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from,
-                                  socklen_t* from_len) {
+PARMON_INTERPOSE ssize_t
+recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* from_len) {
   PARMON_IO(kChanRead, kRecvfrom, fd, PARMON_REAL(recvfrom)(fd, buf, n, flags, from, from_len));
 }
 PARMON_INTERPOSE ssize_t recvmsg(int fd, msghdr* msg, int flags) {
@@ -362,8 +414,8 @@ PARMON_INTERPOSE ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
 PARMON_INTERPOSE ssize_t send(int fd, const void* buf, size_t n, int flags) {
   PARMON_IO(kChanWrite, kSend, fd, PARMON_REAL(send)(fd, buf, n, flags));
 }
-PARMON_INTERPOSE ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to,
-                                socklen_t to_len) {
+PARMON_INTERPOSE ssize_t
+sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen_t to_len) {
   PARMON_IO(kChanWrite, kSendto, fd, PARMON_REAL(sendto)(fd, buf, n, flags, to, to_len));
 }
 PARMON_INTERPOSE ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
@@ -371,11 +423,12 @@ PARMON_INTERPOSE ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
 }
 
 // ---- waits -------------------------------------------------------------------------------------
-#define PARMON_WAIT(fn, nfds, call)           \
-  if (!pp::On()) return call;                 \
-  uint64_t begin = pp::Now();                 \
-  int rc = call;                              \
-  pp::RecordWait(pp::fn, nfds, rc, begin);    \
+#define PARMON_WAIT(fn, nfds, call)        \
+  if (!pp::On())                           \
+    return call;                           \
+  uint64_t begin = pp::Now();              \
+  int rc = call;                           \
+  pp::RecordWait(pp::fn, nfds, rc, begin); \
   return rc
 
 PARMON_INTERPOSE int poll(pollfd* fds, nfds_t n, int timeout) {
@@ -387,7 +440,11 @@ PARMON_INTERPOSE int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const
 PARMON_INTERPOSE int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
   PARMON_WAIT(kSelect, static_cast<uint64_t>(n), PARMON_REAL(select)(n, r, w, e, timeout));
 }
-PARMON_INTERPOSE int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout,
+PARMON_INTERPOSE int pselect(int n,
+                             fd_set* r,
+                             fd_set* w,
+                             fd_set* e,
+                             const timespec* timeout,
                              const sigset_t* mask) {
   PARMON_WAIT(kPselect, static_cast<uint64_t>(n), PARMON_REAL(pselect)(n, r, w, e, timeout, mask));
 }
@@ -395,7 +452,10 @@ PARMON_INTERPOSE int epoll_wait(int epfd, epoll_event* events, int max, int time
   PARMON_WAIT(kEpollWait, static_cast<uint64_t>(max),
               PARMON_REAL(epoll_wait)(epfd, events, max, timeout));
 }
-PARMON_INTERPOSE int epoll_pwait(int epfd, epoll_event* events, int max, int timeout,
+PARMON_INTERPOSE int epoll_pwait(int epfd,
+                                 epoll_event* events,
+                                 int max,
+                                 int timeout,
                                  const sigset_t* mask) {
   PARMON_WAIT(kEpollPwait, static_cast<uint64_t>(max),
               PARMON_REAL(epoll_pwait)(epfd, events, max, timeout, mask));
@@ -403,32 +463,39 @@ PARMON_INTERPOSE int epoll_pwait(int epfd, epoll_event* events, int max, int tim
 
 // ---- sleeps ------------------------------------------------------------------------------------
 PARMON_INTERPOSE unsigned int sleep(unsigned int seconds) {
-  if (!pp::On()) return PARMON_REAL(sleep)(seconds);
+  if (!pp::On())
+    return PARMON_REAL(sleep)(seconds);
   uint64_t begin = pp::Now();
   unsigned int rc = PARMON_REAL(sleep)(seconds);
   pp::RecordTimer(pp::kSleep, uint64_t{seconds} * 1000000000ull, begin);
   return rc;
 }
 PARMON_INTERPOSE int usleep(useconds_t us) {
-  if (!pp::On()) return PARMON_REAL(usleep)(us);
+  if (!pp::On())
+    return PARMON_REAL(usleep)(us);
   uint64_t begin = pp::Now();
   int rc = PARMON_REAL(usleep)(us);
   pp::RecordTimer(pp::kUsleep, uint64_t{us} * 1000ull, begin);
   return rc;
 }
 PARMON_INTERPOSE int nanosleep(const timespec* req, timespec* rem) {
-  if (!pp::On()) return PARMON_REAL(nanosleep)(req, rem);
+  if (!pp::On())
+    return PARMON_REAL(nanosleep)(req, rem);
   uint64_t begin = pp::Now();
   int rc = PARMON_REAL(nanosleep)(req, rem);
   pp::RecordTimer(pp::kNanosleep, pp::TimespecNs(req), begin);
   return rc;
 }
-PARMON_INTERPOSE int clock_nanosleep(clockid_t clock, int flags, const timespec* req,
+PARMON_INTERPOSE int clock_nanosleep(clockid_t clock,
+                                     int flags,
+                                     const timespec* req,
                                      timespec* rem) {
-  if (!pp::On()) return PARMON_REAL(clock_nanosleep)(clock, flags, req, rem);
+  if (!pp::On())
+    return PARMON_REAL(clock_nanosleep)(clock, flags, req, rem);
   // An absolute deadline: what was asked for is the deadline minus the time of the call.
   timespec start{};
-  if (flags & TIMER_ABSTIME) clock_gettime(clock, &start);
+  if (flags & TIMER_ABSTIME)
+    clock_gettime(clock, &start);
   uint64_t begin = pp::Now();
   int rc = PARMON_REAL(clock_nanosleep)(clock, flags, req, rem);
   uint64_t requested = pp::TimespecNs(req);
@@ -456,22 +523,26 @@ PARMON_INTERPOSE int close(int fd) {
 }
 PARMON_INTERPOSE int dup2(int old_fd, int new_fd) {
   int rc = PARMON_REAL(dup2)(old_fd, new_fd);
-  if (rc >= 0) pp::ForgetFd(rc);
+  if (rc >= 0)
+    pp::ForgetFd(rc);
   return rc;
 }
 PARMON_INTERPOSE int dup3(int old_fd, int new_fd, int flags) {
   int rc = PARMON_REAL(dup3)(old_fd, new_fd, flags);
-  if (rc >= 0) pp::ForgetFd(rc);
+  if (rc >= 0)
+    pp::ForgetFd(rc);
   return rc;
 }
 PARMON_INTERPOSE int pipe(int fds[2]) {
   int rc = PARMON_REAL(pipe)(fds);
-  if (rc == 0) pp::ForgetFd(fds[0]), pp::ForgetFd(fds[1]);
+  if (rc == 0)
+    pp::ForgetFd(fds[0]), pp::ForgetFd(fds[1]);
   return rc;
 }
 PARMON_INTERPOSE int pipe2(int fds[2], int flags) {
   int rc = PARMON_REAL(pipe2)(fds, flags);
-  if (rc == 0) pp::ForgetFd(fds[0]), pp::ForgetFd(fds[1]);
+  if (rc == 0)
+    pp::ForgetFd(fds[0]), pp::ForgetFd(fds[1]);
   return rc;
 }
 PARMON_INTERPOSE int socket(int domain, int type, int protocol) {
@@ -481,7 +552,8 @@ PARMON_INTERPOSE int socket(int domain, int type, int protocol) {
 }
 PARMON_INTERPOSE int socketpair(int domain, int type, int protocol, int fds[2]) {
   int rc = PARMON_REAL(socketpair)(domain, type, protocol, fds);
-  if (rc == 0) pp::ForgetFd(fds[0]), pp::ForgetFd(fds[1]);
+  if (rc == 0)
+    pp::ForgetFd(fds[0]), pp::ForgetFd(fds[1]);
   return rc;
 }
 PARMON_INTERPOSE int accept(int fd, sockaddr* addr, socklen_t* len) {
@@ -544,12 +616,14 @@ PARMON_INTERPOSE pid_t fork(void) {
 namespace parmon::preload::posix {
 namespace {
 void RecordExec(const char* path) {
-  if (!On() || path == nullptr) return;
+  if (!On() || path == nullptr)
+    return;
   Recording r;
   parmon_x_emit(K(Kind::kExec), nullptr, 0, path, static_cast<uint32_t>(strnlen(path, 4096)));
 }
 void RecordExit(int status) {
-  if (!On()) return;
+  if (!On())
+    return;
   Recording r;
   uint64_t a = static_cast<uint64_t>(static_cast<uint32_t>(status));
   parmon_x_emit(K(Kind::kProcessExit), &a, 1, nullptr, 0);
@@ -576,19 +650,21 @@ PARMON_INTERPOSE int execvpe(const char* file, char* const argv[], char* const e
   return PARMON_REAL(execvpe)(file, argv, envp);
 }
 
-#define PARMON_GATHER_ARGS(first, last_arg, envp_out)                           \
-  const char* args[pp::kMaxExeclArgs];                                          \
-  int count = 0;                                                                \
-  args[count++] = first;                                                        \
-  va_list ap;                                                                   \
-  va_start(ap, last_arg);                                                       \
-  while (count < pp::kMaxExeclArgs - 1) {                                       \
-    const char* a = va_arg(ap, const char*);                                    \
-    args[count++] = a;                                                          \
-    if (a == nullptr) break;                                                    \
-  }                                                                             \
-  if (count == pp::kMaxExeclArgs - 1) args[count++] = nullptr;                  \
-  envp_out;                                                                     \
+#define PARMON_GATHER_ARGS(first, last_arg, envp_out) \
+  const char* args[pp::kMaxExeclArgs];                \
+  int count = 0;                                      \
+  args[count++] = first;                              \
+  va_list ap;                                         \
+  va_start(ap, last_arg);                             \
+  while (count < pp::kMaxExeclArgs - 1) {             \
+    const char* a = va_arg(ap, const char*);          \
+    args[count++] = a;                                \
+    if (a == nullptr)                                 \
+      break;                                          \
+  }                                                   \
+  if (count == pp::kMaxExeclArgs - 1)                 \
+    args[count++] = nullptr;                          \
+  envp_out;                                           \
   va_end(ap)
 
 PARMON_INTERPOSE int execl(const char* path, const char* arg, ...) {

@@ -41,11 +41,19 @@ using format::Kind;
 #define PARMON_REAL_COND(name) PARMON_REAL_VERSION(name, "GLIBC_2.3.2")
 
 enum SyncType : uint64_t {
-  kMutex = 1, kRwRead = 2, kRwWrite = 3, kCond = 4, kBarrier = 5, kJoin = 6, kSemaphore = 7,
+  kMutex = 1,
+  kRwRead = 2,
+  kRwWrite = 3,
+  kCond = 4,
+  kBarrier = 5,
+  kJoin = 6,
+  kSemaphore = 7,
   kBroadcast = 8
 };
 
-inline bool On() { return t_in_wrapper == 0 && Enabled(); }
+inline bool On() {
+  return t_in_wrapper == 0 && Enabled();
+}
 
 void RecordWait(const void* object, SyncType type, uint64_t begin, int result) {
   int saved = errno;
@@ -72,18 +80,21 @@ void RecordSignal(const void* object, SyncType type) {
 namespace ps = parmon::preload::sync;
 
 // A lock: try first; only a busy lock is timed and recorded.
-#define PARMON_LOCK(type, object, try_call, call)  \
-  if (!ps::On()) return call;                      \
-  int rc = try_call;                               \
-  if (rc != EBUSY) return rc;                      \
-  uint64_t begin = parmon_x_now();                 \
-  rc = call;                                       \
-  ps::RecordWait(object, ps::type, begin, rc);     \
+#define PARMON_LOCK(type, object, try_call, call) \
+  if (!ps::On())                                  \
+    return call;                                  \
+  int rc = try_call;                              \
+  if (rc != EBUSY)                                \
+    return rc;                                    \
+  uint64_t begin = parmon_x_now();                \
+  rc = call;                                      \
+  ps::RecordWait(object, ps::type, begin, rc);    \
   return rc
 
 // A wait that may always block: timed and recorded.
 #define PARMON_WAIT(type, object, call)        \
-  if (!ps::On()) return call;                  \
+  if (!ps::On())                               \
+    return call;                               \
   uint64_t begin = parmon_x_now();             \
   int rc = call;                               \
   ps::RecordWait(object, ps::type, begin, rc); \
@@ -116,22 +127,27 @@ PARMON_INTERPOSE int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const times
 PARMON_INTERPOSE int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
   PARMON_WAIT(kCond, c, PARMON_REAL_COND(pthread_cond_wait)(c, m));
 }
-PARMON_INTERPOSE int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m,
+PARMON_INTERPOSE int pthread_cond_timedwait(pthread_cond_t* c,
+                                            pthread_mutex_t* m,
                                             const timespec* t) {
   PARMON_WAIT(kCond, c, PARMON_REAL_COND(pthread_cond_timedwait)(c, m, t));
 }
-PARMON_INTERPOSE int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m,
-                                            clockid_t clock, const timespec* t) {
+PARMON_INTERPOSE int pthread_cond_clockwait(pthread_cond_t* c,
+                                            pthread_mutex_t* m,
+                                            clockid_t clock,
+                                            const timespec* t) {
   PARMON_WAIT(kCond, c, PARMON_REAL(pthread_cond_clockwait)(c, m, clock, t));
 }
 PARMON_INTERPOSE int pthread_cond_signal(pthread_cond_t* c) {
-  if (!ps::On()) return PARMON_REAL_COND(pthread_cond_signal)(c);
+  if (!ps::On())
+    return PARMON_REAL_COND(pthread_cond_signal)(c);
   int rc = PARMON_REAL_COND(pthread_cond_signal)(c);
   ps::RecordSignal(c, ps::kCond);
   return rc;
 }
 PARMON_INTERPOSE int pthread_cond_broadcast(pthread_cond_t* c) {
-  if (!ps::On()) return PARMON_REAL_COND(pthread_cond_broadcast)(c);
+  if (!ps::On())
+    return PARMON_REAL_COND(pthread_cond_broadcast)(c);
   int rc = PARMON_REAL_COND(pthread_cond_broadcast)(c);
   ps::RecordSignal(c, ps::kBroadcast);
   return rc;
@@ -146,10 +162,12 @@ PARMON_INTERPOSE int pthread_join(pthread_t t, void** value) {
 
 // Semaphores report failure through errno: the result recorded is 0 or the errno.
 PARMON_INTERPOSE int sem_wait(sem_t* s) {
-  if (!ps::On()) return PARMON_REAL(sem_wait)(s);
+  if (!ps::On())
+    return PARMON_REAL(sem_wait)(s);
   int saved = errno;  // the try's EAGAIN must not leak into a wait that succeeds
   int rc = PARMON_REAL(sem_trywait)(s);
-  if (rc == 0 || errno != EAGAIN) return rc;
+  if (rc == 0 || errno != EAGAIN)
+    return rc;
   errno = saved;
   uint64_t begin = parmon_x_now();
   rc = PARMON_REAL(sem_wait)(s);
@@ -157,10 +175,12 @@ PARMON_INTERPOSE int sem_wait(sem_t* s) {
   return rc;
 }
 PARMON_INTERPOSE int sem_timedwait(sem_t* s, const timespec* t) {
-  if (!ps::On()) return PARMON_REAL(sem_timedwait)(s, t);
+  if (!ps::On())
+    return PARMON_REAL(sem_timedwait)(s, t);
   int saved = errno;
   int rc = PARMON_REAL(sem_trywait)(s);
-  if (rc == 0 || errno != EAGAIN) return rc;
+  if (rc == 0 || errno != EAGAIN)
+    return rc;
   errno = saved;
   uint64_t begin = parmon_x_now();
   rc = PARMON_REAL(sem_timedwait)(s, t);

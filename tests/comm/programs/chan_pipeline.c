@@ -26,7 +26,9 @@
 
 static int g_messages = 200;
 
-static size_t MessageSize(int i) { return (size_t)((i * 37) % 1500 + 1); }
+static size_t MessageSize(int i) {
+  return (size_t)((i * 37) % 1500 + 1);
+}
 
 static void Die(const char* what) {
   fprintf(stderr, "chan_pipeline: %s: %s\n", what, strerror(errno));
@@ -41,8 +43,10 @@ struct Count {
 static void WriteAll(int fd, const char* buf, size_t n, int use_send, struct Count* c) {
   while (n > 0) {
     ssize_t w = use_send ? send(fd, buf, n, 0) : write(fd, buf, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) Die("write");
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      Die("write");
     c->calls++;
     c->bytes += w;
     buf += w;
@@ -53,8 +57,10 @@ static void WriteAll(int fd, const char* buf, size_t n, int use_send, struct Cou
 static void ReadExactly(int fd, char* buf, size_t n, int use_recv, struct Count* c) {
   while (n > 0) {
     ssize_t r = use_recv ? recv(fd, buf, n, 0) : read(fd, buf, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) Die("read");
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      Die("read");
     c->calls++;
     c->bytes += r;
     buf += r;
@@ -67,7 +73,8 @@ static void Report(const char* verb, const char* channel, struct Count c) {
 }
 
 int main(int argc, char** argv) {
-  if (argc > 1) g_messages = atoi(argv[1]);
+  if (argc > 1)
+    g_messages = atoi(argv[1]);
   if (g_messages <= 0) {
     fprintf(stderr, "chan_pipeline: the message count must be positive\n");
     return 2;
@@ -75,10 +82,13 @@ int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   static char buf[2048];
   int pipe_fds[2], unix_fds[2];
-  if (pipe(pipe_fds) != 0) Die("pipe");
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, unix_fds) != 0) Die("socketpair");
+  if (pipe(pipe_fds) != 0)
+    Die("pipe");
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, unix_fds) != 0)
+    Die("socketpair");
   int listener = socket(AF_INET, SOCK_STREAM, 0);
-  if (listener < 0) Die("socket");
+  if (listener < 0)
+    Die("socket");
   struct sockaddr_in addr;
   memset(&addr, 0, sizeof addr);
   addr.sin_family = AF_INET;
@@ -89,7 +99,8 @@ int main(int argc, char** argv) {
     Die("listen");
   char fifo[64];
   snprintf(fifo, sizeof fifo, "/tmp/chan_pipeline.%d", (int)getpid());
-  if (mkfifo(fifo, 0600) != 0) Die("mkfifo");
+  if (mkfifo(fifo, 0600) != 0)
+    Die("mkfifo");
 
   int children = 0;
   pid_t pid = fork();
@@ -130,12 +141,14 @@ int main(int argc, char** argv) {
   pid = fork();
   if (pid == 0) { /* relay2: unix socket -> TCP, polling before each receive */
     int tcp = socket(AF_INET, SOCK_STREAM, 0);
-    if (tcp < 0 || connect(tcp, (struct sockaddr*)&addr, sizeof addr) != 0) Die("connect");
+    if (tcp < 0 || connect(tcp, (struct sockaddr*)&addr, sizeof addr) != 0)
+      Die("connect");
     struct Count r = {0, 0}, w = {0, 0};
     long polls = 0;
     for (int i = 0; i < g_messages; ++i) {
       struct pollfd p = {unix_fds[1], POLLIN, 0};
-      if (poll(&p, 1, -1) != 1) Die("poll");
+      if (poll(&p, 1, -1) != 1)
+        Die("poll");
       ++polls;
       ReadExactly(unix_fds[1], buf, MessageSize(i), 1, &r);
       WriteAll(tcp, buf, MessageSize(i), 0, &w);
@@ -150,9 +163,11 @@ int main(int argc, char** argv) {
   pid = fork();
   if (pid == 0) { /* relay3: TCP -> FIFO */
     int conn = accept(listener, NULL, NULL);
-    if (conn < 0) Die("accept");
+    if (conn < 0)
+      Die("accept");
     int out = open(fifo, O_WRONLY);
-    if (out < 0) Die("open fifo");
+    if (out < 0)
+      Die("open fifo");
     struct Count r = {0, 0}, w = {0, 0};
     for (int i = 0; i < g_messages; ++i) {
       ReadExactly(conn, buf, MessageSize(i), 0, &r);
@@ -165,24 +180,28 @@ int main(int argc, char** argv) {
   ++children;
   close(listener);
   int in = open(fifo, O_RDONLY);
-  if (in < 0) Die("open fifo");
+  if (in < 0)
+    Die("open fifo");
   struct Count r = {0, 0};
   int bad = 0;
   for (int i = 0; i < g_messages; ++i) {
     ReadExactly(in, buf, MessageSize(i), 0, &r);
-    if (buf[0] != 'a' + i % 26) bad = 1;
+    if (buf[0] != 'a' + i % 26)
+      bad = 1;
   }
   close(in);
   unlink(fifo);
   int failed = 0;
   for (int i = 0; i < children; ++i) {
     int status;
-    if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
+    if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      failed = 1;
   }
   Report("read", "fifo", r);
   printf("forks %d %d\n", (int)getpid(), children);
   if (bad || failed) {
-    fprintf(stderr, "chan_pipeline: %s\n", bad ? "messages arrived out of order" : "a stage failed");
+    fprintf(stderr, "chan_pipeline: %s\n",
+            bad ? "messages arrived out of order" : "a stage failed");
     return 1;
   }
   return 0;

@@ -28,14 +28,16 @@ static pthread_mutex_t g_contended = PTHREAD_MUTEX_INITIALIZER;
 static volatile int g_contender_tid = 0;
 
 struct Side {
-  int me;                  /* 0 ping, 1 pong */
+  int me; /* 0 ping, 1 pong */
   pthread_cond_t* wait_on;
   pthread_cond_t* signal;
   long waits, signals;
   int tid;
 };
 
-static int Tid(void) { return (int)syscall(SYS_gettid); }
+static int Tid(void) {
+  return (int)syscall(SYS_gettid);
+}
 
 static void* PingPong(void* arg) {
   struct Side* s = (struct Side*)arg;
@@ -82,7 +84,8 @@ static char ThreadState(int tid) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
   FILE* f = fopen(path, "r");
-  if (f == NULL) return '?';
+  if (f == NULL)
+    return '?';
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = '\0';
@@ -91,7 +94,8 @@ static char ThreadState(int tid) {
 }
 
 int main(int argc, char** argv) {
-  if (argc > 1) g_rounds = atoi(argv[1]);
+  if (argc > 1)
+    g_rounds = atoi(argv[1]);
   if (g_rounds < 10) {
     fprintf(stderr, "sync_handoff: rounds must be at least 10\n");
     return 2;
@@ -100,7 +104,8 @@ int main(int argc, char** argv) {
   pthread_mutex_lock(&g_contended);
   pthread_t contender;
   pthread_create(&contender, NULL, Contender, NULL);
-  while (g_contender_tid == 0) sched_yield();
+  while (g_contender_tid == 0)
+    sched_yield();
   for (int tries = 0; ThreadState(g_contender_tid) != 'S'; ++tries) {
     if (tries > 20000) {
       fprintf(stderr, "sync_handoff: the contender never blocked\n");
@@ -118,12 +123,15 @@ int main(int argc, char** argv) {
   struct Worker workers[3];
   memset(workers, 0, sizeof workers);
   pthread_barrier_init(&g_barrier, NULL, 3);
-  for (int i = 0; i < 3; ++i) pthread_create(&threads[2 + i], NULL, BarrierWorker, &workers[i]);
-  for (int i = 0; i < 5; ++i) pthread_join(threads[i], NULL);
+  for (int i = 0; i < 3; ++i)
+    pthread_create(&threads[2 + i], NULL, BarrierWorker, &workers[i]);
+  for (int i = 0; i < 5; ++i)
+    pthread_join(threads[i], NULL);
   pthread_join(contender, NULL);
   printf("cond to_pong %d %d %ld %ld\n", ping.tid, pong.tid, ping.signals, pong.waits);
   printf("cond to_ping %d %d %ld %ld\n", pong.tid, ping.tid, pong.signals, ping.waits);
-  for (int i = 0; i < 3; ++i) printf("barrier %d %ld\n", workers[i].tid, workers[i].waits);
+  for (int i = 0; i < 3; ++i)
+    printf("barrier %d %ld\n", workers[i].tid, workers[i].waits);
   printf("contended %llu %d\n", (unsigned long long)(uintptr_t)&g_contended, g_contender_tid);
   printf("conds %llu %llu\n", (unsigned long long)(uintptr_t)&g_to_pong,
          (unsigned long long)(uintptr_t)&g_to_ping);
