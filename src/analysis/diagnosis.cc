@@ -181,9 +181,10 @@ Finding SerialisedFinding(const Graph& g, const Serialised& s) {
 constexpr double kStarvedThreshold = 0.015;
 
 // Finds the serialised loop whose source waits most on its feedback link: the source waits
-// >= 10% of its run receiving from `feedback`, a consumer of the source's output waits for that
-// output, and the consumer's own output reaches `feedback` (a loop of three or more parties; a
-// two-party request and reply is not one).
+// >= 10% of its run receiving from `feedback`, more than any other member of the loop waits for
+// its input, a consumer of the source's output waits for that output, and the consumer's own
+// output reaches `feedback` (a loop of three or more parties; a two-party request and reply is
+// not one).
 std::optional<Serialised> FindSerialisedLoop(const Results& r, const Graph& g) {
   std::optional<Serialised> best;
   for (const auto& out : r.links) {
@@ -199,9 +200,20 @@ std::optional<Serialised> FindSerialisedLoop(const Results& r, const Graph& g) {
     if (feedback->from_label == out.to_label) continue;
     if (FlowPath(r, out.to_label, feedback->from_label).empty()) continue;
     if (best && best->source_wait >= source_wait) continue;
+    // The source is the loop's most idle member: in a full pipeline the sink of the results
+    // waits most (it has nothing else to do), and the stage before it is no serialising source.
+    std::vector<std::string> path = FlowPath(r, out.from_label, feedback->from_label);
+    double source_share = static_cast<double>(source_wait) / static_cast<double>(src->wall);
+    bool most_idle = true;
+    for (size_t i = 1; i < path.size() && most_idle; ++i) {
+      const Node* m = g.Find(path[i]);
+      uint64_t w;
+      if (m && m->wall && WorstLink(r, path[i], false, &w))
+        most_idle = static_cast<double>(w) / static_cast<double>(m->wall) <= source_share;
+    }
+    if (!most_idle) continue;
     best = Serialised{out.from_label, feedback->from_label, out.to_label, source_wait,
-                      out.receiver_wait_ns, feedback,
-                      FlowPath(r, out.from_label, feedback->from_label)};
+                      out.receiver_wait_ns, feedback, path};
   }
   return best;
 }
