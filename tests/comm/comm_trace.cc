@@ -100,6 +100,14 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
     double off = (static_cast<double>(s.t_recv) + static_cast<double>(s.t_send) -
                   static_cast<double>(r0.t_send) - static_cast<double>(r0.t_recv)) /
                  2.0;
+    // An offset within its own uncertainty (half the round trip not spent on rank r) is not
+    // significant: ranks sharing one clock always measure such an offset (|offset| <= the
+    // uncertainty by construction, t_send0 <= t_recv <= t_send <= t_recv0), and applying it would
+    // move their events by up to that much, enough to put a receive before its send.
+    double uncertainty = ((static_cast<double>(r0.t_recv) - static_cast<double>(r0.t_send)) -
+                          (static_cast<double>(s.t_send) - static_cast<double>(s.t_recv))) /
+                         2.0;
+    if (off <= uncertainty && off >= -uncertainty) off = 0;
     offsets[rank].emplace_back(s.t_recv, off);
     if (!t.clock_offset_ns.count(rank))
       t.clock_offset_ns[rank] = off;
