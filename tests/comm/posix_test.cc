@@ -258,5 +258,26 @@ TEST(CommPthread, HandOffsBarriersJoinsAndAContendedMutex) {
   EXPECT_EQ((waits_by_type[{6, main_tid}]), joins_want);
 }
 
+TEST(CommPosix, WrappersKeepErrnoAndReturnValues) {
+  // The program checks itself while recorded: errno survives successful wrapped calls, failing
+  // ones report their own errno, a blocking semaphore wait and a relocked error-checking mutex
+  // behave as without parmon. Its events prove the wrappers were really in the way.
+  TempDir dir;
+  RunResult run =
+      Parmon({"record", "-q", "-o", dir.File("run.ptrace"), "--", BinDir() + "/posix_errno"}, 60);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(run.out, "ok\n");
+  Loaded l = Load(dir.File("run.ptrace"));
+  ASSERT_TRUE(l.error.empty()) << l.error;
+  std::map<Kind, int> kinds;
+  for (const auto& ev : l.events)
+    kinds[ev.e.kind_enum()] += 1;
+  EXPECT_GE(kinds[Kind::kChanWrite], 1);
+  EXPECT_GE(kinds[Kind::kChanRead], 1);
+  EXPECT_GE(kinds[Kind::kChanWait], 1);
+  EXPECT_GE(kinds[Kind::kTimerWait], 1);
+  EXPECT_GE(kinds[Kind::kSyncWait], 2);  // the semaphore and the join
+}
+
 }  // namespace
 }  // namespace parmon::testing
