@@ -44,6 +44,11 @@ std::optional<LaunchedRank> RankFromLauncher() {
     r.launcher = "pmix";
     r.rank = std::atoi(env("PMIX_RANK").c_str());
     r.job = env("PMIX_NAMESPACE");
+  } else if (!env("SLURM_PROCID").empty() && std::atoi(env("SLURM_NTASKS").c_str()) > 1) {
+    r.launcher = "slurm";  // srun -n N parmon record ...
+    r.rank = std::atoi(env("SLURM_PROCID").c_str());
+    r.size = std::atoi(env("SLURM_NTASKS").c_str());
+    r.job = env("SLURM_JOB_ID") + "." + env("SLURM_STEP_ID");
   } else {
     return std::nullopt;
   }
