@@ -201,24 +201,40 @@ TEST(CommMpi, CollectiveBytesPerRankC) {
   EXPECT_EQ(got, expected);
 }
 
-TEST(CommMpi, FortranPingPongAndCollectives) {
-  TempDir dir;
-  Recorded r = RecordMpi(dir, "mpi_patterns_f", "", 2);
-  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
-  Expected want = ParseProgramOutput(r.run.out);
-  Matching m = MatchMessages(r.trace);
+// The Fortran program's messages and collectives, recorded under the C names.
+void CheckFortran(const RunResult& run, const CommTrace& trace) {
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(trace.error.empty()) << trace.error;
+  Expected want = ParseProgramOutput(run.out);
+  ASSERT_FALSE(want.pairs.empty()) << run.out;
+  Matching m = MatchMessages(trace);
   for (const auto& p : m.problems)
     ADD_FAILURE() << p;
-  EXPECT_EQ(m.pairs, want.pairs) << r.run.out;
+  EXPECT_EQ(m.pairs, want.pairs) << run.out;
   std::multiset<std::tuple<int64_t, std::string, uint64_t, uint64_t>> got, expected;
-  for (const auto& c : r.trace.collectives)
+  for (const auto& c : trace.collectives)
     got.insert({c.rank, c.func, c.sent, c.recv});
   for (const auto& c : want.collectives)
     expected.insert({c.rank, c.func, c.sent, c.recv});
   EXPECT_EQ(got, expected);
-  // Fortran calls are recorded under the C names.
-  EXPECT_EQ(r.trace.calls["MPI_Send"], r.trace.calls["MPI_Recv"]);
-  EXPECT_GT(r.trace.calls["MPI_Send"], 0u);
+  EXPECT_EQ(trace.calls.at("MPI_Send"), trace.calls.at("MPI_Recv"));
+  EXPECT_GT(trace.calls.at("MPI_Send"), 0u);
+}
+
+TEST(CommMpi, FortranPingPongAndCollectives) {
+  TempDir dir;
+  Recorded r = RecordMpi(dir, "mpi_patterns_f", "", 2);
+  CheckFortran(r.run, r.trace);
+}
+
+TEST(CommMpi, MpichFortranPingPongAndCollectives) {
+  if (access((BinDir() + "/mpi_patterns_f_mpich").c_str(), X_OK) != 0)
+    GTEST_SKIP() << "MPICH's Fortran is not installed";
+  TempDir dir;
+  RunResult run = Parmon({"record", "-q", "-o", dir.File("run.ptrace"), "--", "mpirun.mpich", "-np",
+                          "2", BinDir() + "/mpi_patterns_f_mpich"},
+                         90);
+  CheckFortran(run, LoadCommTrace(dir.File("run.ptrace")));
 }
 
 TEST(CommMpi, InjectedClockSkewIsMeasuredAndRemoved) {
