@@ -168,4 +168,25 @@ StateSplit ThreadAccount::Update(const Reading& r, const std::function<bool()>& 
   return split;
 }
 
+StateSplit ThreadAccount::Assume(uint64_t now_ns, ThreadState state) {
+  StateSplit split{};
+  if (now_ns <= last_ns_) return split;
+  const uint64_t interval = now_ns - last_ns_;
+  split[static_cast<int>(state)] = interval;
+  if (state == ThreadState::kRunning) {
+    // CPU time the counter showed beyond its interval pays for this first.
+    uint64_t paid = std::min(cpu_carry_, interval);
+    cpu_carry_ -= paid;
+    cpu_credit_ += interval - paid;
+  } else if (state == ThreadState::kRunnable) {
+    uint64_t paid = std::min(delay_carry_, interval);
+    delay_carry_ -= paid;
+    runnable_credit_ += interval - paid;
+  } else {
+    last_wait_ = state;
+  }
+  last_ns_ = now_ns;
+  return split;
+}
+
 }  // namespace parmon::sched

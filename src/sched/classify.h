@@ -64,6 +64,12 @@ class ThreadAccount {
   // thread is seen runnable with time unaccounted for); it returns whether the thread blocked.
   StateSplit Update(const Reading& r, const std::function<bool()>& blocked_since_last);
 
+  // Books (previous reading or booking, now_ns] wholly to state without reading the counters:
+  // the caller knows the thread was not switched in or out in it (see activity.h). Running and
+  // runnable time booked so are repaid from the counters' deltas at the next Update, as the CPU
+  // counter's lag is; the counters' baseline stays at the last reading.
+  StateSplit Assume(uint64_t now_ns, ThreadState state);
+
   uint64_t last_ns() const { return last_ns_; }
   const SchedStat& last() const { return last_; }
 

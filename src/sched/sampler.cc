@@ -22,6 +22,11 @@ constexpr uint64_t kProcessEvery = 10;   // passes between reads of a process's 
 constexpr uint64_t kStatEvery = 10;      // passes between stat reads of a thread that runs
 constexpr uint32_t kIdlePasses = 3;      // passes without running before a thread is read less
 constexpr uint64_t kIdleEvery = 4;       // then: passes between reads
+// A thread booked from the switch records is still read now and then: a running one every few
+// passes so its ThreadSample CPU time stays close (the report's CPU time is the latest), a
+// blocked one once a second in case a record went missing without a LOST record.
+constexpr uint32_t kAssumeRunningPasses = 4;
+constexpr uint32_t kAssumeWaitingPasses = 100;
 
 uint64_t ClockNs(clockid_t id) {
   timespec ts;
@@ -72,7 +77,44 @@ void SamplerCore::DiscoverChildren() {
 
 void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
   ++pass_;
-  if (pass_ == 1 || pass_ % kDiscoverEvery == 0) DiscoverChildren();
+  // Collected before any thread is read, so a switch after this shows up at the next pass and
+  // the thread is read then: no switch between two collections means the state a read saw
+  // between them held all along.
+  switches_live_ = false;
+  if (!options_.activity) last_unlive_pass_ = pass_;
+  if (options_.activity) {
+    changes_.clear();
+    switches_live_ = options_.activity->Collect(&changes_);
+    if (!switches_live_) {
+      switches_.clear();  // records lost: what we knew may be stale
+      last_unlive_pass_ = pass_;
+    }
+    // Events opened with enable_on_exec record nothing before the exec: a read before the first
+    // record may predate them.
+    if (switches_live_ && !changes_.empty() && flowing_pass_ == 0) flowing_pass_ = pass_;
+    for (const SwitchChange& c : changes_) {
+      SwitchSeen& seen = switches_[c.tid];
+      seen.pass = pass_;
+      if (c.ts >= seen.ts) {
+        seen.ts = c.ts;
+        seen.last = c.last;
+      }
+      // A thread of a process we do not know: the recorder follows every process the session
+      // creates (inherited events), so this is a new child, found without a scan.
+      if (c.last != LastSwitch::kGone && !processes_.count(c.pid)) AddProcess(c.pid);
+      if (c.last == LastSwitch::kUnknown) {  // a FORK record: a new thread to list
+        auto p = processes_.find(c.pid);
+        if (p != processes_.end()) p->second.forked = true;
+      }
+    }
+  }
+  // Scanning every thread's children file costs more than the rest of a pass. The records
+  // show each process the session creates; scan only until they flow, or after some were lost.
+  if (!switches_live_ || flowing_pass_ == 0) scan_children_ = true;
+  if (pass_ == 1 || (pass_ % kDiscoverEvery == 0 && scan_children_)) {
+    DiscoverChildren();
+    scan_children_ = !switches_live_ || flowing_pass_ == 0;
+  }
   for (auto it = processes_.begin(); it != processes_.end();) {
     SampleProcess(it->first, it->second, now_ns, out);
     if (it->second.threads.empty() && pass_ > 1 && !it->second.stat.Read().data()) {
@@ -84,6 +126,7 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
   }
   // Children found now are sampled from the next pass, with their start time as the interval start.
   if (pass_ == 1) DiscoverChildren();
+  std::erase_if(switches_, [](const auto& kv) { return kv.second.last == LastSwitch::kGone; });
   // /proc/stat counts in clock ticks (10 ms) and costs ~15 us: read it every 50 ms at most.
   if (cpu_prev_.empty() || now_ns - cpu_prev_ns_ >= 50'000'000) SampleCpus(now_ns, out);
   prev_pass_ns_ = now_ns;
@@ -95,13 +138,21 @@ void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
   // (threads + 2) is one stat() call. List again only when that count changed or a thread we
   // know could not be read (it ended; another may have started in its place).
   if (p.task_dir.empty()) p.task_dir = fmt::format("/proc/{}/task", pid);
-  struct stat st;
-  const bool count_known = stat(p.task_dir.c_str(), &st) == 0;
-  bool relist = pass_ == 1 || !count_known || st.st_nlink != p.listed + 2 || p.lost_one;
+  // With complete switch records since a listing (made after they began to flow), FORK records
+  // name every thread created since, so not even the stat() is needed.
+  const bool records_tell = switches_live_ && flowing_pass_ != 0 && p.listed_pass != 0 &&
+                            p.listed_pass >= flowing_pass_ && p.listed_pass > last_unlive_pass_;
+  bool relist = pass_ == 1 || p.lost_one || p.forked || p.listed_pass == 0;
+  if (!relist && !records_tell) {
+    struct stat st;
+    relist = stat(p.task_dir.c_str(), &st) != 0 || st.st_nlink != p.listed + 2;
+  }
   p.lost_one = false;
+  p.forked = false;
   if (relist) {
     std::vector<uint32_t> tids = ListTasks(pid);
     p.listed = tids.size();
+    p.listed_pass = pass_;
     for (uint32_t tid : tids) {
       if (!options_.only_tids.empty() && !options_.only_tids.count(tid)) continue;
       auto [it, inserted] = p.threads.try_emplace(tid);
@@ -117,9 +168,28 @@ void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
     Thread& t = it->second;
     bool is_new = t.fresh;
     t.fresh = false;
+    ThreadState assumed;
+    if (!is_new && CanAssume(it->first, t, &assumed)) {
+      ++t.assumed_passes;
+      ++assumed_;
+      if (assumed == ThreadState::kRunning) t.ran_since_discovery = true;
+      StateSplit split = t.account.Assume(now_ns, assumed);
+      Event e;
+      e.kind = static_cast<uint16_t>(Kind::kThreadStates);
+      e.ts = now_ns;
+      e.nargs = kThreadStateCount;
+      for (int i = 0; i < kThreadStateCount; ++i) e.args[i] = split[i];
+      out->push_back({pid, it->first, -1, e});
+      live_cpu += t.account.last().cpu_ns;
+      ++it;
+      continue;
+    }
+    t.assumed_passes = 0;
     // A thread that has not run for kIdlePasses passes is read every kIdleEvery passes only
     // (spread over passes by tid); its next ThreadStates covers the longer interval.
-    if (!is_new && t.idle_passes >= kIdlePasses && (pass_ + it->first) % kIdleEvery != 0) {
+    // (Without complete switch records only: with them, CanAssume above decides.)
+    if (!is_new && !switches_live_ && t.idle_passes >= kIdlePasses &&
+        (pass_ + it->first) % kIdleEvery != 0) {
       live_cpu += t.account.last().cpu_ns;
       ++it;
       continue;
@@ -133,6 +203,7 @@ void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
     p.lost_one = true;
     uint64_t cpu = t.account.last().cpu_ns;
     p.exited_cpu_seen += cpu;
+    switches_.erase(it->first);
     if (!is_new) out->push_back({pid, it->first, -1, MakeEvent(Kind::kTaskExit, now_ns, {cpu})});
     it = p.threads.erase(it);
   }
@@ -151,8 +222,42 @@ void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
   }
 }
 
+bool SamplerCore::CanAssume(uint32_t tid, const Thread& t, ThreadState* state) const {
+  // The latest read must have come after a complete collection, with every one since complete:
+  // then no record since means no switch since that collection, so what the read saw held
+  // throughout (see Sample).
+  if (!switches_live_ || flowing_pass_ == 0 || !t.read_live || t.read_pass < flowing_pass_)
+    return false;
+  auto seen = switches_.find(tid);
+  if (seen != switches_.end() && seen->second.pass == pass_) return false;  // switched: read it
+  const LastSwitch last = seen == switches_.end() ? LastSwitch::kUnknown : seen->second.last;
+  if (t.state == 'R') {
+    // Running or queued: only its latest record tells which. The letter may also be one the
+    // read kept from before (a thread that blocked at the very end of an interval).
+    if (t.assumed_passes >= kAssumeRunningPasses) return false;
+    if (last == LastSwitch::kIn) {
+      *state = ThreadState::kRunning;
+      return true;
+    }
+    if (last == LastSwitch::kPreempted) {
+      *state = ThreadState::kRunnable;
+      return true;
+    }
+    return false;
+  }
+  // Blocked when read (also a thread blocked since before the records began: no record at all).
+  if (t.state == '?' || last == LastSwitch::kIn || last == LastSwitch::kPreempted ||
+      t.assumed_passes >= kAssumeWaitingPasses)
+    return false;
+  *state = WaitState(t.state, t.syscall_nr);
+  return *state != ThreadState::kRunnable && *state != ThreadState::kRunning;
+}
+
 bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_new,
                                uint64_t now_ns, std::vector<Output>* out) {
+  ++reads_;
+  t.read_pass = pass_;
+  t.read_live = switches_live_;
   Reading r;
   r.now_ns = now_ns;
   if (!ParseSchedStat(t.schedstat.Read(), &r.sched)) return false;
@@ -169,9 +274,14 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
   const bool explained = cpu_delta + delay_delta + interval / 50 >= interval;
   // (Guessing that a thread seen blocked that ran briefly is back in the same call would save a
   // read, but mislabels waits by several points when threads are preempted often.)
-  if (ran && !is_new && pass_ % kStatEvery != 0 && explained && t.state == 'R') {
+  // The switch records say it blocked, yet the letter we kept says running: look again, or it
+  // could neither be booked from the records nor have its wait classified.
+  auto seen = switches_.find(tid);
+  const bool recheck = switches_live_ && seen != switches_.end() &&
+                       seen->second.last == LastSwitch::kBlocked && t.state == 'R';
+  if (ran && !recheck && !is_new && pass_ % kStatEvery != 0 && explained && t.state == 'R') {
     // keep t.state, t.syscall_nr
-  } else if (ran) {
+  } else if (ran || recheck) {
     // Only a thread that ran can have changed state; an idle one costs the one read above.
     // syscall (1-2 us) says "running" or the call a sleeping thread is in; stat (~10 us) is read
     // only when the letter matters (a call that may sleep uninterruptibly, or stopped), for a

@@ -21,10 +21,12 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "format/event.h"
 #include "recorder/recorder.h"
+#include "sched/activity.h"
 #include "sched/classify.h"
 #include "sched/proc.h"
 
@@ -34,6 +36,9 @@ struct SamplerOptions {
   uint64_t period_ns = 10'000'000;
   std::set<uint32_t> only_tids;  // --threads: empty = every thread
   bool attached = false;         // following a process that was already running
+  // The context-switch recorder's news (null without it): threads it saw no switch of since the
+  // last pass are booked without reading /proc.
+  std::shared_ptr<SwitchActivity> activity;
 };
 
 // The sampling itself, without threads or a recorder (the benchmark and tests drive it directly).
@@ -51,6 +56,10 @@ class SamplerCore {
   // One pass at now_ns (CLOCK_MONOTONIC or the session clock): appends its events to *out.
   void Sample(uint64_t now_ns, std::vector<Output>* out);
   size_t thread_count() const;
+  // Threads read from /proc, and threads whose interval was booked from the switch records
+  // without reading, over all passes so far.
+  uint64_t reads() const { return reads_; }
+  uint64_t assumed() const { return assumed_; }
 
  private:
   struct Thread {
@@ -65,6 +74,15 @@ class SamplerCore {
     bool fresh = false;  // listed, not yet sampled
     uint32_t idle_passes = 0;  // reads in a row that found it had not run
     bool ran_since_discovery = true;  // may have started a process since we last looked
+    uint32_t assumed_passes = 0;  // passes in a row booked without reading
+    uint64_t read_pass = 0;       // the pass of its latest read
+    bool read_live = false;       // ... and whether that pass had complete switch records
+  };
+  // The latest context-switch record of a thread, as far as the sampler has collected them.
+  struct SwitchSeen {
+    uint64_t ts = 0;
+    LastSwitch last = LastSwitch::kUnknown;
+    uint64_t pass = 0;  // the pass whose Collect brought a record of it last
   };
   struct Process {
     ProcFile stat;
@@ -72,10 +90,14 @@ class SamplerCore {
     std::string task_dir;
     uint64_t listed = 0;     // entries of task_dir at the last listing
     bool lost_one = false;   // a known thread could not be read: list again
+    bool forked = false;     // the switch records showed a thread created since the last listing
+    uint64_t listed_pass = 0;  // the pass of the last listing
     uint64_t exited_cpu_seen = 0;  // CPU time of its ended threads, as far as we saw it
   };
 
   void SampleProcess(uint32_t pid, Process& p, uint64_t now_ns, std::vector<Output>* out);
+  // Whether the thread's interval ending now can be booked without reading it, and as what.
+  bool CanAssume(uint32_t tid, const Thread& t, ThreadState* state) const;
   bool SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_new, uint64_t now_ns,
                     std::vector<Output>* out);
   void SampleCpus(uint64_t now_ns, std::vector<Output>* out);
@@ -92,6 +114,14 @@ class SamplerCore {
   uint64_t cpu_prev_ns_ = 0;
   uint64_t pass_ = 0;
   uint64_t prev_pass_ns_ = 0;
+  bool switches_live_ = false;  // this pass's switch records are complete
+  uint64_t flowing_pass_ = 0;   // the first pass that collected a record: the events are enabled
+  bool scan_children_ = true;   // children may have been created unseen since the last scan
+  uint64_t last_unlive_pass_ = 0;  // the latest pass without complete switch records
+  std::vector<SwitchChange> changes_;
+  std::unordered_map<uint32_t, SwitchSeen> switches_;  // by tid
+  uint64_t reads_ = 0;
+  uint64_t assumed_ = 0;
 };
 
 class ProcSampler : public recorder::RecorderSource {

@@ -15,9 +15,12 @@ void AddSchedSources(recorder::Recorder& recorder, const SchedOptions& options) 
   so.period_ns = options.period_ns;
   so.only_tids = options.only_tids;
   so.attached = options.attached;
+  // The sampler skips reading threads the switch records show did not change state.
+  if (options.switches) so.activity = std::make_shared<SwitchActivity>();
   recorder.AddSource(std::make_unique<ProcSampler>(so));
   if (!options.switches) return;
   SwitchOptions wo;
+  wo.activity = so.activity;
   wo.periodic = options.periodic;
   wo.period_ns = options.period_ns;
   wo.only_tids = options.only_tids;

@@ -57,9 +57,17 @@ std::string RefusalMessage(int err) {
 
 }  // namespace
 
-SwitchRecorder::SwitchRecorder(SwitchOptions options) : options_(std::move(options)) {}
+SwitchRecorder::SwitchRecorder(SwitchOptions options) : options_(std::move(options)) {
+  if (!options_.activity) options_.activity = std::make_shared<SwitchActivity>();
+  std::lock_guard<std::mutex> lock(options_.activity->mu_);
+  options_.activity->recorder_ = this;
+}
 
 SwitchRecorder::~SwitchRecorder() {
+  {
+    std::lock_guard<std::mutex> lock(options_.activity->mu_);
+    options_.activity->recorder_ = nullptr;
+  }
   for (auto& b : buffers_)
     if (b.base) munmap(b.base, b.size);
   for (int fd : fds_) close(fd);
@@ -71,6 +79,7 @@ bool SwitchRecorder::Wanted(uint32_t tid) const {
 
 Status SwitchRecorder::Open(const std::vector<pid_t>& tasks, bool inherit, bool enable_on_exec,
                             bool monotonic_clock) {
+  std::lock_guard<std::mutex> lock(options_.activity->mu_);
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof attr);
   attr.size = sizeof attr;
@@ -207,18 +216,57 @@ void SwitchRecorder::ReadBuffer(Buffer& b) {
     }
     ++records_;
     pending_.push_back(r);
+    if (r.type == PERF_RECORD_LOST) {
+      options_.activity->lost_ = true;
+    } else if (r.tid != 0 && Wanted(r.tid)) {
+      LastSwitch last = r.type == PERF_RECORD_EXIT   ? LastSwitch::kGone
+                        : r.type == PERF_RECORD_FORK ? LastSwitch::kUnknown
+                        : !(r.misc & PERF_RECORD_MISC_SWITCH_OUT) ? LastSwitch::kIn
+                        : (r.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? LastSwitch::kPreempted
+                                                                          : LastSwitch::kBlocked;
+      options_.activity->changes_.push_back({r.ts, r.pid, r.tid, last});
+    }
   }
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-void SwitchRecorder::Drain(recorder::Recorder* recorder, uint64_t until_ns) {
+void SwitchRecorder::ReadBuffers() {
   for (auto& b : buffers_)
     if (b.base) ReadBuffer(b);
-  std::stable_sort(pending_.begin(), pending_.end(),
-                   [](const Record& x, const Record& y) { return x.ts < y.ts; });
-  size_t n = 0;
-  while (n < pending_.size() && pending_[n].ts < until_ns) Handle(recorder, pending_[n++]);
-  pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(n));
+}
+
+void SwitchRecorder::Drain(recorder::Recorder* recorder, uint64_t until_ns) {
+  std::vector<Record> ready;
+  {
+    // Handled outside the lock: the sampler's thread waits on it only for the buffer reading.
+    std::lock_guard<std::mutex> lock(options_.activity->mu_);
+    ReadBuffers();
+    std::stable_sort(pending_.begin(), pending_.end(),
+                     [](const Record& x, const Record& y) { return x.ts < y.ts; });
+    size_t n = 0;
+    while (n < pending_.size() && pending_[n].ts < until_ns) ++n;
+    ready.assign(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(n));
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(n));
+  }
+  for (const Record& r : ready) Handle(recorder, r);
+}
+
+bool SwitchActivity::Collect(std::vector<SwitchChange>* changes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!recorder_ || !recorder_->opened_) return false;
+  recorder_->ReadBuffers();
+  if (lost_) {
+    lost_ = false;
+    changes_.clear();
+    return false;
+  }
+  // Each CPU's buffer is in time order, not the batch: a thread's switch-out on one CPU and its
+  // switch-in on another must come out in the order they happened.
+  std::stable_sort(changes_.begin(), changes_.end(),
+                   [](const SwitchChange& x, const SwitchChange& y) { return x.ts < y.ts; });
+  changes->insert(changes->end(), changes_.begin(), changes_.end());
+  changes_.clear();
+  return true;
 }
 
 void SwitchRecorder::Handle(recorder::Recorder* recorder, const Record& r) {

@@ -14,13 +14,16 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "recorder/recorder.h"
+#include "sched/activity.h"
 
 namespace parmon::sched {
 
@@ -30,6 +33,7 @@ struct SwitchOptions {
   std::set<uint32_t> only_tids;   // --threads: empty = every thread
   bool attached = false;
   uint32_t buffer_pages = 64;     // data pages per CPU buffer (a power of two)
+  std::shared_ptr<SwitchActivity> activity;  // shared with the sampler; made here when null
 };
 
 class SwitchRecorder : public recorder::RecorderSource {
@@ -50,6 +54,7 @@ class SwitchRecorder : public recorder::RecorderSource {
               bool monotonic_clock);
   // Reads every buffer into pending_ and emits records older than until_ns.
   void Drain(recorder::Recorder* recorder, uint64_t until_ns);
+  const std::shared_ptr<SwitchActivity>& activity() const { return options_.activity; }
 
  private:
   struct Buffer {
@@ -76,7 +81,10 @@ class SwitchRecorder : public recorder::RecorderSource {
     bool active = false;  // anything to report this interval
   };
 
+  friend class SwitchActivity;
+  // Both need activity mu_ held: the sampler's thread reads the buffers too.
   void ReadBuffer(Buffer& b);
+  void ReadBuffers();
   void Handle(recorder::Recorder* recorder, const Record& r);
   void FlushInterval(recorder::Recorder* recorder, uint64_t end_ns);
   bool Wanted(uint32_t tid) const;
@@ -84,10 +92,10 @@ class SwitchRecorder : public recorder::RecorderSource {
   SwitchOptions options_;
   std::vector<Buffer> buffers_;
   std::vector<int> fds_;
-  std::vector<Record> pending_;
+  std::vector<Record> pending_;  // guarded by options_.activity->mu_
   std::map<uint32_t, ThreadTrack> threads_;
   uint64_t interval_start_ = 0;
-  uint64_t records_ = 0;
+  std::atomic<uint64_t> records_{0};  // counted on whichever thread reads the buffers
   uint64_t lost_ = 0;
   bool opened_ = false;
   std::string open_error_;
