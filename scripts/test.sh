@@ -7,6 +7,6 @@ bash scripts/setup.sh
 bash scripts/build.sh release
 bash scripts/build.sh tsan ring_test
 echo "== ring buffer under ThreadSanitizer"
-TSAN_OPTIONS="halt_on_error=1" build/tsan/tests/ring_test
+TSAN_OPTIONS="halt_on_error=1" build/tsan/bin/ring_test
 echo "== test suite"
 ctest --test-dir build/release --output-on-failure -j 2 --timeout 600
