@@ -31,7 +31,6 @@ enum class LastSwitch : uint8_t {
 struct SwitchChange {
   uint64_t ts = 0;
   uint32_t pid = 0, tid = 0;
-  int32_t cpu = -1;
   LastSwitch last = LastSwitch::kUnknown;
 };
 

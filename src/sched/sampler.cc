@@ -95,11 +95,9 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
     for (const SwitchChange& c : changes_) {
       SwitchSeen& seen = switches_[c.tid];
       seen.pass = pass_;
-      if (c.last == LastSwitch::kBlocked) seen.blocked_pass = pass_;
       if (c.ts >= seen.ts) {
         seen.ts = c.ts;
         seen.last = c.last;
-        if (c.last != LastSwitch::kUnknown && c.last != LastSwitch::kGone) seen.cpu = c.cpu;
       }
       // A thread of a process we do not know: the recorder follows every process the session
       // creates (inherited events), so this is a new child, found without a scan.
@@ -258,9 +256,6 @@ bool SamplerCore::CanAssume(uint32_t tid, const Thread& t, ThreadState* state) c
 bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_new,
                                uint64_t now_ns, std::vector<Output>* out) {
   ++reads_;
-  // Complete switch records since the previous read answer "did it block since?".
-  const bool records_cover = switches_live_ && t.read_live && t.read_pass > last_unlive_pass_;
-  const uint64_t prev_read_pass = t.read_pass;
   t.read_pass = pass_;
   t.read_live = switches_live_;
   Reading r;
@@ -282,13 +277,8 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
   // The switch records say it blocked, yet the letter we kept says running: look again, or it
   // could neither be booked from the records nor have its wait classified.
   auto seen = switches_.find(tid);
-  const SwitchSeen* known = switches_live_ && seen != switches_.end() ? &seen->second : nullptr;
-  const bool recheck = known && known->last == LastSwitch::kBlocked && t.state == 'R';
-  // Its latest record put it on a CPU or in the queue, and none came since: runnable, in no
-  // system call, and the record names its CPU. Neither syscall nor stat can add anything.
-  const bool runnable_by_records =
-      known && (known->last == LastSwitch::kIn || known->last == LastSwitch::kPreempted);
-  if (known && known->cpu >= 0) t.cpu = known->cpu;
+  const bool recheck = switches_live_ && seen != switches_.end() &&
+                       seen->second.last == LastSwitch::kBlocked && t.state == 'R';
   if (ran && !recheck && !is_new && pass_ % kStatEvery != 0 && explained && t.state == 'R') {
     // keep t.state, t.syscall_nr
   } else if (ran || recheck) {
@@ -296,12 +286,8 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
     // syscall (1-2 us) says "running" or the call a sleeping thread is in; stat (~10 us) is read
     // only when the letter matters (a call that may sleep uninterruptibly, or stopped), for a
     // new thread's start time, and every kStatEvery passes for the CPU it last ran on.
-    bool need_stat = is_new || !t.syscall_readable ||
-                     (pass_ % kStatEvery == 0 && !(known && known->cpu >= 0));
-    if (runnable_by_records && t.syscall_readable) {
-      t.state = 'R';
-      t.syscall_nr = kNoSyscall;
-    } else if (t.syscall_readable) {
+    bool need_stat = is_new || !t.syscall_readable || pass_ % kStatEvery == 0;
+    if (t.syscall_readable) {
       if (!t.syscall.is_open()) t.syscall = ProcFile(TaskPath(pid, tid, "syscall"));
       std::string_view text = t.syscall.Read();
       uint64_t nr = kNoSyscall;
@@ -339,8 +325,6 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
   r.state = t.state;
   r.syscall = t.syscall_nr;
   auto blocked = [&] {
-    // A switch-out that was no preemption is what the kernel counts as a voluntary switch.
-    if (records_cover) return known && known->blocked_pass > prev_read_pass;
     // Reading status is dearer than the rest; only asked for a runnable thread with time
     // unaccounted for: did it block since (voluntary switches grew)?
     if (!t.status.is_open()) t.status = ProcFile(TaskPath(pid, tid, "status"));

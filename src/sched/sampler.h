@@ -83,8 +83,6 @@ class SamplerCore {
     uint64_t ts = 0;
     LastSwitch last = LastSwitch::kUnknown;
     uint64_t pass = 0;  // the pass whose Collect brought a record of it last
-    uint64_t blocked_pass = 0;  // ... a record of it blocking
-    int32_t cpu = -1;           // the CPU of its latest record
   };
   struct Process {
     ProcFile stat;
