@@ -46,7 +46,8 @@ struct Runtime {
   void (*leave)(uint32_t) = nullptr;
 };
 
-Runtime LoadRuntime(const std::string& copy_name, bool attached,
+Runtime LoadRuntime(const std::string& copy_name,
+                    bool attached,
                     std::unique_ptr<parmon::recorder::Segment>* segment) {
   // A private copy of the library so the two loads have separate state.
   std::string src = g_lib_dir + "/libparmon.so";
@@ -105,17 +106,20 @@ void DrainLoop() {
 }
 
 void BM_Rdtsc(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
+  for (auto _ : state)
+    benchmark::DoNotOptimize(__rdtsc());
 }
 BENCHMARK(BM_Rdtsc);
 
 void BM_HotPathRecording(benchmark::State& state) {
-  for (auto _ : state) g_recording.enter(1);
+  for (auto _ : state)
+    g_recording.enter(1);
 }
 BENCHMARK(BM_HotPathRecording);
 
 void BM_CallNotRecording(benchmark::State& state) {
-  for (auto _ : state) g_plain.enter(1);
+  for (auto _ : state)
+    g_plain.enter(1);
 }
 BENCHMARK(BM_CallNotRecording);
 
@@ -132,7 +136,8 @@ double MedianNs(F f, int runs, int n) {
   std::vector<double> v;
   for (int r = 0; r < runs; ++r) {
     double t0 = ThreadCpuNs();
-    for (int i = 0; i < n; ++i) f();
+    for (int i = 0; i < n; ++i)
+      f();
     v.push_back((ThreadCpuNs() - t0) / n);
   }
   std::sort(v.begin(), v.end());
@@ -144,7 +149,8 @@ double WallSeconds(const std::vector<std::string>& argv) {
   pid_t pid = fork();
   if (pid == 0) {
     std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    for (const auto& s : argv)
+      a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
     int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 1);

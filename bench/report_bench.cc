@@ -44,12 +44,15 @@ std::string TracePath(uint64_t events) {
          std::to_string(getpid()) + ".ptrace";
 }
 
-void Def(parmon::format::StreamEncoder* defs, Kind kind, std::vector<uint64_t> args,
+void Def(parmon::format::StreamEncoder* defs,
+         Kind kind,
+         std::vector<uint64_t> args,
          const std::string& payload) {
   Event e;
   e.kind = static_cast<uint16_t>(kind);
   e.nargs = static_cast<uint8_t>(args.size());
-  for (size_t i = 0; i < args.size(); ++i) e.args[i] = args[i];
+  for (size_t i = 0; i < args.size(); ++i)
+    e.args[i] = args[i];
   e.payload = payload;
   defs->Append(e);
 }
@@ -59,20 +62,25 @@ void Emit(parmon::format::StreamEncoder* enc, Kind kind, uint64_t ts, std::vecto
   e.ts = ts;
   e.kind = static_cast<uint16_t>(kind);
   e.nargs = static_cast<uint8_t>(args.size());
-  for (size_t i = 0; i < args.size(); ++i) e.args[i] = args[i];
+  for (size_t i = 0; i < args.size(); ++i)
+    e.args[i] = args[i];
   enc->Append(e);
 }
 
 // Writes `events` events spread over kRanks locations, each location's events in time order.
 bool Generate(const std::string& path, uint64_t events) {
   auto w = parmon::format::TraceWriter::Create(path);
-  if (!w.ok()) return false;
+  if (!w.ok())
+    return false;
   auto& writer = **w;
   uint64_t t0 = 1000000;
   uint64_t per_rank = events / kRanks;
   uint64_t step = 100;  // ns between events
   uint64_t end = t0 + per_rank * step + 1000;
-  if (!writer.WriteSession({{"command", "report_bench"}, {"start_ts", std::to_string(t0)}, {"cpus", "8"}}).ok())
+  if (!writer
+           .WriteSession(
+               {{"command", "report_bench"}, {"start_ts", std::to_string(t0)}, {"cpus", "8"}})
+           .ok())
     return false;
   parmon::format::StreamEncoder defs(0, Source::kDefinitions);
   for (uint32_t r = 0; r < kRanks; ++r) {
@@ -80,11 +88,13 @@ bool Generate(const std::string& path, uint64_t events) {
     Def(&defs, Kind::kDefLocation, {r + 1, 1, 1000 + r, 1000 + r}, "rank");
   }
   const char* names[] = {"solve", "exchange", "update", "residual"};
-  for (uint32_t i = 0; i < 4; ++i) Def(&defs, Kind::kDefString, {10 + i, 1}, names[i]);
+  for (uint32_t i = 0; i < 4; ++i)
+    Def(&defs, Kind::kDefString, {10 + i, 1}, names[i]);
   Def(&defs, Kind::kDefString, {20, 5}, "MPI_Send");
   Def(&defs, Kind::kDefString, {21, 5}, "MPI_Recv");
   Def(&defs, Kind::kDefString, {30, 2}, "iterations");
-  if (!writer.Flush(&defs).ok()) return false;
+  if (!writer.Flush(&defs).ok())
+    return false;
   // Rank by rank: a location's stream is independent of the others' in the file.
   for (uint32_t r = 0; r < kRanks; ++r) {
     parmon::format::StreamEncoder enc(r + 1, Source::kRuntime);
@@ -97,11 +107,16 @@ bool Generate(const std::string& path, uint64_t events) {
       // send to the next rank and a receive from the previous one (6 events).
       if (k % 100 < 94) {
         uint64_t phase = k % 47;
-        if (phase == 0) Emit(&enc, Kind::kRegionEnter, ts, {10});
-        else if (phase == 45) Emit(&enc, Kind::kRegionLeave, ts, {10});
-        else if (phase == 46) Emit(&enc, Kind::kCounterInt, ts, {30, k});
-        else enc.AppendOneArg(static_cast<uint16_t>(phase % 2 ? Kind::kRegionEnter : Kind::kRegionLeave), ts,
-                              11 + ((phase - 1) / 2) % 3);
+        if (phase == 0)
+          Emit(&enc, Kind::kRegionEnter, ts, {10});
+        else if (phase == 45)
+          Emit(&enc, Kind::kRegionLeave, ts, {10});
+        else if (phase == 46)
+          Emit(&enc, Kind::kCounterInt, ts, {30, k});
+        else
+          enc.AppendOneArg(
+              static_cast<uint16_t>(phase % 2 ? Kind::kRegionEnter : Kind::kRegionLeave), ts,
+              11 + ((phase - 1) / 2) % 3);
         ++n;
       } else if (k % 100 == 94) {
         uint64_t tag = k / 100;
@@ -117,9 +132,11 @@ bool Generate(const std::string& path, uint64_t events) {
       }
       ++k;
       ts += step;
-      if (enc.count() >= kChunkEvents && !writer.Flush(&enc).ok()) return false;
+      if (enc.count() >= kChunkEvents && !writer.Flush(&enc).ok())
+        return false;
     }
-    if (enc.count() && !writer.Flush(&enc).ok()) return false;
+    if (enc.count() && !writer.Flush(&enc).ok())
+      return false;
   }
   return writer.Finish({{"end_ts", std::to_string(end)}}).ok();
 }
@@ -128,7 +145,8 @@ uint64_t ReadStatusKb(const char* field) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind(field, 0) == 0) return std::strtoull(line.c_str() + strlen(field), nullptr, 10);
+    if (line.rfind(field, 0) == 0)
+      return std::strtoull(line.c_str() + strlen(field), nullptr, 10);
   return 0;
 }
 
@@ -172,14 +190,16 @@ void BM_Report(benchmark::State& state) {
     if (results->locations.size() != kRanks || results->links.size() != kRanks)
       state.SkipWithError("the analysis did not find every rank and link");
   }
-  if (g_trace.empty() && !g_keep) unlink(path.c_str());
+  if (g_trace.empty() && !g_keep)
+    unlink(path.c_str());
   state.counters["events"] = static_cast<double>(analysed);
   state.counters["events/s"] =
       benchmark::Counter(static_cast<double>(analysed) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
   // Per core: the engine is one thread, so events over the CPU time it used (other processes on a
   // shared machine stretch the wall time, not this).
-  state.counters["events/s/core"] = cpu_s > 0 ? static_cast<double>(analysed) * state.iterations() / cpu_s : 0;
+  state.counters["events/s/core"] =
+      cpu_s > 0 ? static_cast<double>(analysed) * state.iterations() / cpu_s : 0;
   state.counters["peak_rss_MB"] = static_cast<double>(peak_kb) / 1024.0;
 }
 
@@ -190,13 +210,21 @@ int main(int argc, char** argv) {
   std::vector<int64_t> sizes = {5000000, 20000000};
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
-    if (strncmp(argv[i], "--events=", 9) == 0) sizes = {std::strtoll(argv[i] + 9, nullptr, 10)};
-    else if (strncmp(argv[i], "--trace=", 8) == 0) g_trace = argv[i] + 8;
-    else if (strcmp(argv[i], "--keep") == 0) g_keep = true;
-    else rest.push_back(argv[i]);
+    if (strncmp(argv[i], "--events=", 9) == 0)
+      sizes = {std::strtoll(argv[i] + 9, nullptr, 10)};
+    else if (strncmp(argv[i], "--trace=", 8) == 0)
+      g_trace = argv[i] + 8;
+    else if (strcmp(argv[i], "--keep") == 0)
+      g_keep = true;
+    else
+      rest.push_back(argv[i]);
   }
-  auto* b = benchmark::RegisterBenchmark("BM_Report", BM_Report)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
-  for (int64_t s : sizes) b->Arg(s);
+  auto* b = benchmark::RegisterBenchmark("BM_Report", BM_Report)
+                ->Unit(benchmark::kSecond)
+                ->Iterations(1)
+                ->UseRealTime();
+  for (int64_t s : sizes)
+    b->Arg(s);
   int n = static_cast<int>(rest.size());
   benchmark::Initialize(&n, rest.data());
   benchmark::RunSpecifiedBenchmarks();

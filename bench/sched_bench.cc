@@ -42,7 +42,8 @@ class Workers {
         while (!stop_.load()) {
           if (periodic) {
             volatile uint64_t x = 0;
-            for (int k = 0; k < 20000; ++k) x = x + k;
+            for (int k = 0; k < 20000; ++k)
+              x = x + k;
             timespec d{0, 10'000'000};
             nanosleep(&d, nullptr);
           } else {
@@ -52,12 +53,14 @@ class Workers {
         }
       });
     }
-    while (tids_.load() < n) std::this_thread::yield();
+    while (tids_.load() < n)
+      std::this_thread::yield();
   }
   ~Workers() {
     stop_ = true;
     cv_.notify_all();
-    for (auto& t : threads_) t.join();
+    for (auto& t : threads_)
+      t.join();
   }
 
  private:
@@ -117,7 +120,8 @@ void BM_SamplerPass100Threads(benchmark::State& state) {
     nanosleep(&d, nullptr);
     out.clear();
     // The recorder's own thread drains the records under `parmon record`; not the sampler's cost.
-    if (rec) rec->Drain(nullptr, ~uint64_t{0});
+    if (rec)
+      rec->Drain(nullptr, ~uint64_t{0});
     state.ResumeTiming();
     uint64_t c0 = ThreadCpuNs();
     core.Sample(MonotonicNs(), &out);
@@ -150,24 +154,30 @@ struct PingPong {
   std::atomic<pid_t> tid{0};
   std::thread peer;
   PingPong() {
-    if (pipe(ab) != 0 || pipe(ba) != 0) abort();
+    if (pipe(ab) != 0 || pipe(ba) != 0)
+      abort();
     peer = std::thread([this] {
       tid = static_cast<pid_t>(syscall(SYS_gettid));
       char c;
       while (read(ab[0], &c, 1) == 1 && c != 'q')
-        if (write(ba[1], &c, 1) != 1) break;
+        if (write(ba[1], &c, 1) != 1)
+          break;
     });
-    while (tid.load() == 0) std::this_thread::yield();
+    while (tid.load() == 0)
+      std::this_thread::yield();
   }
   void Round() {
     char c = 'x';
-    if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1) abort();
+    if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
+      abort();
   }
   ~PingPong() {
     char c = 'q';
-    if (write(ab[1], &c, 1) != 1) abort();
+    if (write(ab[1], &c, 1) != 1)
+      abort();
     peer.join();
-    for (int fd : {ab[0], ab[1], ba[0], ba[1]}) close(fd);
+    for (int fd : {ab[0], ab[1], ba[0], ba[1]})
+      close(fd);
   }
 };
 
@@ -178,8 +188,8 @@ void BM_PingPong(benchmark::State& state) {
   options.buffer_pages = 256;
   SwitchRecorder rec(options);
   if (record) {
-    Status s = rec.Open({static_cast<pid_t>(syscall(SYS_gettid)), pp.tid.load()}, false, false,
-                        true);
+    Status s =
+        rec.Open({static_cast<pid_t>(syscall(SYS_gettid)), pp.tid.load()}, false, false, true);
     if (!s.ok()) {
       state.SkipWithError(s.message().c_str());
       return;
@@ -215,15 +225,18 @@ BENCHMARK(BM_PingPong)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(1
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   const auto& results = parmon::sched::SamplerResults();
-  if (results.empty()) return 0;
+  if (results.empty())
+    return 0;
   std::printf("\nSampler CPU, 100 threads at a 10 ms period, %% of one CPU (target <= 1%%):\n");
   for (const auto& r : results)
     std::printf("  %2d running, %-28s %5.2f%%  %s  (%.1f threads read per pass, load %.2f)\n",
-                r.running, r.switches ? "with switch records:" : "without (reads every thread):",
-                r.pct, r.pct <= 1.0 ? "meets 1%" : "OVER 1% ", r.reads_per_pass, r.load);
+                r.running,
+                r.switches ? "with switch records:" : "without (reads every thread):", r.pct,
+                r.pct <= 1.0 ? "meets 1%" : "OVER 1% ", r.reads_per_pass, r.load);
   return 0;
 }

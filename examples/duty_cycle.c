@@ -86,8 +86,10 @@ static void Finish(struct Truth* t) {
   if (f) {
     while (fgets(buf, sizeof buf, f)) {
       unsigned long long v;
-      if (sscanf(buf, "voluntary_ctxt_switches: %llu", &v) == 1) t->voluntary = v;
-      if (sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &v) == 1) t->involuntary = v;
+      if (sscanf(buf, "voluntary_ctxt_switches: %llu", &v) == 1)
+        t->voluntary = v;
+      if (sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &v) == 1)
+        t->involuntary = v;
     }
     fclose(f);
   }
@@ -126,9 +128,11 @@ static void* PipeReader(void* arg) {
     struct Feed f;
     uint64_t b = Now(CLOCK_MONOTONIC);
     ssize_t n = read(g_pipe[0], &f, sizeof f);
-    if (n != sizeof f) break;
+    if (n != sizeof f)
+      break;
     t->blocked += WaitedFor(b, f.written_ns);
-    if (f.last) break;
+    if (f.last)
+      break;
   }
   Finish(t);
   return NULL;
@@ -144,7 +148,8 @@ static void* PipeFeeder(void* arg) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
     }
     struct Feed f = {Now(CLOCK_MONOTONIC), (uint64_t)last};
-    if (write(g_pipe[1], &f, sizeof f) != sizeof f || last) break;
+    if (write(g_pipe[1], &f, sizeof f) != sizeof f || last)
+      break;
   }
   return NULL;
 }
@@ -177,7 +182,8 @@ static int Churn(void) {
   for (int i = 0; i < 100; ++i) {
     pthread_t t;
     uint64_t cpu = 0;
-    if (pthread_create(&t, NULL, Brief, &cpu) != 0) return 1;
+    if (pthread_create(&t, NULL, Brief, &cpu) != 0)
+      return 1;
     pthread_join(t, NULL);
     total += cpu;
     struct timespec gap = {0, 2 * MS};
@@ -232,7 +238,8 @@ int main(int argc, char** argv) {
     fns[n++] = Contender;
     have_feeder = 1;
   } else if (strcmp(scenario, "oversub") == 0) {
-    for (int i = 0; i < 4; ++i) fns[n++] = Spinner;
+    for (int i = 0; i < 4; ++i)
+      fns[n++] = Spinner;
   } else {
     fns[n++] = Spinner;
   }
@@ -240,19 +247,24 @@ int main(int argc, char** argv) {
   fflush(stdout);
   g_stop = Now(CLOCK_MONOTONIC) + g_seconds_ns;
   pthread_t th[8];
-  for (int i = 0; i < n; ++i) pthread_create(&th[i], NULL, fns[i], &truth[i]);
-  if (have_feeder) pthread_create(&feeder, NULL, PipeFeeder, NULL);
-  for (int i = 0; i < n; ++i) pthread_join(th[i], NULL);
-  if (have_feeder) pthread_join(feeder, NULL);
+  for (int i = 0; i < n; ++i)
+    pthread_create(&th[i], NULL, fns[i], &truth[i]);
+  if (have_feeder)
+    pthread_create(&feeder, NULL, PipeFeeder, NULL);
+  for (int i = 0; i < n; ++i)
+    pthread_join(th[i], NULL);
+  if (have_feeder)
+    pthread_join(feeder, NULL);
   for (int i = 0; i < n; ++i) {
     const struct Truth* t = &truth[i];
-    printf("thread role=%s tid=%d start=%llu end=%llu cpu=%llu blocked=%llu read_begin=%llu "
-           "read_end=%llu cpu_at_read=%llu voluntary=%llu involuntary=%llu\n",
-           t->role, (int)t->tid, (unsigned long long)t->start, (unsigned long long)t->end,
-           (unsigned long long)t->cpu, (unsigned long long)t->blocked,
-           (unsigned long long)t->read_begin, (unsigned long long)t->read_end,
-           (unsigned long long)t->cpu_at_read, (unsigned long long)t->voluntary,
-           (unsigned long long)t->involuntary);
+    printf(
+        "thread role=%s tid=%d start=%llu end=%llu cpu=%llu blocked=%llu read_begin=%llu "
+        "read_end=%llu cpu_at_read=%llu voluntary=%llu involuntary=%llu\n",
+        t->role, (int)t->tid, (unsigned long long)t->start, (unsigned long long)t->end,
+        (unsigned long long)t->cpu, (unsigned long long)t->blocked,
+        (unsigned long long)t->read_begin, (unsigned long long)t->read_end,
+        (unsigned long long)t->cpu_at_read, (unsigned long long)t->voluntary,
+        (unsigned long long)t->involuntary);
   }
   return 0;
 }

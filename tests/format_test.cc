@@ -26,7 +26,8 @@ Event MakeEvent(const KindInfo& info, uint64_t ts, uint64_t seed, std::string* p
   e.kind = info.id;
   e.ts = ts;
   e.nargs = info.nargs;
-  for (int i = 0; i < e.nargs; ++i) e.args[i] = seed * 1000003u + static_cast<uint64_t>(i) * 77;
+  for (int i = 0; i < e.nargs; ++i)
+    e.args[i] = seed * 1000003u + static_cast<uint64_t>(i) * 77;
   if (info.has_payload) {
     *payload_store = "payload-" + std::to_string(seed) + std::string(seed % 50, 'x');
     e.payload = *payload_store;
@@ -96,7 +97,8 @@ TEST(Codec, EveryKindRoundTrips) {
     EXPECT_EQ(decoded[i].kind, expected[i].kind);
     EXPECT_EQ(decoded[i].ts, expected[i].ts);
     EXPECT_EQ(decoded[i].nargs, expected[i].nargs);
-    for (int a = 0; a < expected[i].nargs; ++a) EXPECT_EQ(decoded[i].args[a], expected[i].args[a]);
+    for (int a = 0; a < expected[i].nargs; ++a)
+      EXPECT_EQ(decoded[i].args[a], expected[i].args[a]);
     EXPECT_EQ(decoded[i].payload, expected[i].payload);
     EXPECT_EQ(decoded[i].location, 7u);
   }
@@ -138,7 +140,10 @@ TEST(Codec, SchemaRoundTripsAndTeachesUnknownKinds) {
 }
 
 // Writes a trace with `streams` threads of `per_stream` region events in chunks of `chunk`.
-void WriteTrace(const std::string& path, int streams, int per_stream, int chunk,
+void WriteTrace(const std::string& path,
+                int streams,
+                int per_stream,
+                int chunk,
                 bool finish = true) {
   auto w = TraceWriter::Create(path);
   ASSERT_TRUE(w.ok()) << w.status().message();
@@ -168,7 +173,8 @@ void WriteTrace(const std::string& path, int streams, int per_stream, int chunk,
       }
     }
   }
-  for (auto& e : enc) ASSERT_TRUE((*w)->Flush(e.get()).ok());
+  for (auto& e : enc)
+    ASSERT_TRUE((*w)->Flush(e.get()).ok());
   if (finish) {
     ASSERT_TRUE((*w)->Finish().ok());
   }
@@ -264,7 +270,8 @@ TEST(Reader, BitFlipInPayloadSkipsOnlyThatChunkWithExactCount) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ((*r)->problems().size(), 1u);
   const Problem& p = (*r)->problems()[0];
-  EXPECT_NE(p.message.find(fmt::format("offset {}", victim.offset)), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find(fmt::format("offset {}", victim.offset)), std::string::npos)
+      << p.message;
   EXPECT_NE(p.message.find("checksum"), std::string::npos) << p.message;
   EXPECT_EQ(p.events_lost, 1000);
   EXPECT_EQ(CountEvents(**r), 19000u);
@@ -289,7 +296,8 @@ TEST(Reader, BitFlipInHeaderResynchronisesAndEndTotalsCountTheLoss) {
     if (p.message.find("damaged header") != std::string::npos &&
         p.message.find(fmt::format("offset {}", victim.offset)) != std::string::npos)
       header_named = true;
-    if (p.location == std::optional<uint32_t>(2) && p.events_lost == 1000) exact = true;
+    if (p.location == std::optional<uint32_t>(2) && p.events_lost == 1000)
+      exact = true;
   }
   EXPECT_TRUE(header_named);
   EXPECT_TRUE(exact) << "the END chunk's totals give the exact loss";
@@ -312,7 +320,8 @@ TEST(Reader, RandomBitFlipsNeverCrashAndKeepIntactChunks) {
     uint64_t n = CountEvents(**r);
     uint64_t lost_known = 0;
     for (const auto& p : (*r)->problems())
-      if (p.events_lost > 0) lost_known += static_cast<uint64_t>(p.events_lost);
+      if (p.events_lost > 0)
+        lost_known += static_cast<uint64_t>(p.events_lost);
     EXPECT_LE(n, 9000u);
     EXPECT_GE(n, 9000u - 500u * static_cast<uint64_t>(flips) - 0u) << "trial " << trial;
     if (n < 9000u) {
@@ -351,7 +360,8 @@ TEST(Writer, ReportsAFullDisk) {
   auto w = TraceWriter::Create("/dev/full");
   if (w.ok()) {
     StreamEncoder enc(1, Source::kRuntime);
-    for (int i = 0; i < 1000; ++i) enc.AppendOneArg(16, static_cast<uint64_t>(i), 1);
+    for (int i = 0; i < 1000; ++i)
+      enc.AppendOneArg(16, static_cast<uint64_t>(i), 1);
     Status s = (*w)->Flush(&enc);
     ASSERT_FALSE(s.ok());
     EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.message();

@@ -1,12 +1,12 @@
 // End-to-end tests of `parmon record`, `parmon info` and `parmon dump` on programs whose events
 // are known by construction: exact counts, nothing lost, crash safety of program and recorder,
 // exact loss accounting under overload, fork/exec, exit codes and signals.
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstring>
@@ -29,7 +29,9 @@ using testing::ReadFile;
 using testing::Run;
 using testing::TempDir;
 
-std::string Prog(const std::string& name) { return BinDir() + "/" + name; }
+std::string Prog(const std::string& name) {
+  return BinDir() + "/" + name;
+}
 
 nlohmann::json InfoJson(const std::string& trace) {
   auto r = Parmon({"info", "--json", trace});
@@ -43,7 +45,8 @@ std::map<std::string, long> ParseSide(const std::string& path) {
   std::string item;
   while (in >> item) {
     auto eq = item.find('=');
-    if (eq != std::string::npos) kv[item.substr(0, eq)] = std::stol(item.substr(eq + 1));
+    if (eq != std::string::npos)
+      kv[item.substr(0, eq)] = std::stol(item.substr(eq + 1));
   }
   return kv;
 }
@@ -73,7 +76,8 @@ Census TakeCensus(const format::TraceReader& r) {
 TEST(Record, ExactCountsPerThreadAndNothingLost) {
   TempDir dir;
   std::string trace = dir.File("t.ptrace"), side = dir.File("side");
-  auto r = Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "4", "250000", side});
+  auto r =
+      Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "4", "250000", side});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto expect = ParseSide(side);
   ASSERT_EQ(expect["threads"], 4);
@@ -84,7 +88,8 @@ TEST(Record, ExactCountsPerThreadAndNothingLost) {
   int workers = 0;
   for (const auto& loc : info["locations"]) {
     std::string name = loc["name"];
-    if (name.rfind("worker-", 0) != 0) continue;
+    if (name.rfind("worker-", 0) != 0)
+      continue;
     ++workers;
     EXPECT_EQ(loc["events_by_source"]["runtime"].get<long>(), expect["events_per_thread"]) << name;
     EXPECT_EQ(loc["lost"], 0) << name;
@@ -160,14 +165,22 @@ TEST(Record, EveryApiCallIsRecordedWithItsValues) {
         break;
     }
   }
-  std::vector<std::string> expected = {
-      "ProcessName:all-kinds", "RegionEnter:outer", "TraceEvent:42",   "TraceData:42",
-      "CounterInt:items",      "CounterDouble",     "Marker:checkpoint", "RegionLeave:outer",
-      "Pause",                 "Resume",            "TraceEvent:100"};
+  std::vector<std::string> expected = {"ProcessName:all-kinds",
+                                       "RegionEnter:outer",
+                                       "TraceEvent:42",
+                                       "TraceData:42",
+                                       "CounterInt:items",
+                                       "CounterDouble",
+                                       "Marker:checkpoint",
+                                       "RegionLeave:outer",
+                                       "Pause",
+                                       "Resume",
+                                       "TraceEvent:100"};
   EXPECT_EQ(seen, expected);
   EXPECT_EQ(defs.event_names.at(42), "matrix-row");
   bool named = false;
-  for (const auto& [id, loc] : defs.locations) named |= loc.name == "main";
+  for (const auto& [id, loc] : defs.locations)
+    named |= loc.name == "main";
   EXPECT_TRUE(named);
 }
 
@@ -243,7 +256,8 @@ TEST(Record, RecorderKilledLeavesAReadableFileThatSaysWhatIsMissing) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::error_code ec;
     auto size = std::filesystem::file_size(trace, ec);  // (uintmax_t)-1 while it does not exist
-    if (!ec && size > 200000) break;
+    if (!ec && size > 200000)
+      break;
   }
   ASSERT_EQ(kill(rec, SIGKILL), 0);
   int status;
@@ -260,7 +274,8 @@ TEST(Record, RecorderKilledLeavesAReadableFileThatSaysWhatIsMissing) {
   // Every event in a whole chunk reads back, in order.
   Census c = TakeCensus(**reader);
   uint64_t n = 0;
-  for (auto& [loc, t] : c.total) n += t;
+  for (auto& [loc, t] : c.total)
+    n += t;
   EXPECT_EQ(n, (*reader)->total_events());
 }
 
@@ -277,7 +292,8 @@ TEST(Record, DropModeUnderOverloadCountsEveryLostEventExactly) {
   int workers = 0;
   uint64_t lost_total = 0;
   for (const auto& [id, loc] : (*reader)->definitions().locations) {
-    if (loc.name.rfind("worker-", 0) != 0) continue;
+    if (loc.name.rfind("worker-", 0) != 0)
+      continue;
     ++workers;
     auto& k = c.kinds[id];
     uint64_t kept = k[static_cast<uint16_t>(Kind::kRegionEnter)] +
@@ -306,11 +322,12 @@ TEST(Record, OverwriteModeKeepsTheNewestEventsAndCountsTheRest) {
   Census c = TakeCensus(**reader);
   uint32_t worker = 0;
   for (const auto& [id, loc] : (*reader)->definitions().locations)
-    if (loc.name == "worker-0") worker = id;
+    if (loc.name == "worker-0")
+      worker = id;
   ASSERT_NE(worker, 0u);
   auto& k = c.kinds[worker];
-  uint64_t kept = k[static_cast<uint16_t>(Kind::kRegionEnter)] +
-                  k[static_cast<uint16_t>(Kind::kRegionLeave)];
+  uint64_t kept =
+      k[static_cast<uint16_t>(Kind::kRegionEnter)] + k[static_cast<uint16_t>(Kind::kRegionLeave)];
   // Lost: what the flight recorder overwrote, plus what a full ring could not take (counted by
   // the thread, as in drop mode). Kept + lost is everything the worker emitted (its name too).
   EXPECT_GT(c.lost[worker], 0u);
@@ -320,7 +337,8 @@ TEST(Record, OverwriteModeKeepsTheNewestEventsAndCountsTheRest) {
   format::MergeCursor cursor(**reader);
   format::Event e, last_region;
   while (cursor.Next(&e))
-    if (e.kind_enum() == Kind::kRegionLeave) last_region = e;
+    if (e.kind_enum() == Kind::kRegionLeave)
+      last_region = e;
   EXPECT_EQ(last_region.kind_enum(), Kind::kRegionLeave);
 }
 
@@ -338,7 +356,8 @@ TEST(Record, FollowsForkAndExec) {
   format::MergeCursor cursor(**reader);
   format::Event e;
   while (cursor.Next(&e))
-    if (e.kind_enum() == Kind::kRegionEnter) by_region[defs.Name(static_cast<uint32_t>(e.args[0]))]++;
+    if (e.kind_enum() == Kind::kRegionEnter)
+      by_region[defs.Name(static_cast<uint32_t>(e.args[0]))]++;
   EXPECT_EQ(by_region["parent"], 500u);
   EXPECT_EQ(by_region["child"], 500u);
   EXPECT_EQ(by_region["work"], 1000u);  // threads_regions 2 500 after the exec
@@ -402,9 +421,9 @@ TEST(Info, DamagedFilesGetAClearSentence) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 
   std::string trace = dir.File("t.ptrace");
-  ASSERT_EQ(Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "2", "300000"})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "2", "300000"}).exit_code,
+      0);
   auto size = std::filesystem::file_size(trace);
   std::filesystem::resize_file(trace, size * 2 / 3);
   r = Parmon({"info", trace});
@@ -419,14 +438,15 @@ TEST(Info, DamagedFilesGetAClearSentence) {
 TEST(Dump, FiltersByThreadAndTime) {
   TempDir dir;
   std::string trace = dir.File("t.ptrace");
-  ASSERT_EQ(Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "2", "1000"})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "2", "1000"}).exit_code,
+      0);
   auto reader = format::TraceReader::Open(trace);
   ASSERT_TRUE(reader.ok());
   uint32_t tid = 0;
   for (const auto& [id, loc] : (*reader)->definitions().locations)
-    if (loc.name == "worker-1") tid = loc.tid;
+    if (loc.name == "worker-1")
+      tid = loc.tid;
   ASSERT_NE(tid, 0u);
   auto d = Parmon({"dump", trace, "--tid", std::to_string(tid)});
   ASSERT_EQ(d.exit_code, 0) << d.err;

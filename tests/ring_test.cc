@@ -38,7 +38,8 @@ struct Fixture {
 
 Fixture& Shared(shm::Overflow overflow) {
   static Fixture f;
-  if (f.handle) return f;
+  if (f.handle)
+    return f;
   SegmentOptions so;
   so.ring_bytes = 64 << 10;  // 4096 slots: wraps hundreds of times per thread
   so.ring_count = 16;
@@ -52,8 +53,8 @@ Fixture& Shared(shm::Overflow overflow) {
   f.handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   EXPECT_NE(f.handle, nullptr) << dlerror();
   f.api.trace_event = reinterpret_cast<void (*)(uint32_t)>(dlsym(f.handle, "parmon_trace_event"));
-  f.api.trace_data =
-      reinterpret_cast<int (*)(uint32_t, const void*, size_t)>(dlsym(f.handle, "parmon_trace_data"));
+  f.api.trace_data = reinterpret_cast<int (*)(uint32_t, const void*, size_t)>(
+      dlsym(f.handle, "parmon_trace_data"));
   f.api.is_active = reinterpret_cast<int (*)()>(dlsym(f.handle, "parmon_is_active"));
   return f;
 }
@@ -63,28 +64,34 @@ Fixture& Shared(shm::Overflow overflow) {
 class CheckingSink : public DrainSink {
  public:
   void OnCompact(uint16_t kind, uint64_t ts, uint64_t arg) override {
-    if (kind != static_cast<uint16_t>(Kind::kTraceEvent)) return;  // ProcessBegin etc.
+    if (kind != static_cast<uint16_t>(Kind::kTraceEvent))
+      return;  // ProcessBegin etc.
     Check(ts, arg);
   }
   void OnEvent(format::Event& e) override {
     if (e.kind != static_cast<uint16_t>(Kind::kTraceData)) {
-      if (e.kind == static_cast<uint16_t>(Kind::kLost)) lost += e.args[0];
+      if (e.kind == static_cast<uint16_t>(Kind::kLost))
+        lost += e.args[0];
       return;
     }
     uint64_t id = e.args[0];
     size_t expect_size = 8 * (1 + id % 7);
-    if (e.payload.size() != expect_size) ++bad_payloads;
+    if (e.payload.size() != expect_size)
+      ++bad_payloads;
     for (size_t off = 0; off + 8 <= e.payload.size(); off += 8) {
       uint64_t v;
       std::memcpy(&v, e.payload.data() + off, 8);
-      if (v != id) ++bad_payloads;
+      if (v != id)
+        ++bad_payloads;
     }
     Check(e.ts, id);
   }
   void Check(uint64_t ts, uint64_t id) {
-    if (id != next_id) ++out_of_order;
+    if (id != next_id)
+      ++out_of_order;
     next_id = id + 1;
-    if (ts < last_ts) ++time_backwards;
+    if (ts < last_ts)
+      ++time_backwards;
     last_ts = ts;
     ++events;
   }
@@ -96,7 +103,8 @@ void Produce(const Api& api, uint64_t n) {
   uint64_t payload[8];
   for (uint64_t i = 0; i < n; ++i) {
     if (i % 16 == 15) {
-      for (auto& p : payload) p = i;
+      for (auto& p : payload)
+        p = i;
       api.trace_data(static_cast<uint32_t>(i), payload, 8 * (1 + i % 7));
     } else {
       api.trace_event(static_cast<uint32_t>(i));
@@ -121,22 +129,27 @@ TEST(Ring, ConcurrentProduceAndDrainLosesNothingInBlockMode) {
       for (uint32_t i = 0; i < f.segment->header()->ring_count; ++i) {
         shm::RingControl& ctl = f.segment->rings()[i];
         uint32_t st = ctl.state.load(std::memory_order_acquire);
-        if (st != shm::kClaimed && st != shm::kRetired) continue;
+        if (st != shm::kClaimed && st != shm::kRetired)
+          continue;
         drainer.Drain(i, identity, sinks[{i, ctl.generation}]);
       }
-      if (done) break;  // one full pass after the producers finished
+      if (done)
+        break;  // one full pass after the producers finished
       std::this_thread::yield();
     }
   });
   std::vector<std::thread> producers;
-  for (int t = 0; t < kThreads; ++t) producers.emplace_back(Produce, f.api, kPerThread);
-  for (auto& t : producers) t.join();
+  for (int t = 0; t < kThreads; ++t)
+    producers.emplace_back(Produce, f.api, kPerThread);
+  for (auto& t : producers)
+    t.join();
   producers_done.store(true, std::memory_order_release);
   consumer.join();
 
   int full_streams = 0;
   for (auto& [key, sink] : sinks) {
-    if (sink.events == 0) continue;  // the main thread's ring (no trace events)
+    if (sink.events == 0)
+      continue;  // the main thread's ring (no trace events)
     SCOPED_TRACE(::testing::Message() << "ring " << key.first);
     EXPECT_EQ(sink.events, kPerThread);
     EXPECT_EQ(sink.out_of_order, 0u);

@@ -48,10 +48,10 @@ class Counter {
 
 // PARMON_SCOPE("name"): registers "name" once (thread-safe static) and records the enclosing
 // scope as a region.
-#define PARMON_SCOPE(name)                                                              \
-  static const ::parmon::Region PARMON_CONCAT_(parmon_region_, __LINE__){name};         \
-  const ::parmon::Scope PARMON_CONCAT_(parmon_scope_, __LINE__) {                       \
-    PARMON_CONCAT_(parmon_region_, __LINE__)                                            \
+#define PARMON_SCOPE(name)                                                      \
+  static const ::parmon::Region PARMON_CONCAT_(parmon_region_, __LINE__){name}; \
+  const ::parmon::Scope PARMON_CONCAT_(parmon_scope_, __LINE__) {               \
+    PARMON_CONCAT_(parmon_region_, __LINE__)                                    \
   }
 
 #endif  // PARMON_PARMON_HPP_

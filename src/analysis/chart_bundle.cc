@@ -4,14 +4,16 @@
 #include "analysis/views.h"
 
 #ifdef PARMON_CHART_JS_PATH
-__asm__(".section .rodata\n"
-        ".global parmon_chart_js_begin\n"
-        "parmon_chart_js_begin:\n"
-        ".incbin \"" PARMON_CHART_JS_PATH "\"\n"
-        ".global parmon_chart_js_end\n"
-        "parmon_chart_js_end:\n"
-        ".byte 0\n"
-        ".previous\n");
+__asm__(
+    ".section .rodata\n"
+    ".global parmon_chart_js_begin\n"
+    "parmon_chart_js_begin:\n"
+    ".incbin \"" PARMON_CHART_JS_PATH
+    "\"\n"
+    ".global parmon_chart_js_end\n"
+    "parmon_chart_js_end:\n"
+    ".byte 0\n"
+    ".previous\n");
 extern "C" const char parmon_chart_js_begin[];
 extern "C" const char parmon_chart_js_end[];
 #endif

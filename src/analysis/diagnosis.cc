@@ -45,7 +45,8 @@ struct Graph {
 Graph BuildGraph(const Results& r) {
   Graph g;
   for (const auto& l : r.locations) {
-    if (l.kind != "thread") continue;
+    if (l.kind != "thread")
+      continue;
     // A rank's run is its time between MPI start-up and shut-down: MPI_Init can take longer
     // than the work on a small run, and would dilute every share.
     uint64_t wall = l.wall_ns > l.mpi_init_ns ? l.wall_ns - l.mpi_init_ns : l.wall_ns;
@@ -56,12 +57,15 @@ Graph BuildGraph(const Results& r) {
 }
 
 // The link on which `label` waits most as a sender (or receiver), with that wait.
-const LinkResult* WorstLink(const Results& r, const std::string& label, bool as_sender,
+const LinkResult* WorstLink(const Results& r,
+                            const std::string& label,
+                            bool as_sender,
                             uint64_t* wait) {
   const LinkResult* best = nullptr;
   *wait = 0;
   for (const auto& k : r.links) {
-    if ((as_sender ? k.from_label : k.to_label) != label) continue;
+    if ((as_sender ? k.from_label : k.to_label) != label)
+      continue;
     uint64_t w = as_sender ? k.sender_wait_ns : k.receiver_wait_ns;
     if (w > *wait) {
       *wait = w;
@@ -72,19 +76,25 @@ const LinkResult* WorstLink(const Results& r, const std::string& label, bool as_
 }
 
 // Follows waits from `start` (waiting on `next`) to the location the chain ends at.
-std::vector<std::string> Chase(const Results& r, const Graph& g, const std::string& start,
-                               const std::string& next, bool as_sender) {
+std::vector<std::string> Chase(const Results& r,
+                               const Graph& g,
+                               const std::string& start,
+                               const std::string& next,
+                               bool as_sender) {
   std::vector<std::string> chain{start, next};
   std::set<std::string> seen{start, next};
   std::string cur = next;
   for (;;) {
     const Node* n = g.Find(cur);
-    if (!n || !n->wall) break;
+    if (!n || !n->wall)
+      break;
     uint64_t w;
     const LinkResult* k = WorstLink(r, cur, as_sender, &w);
-    if (!k || static_cast<double>(w) < kChainThreshold * static_cast<double>(n->wall)) break;
+    if (!k || static_cast<double>(w) < kChainThreshold * static_cast<double>(n->wall))
+      break;
     const std::string& partner = as_sender ? k->to_label : k->from_label;
-    if (seen.count(partner)) break;  // a cycle: the last one before it is where the time goes
+    if (seen.count(partner))
+      break;  // a cycle: the last one before it is where the time goes
     chain.push_back(partner);
     seen.insert(partner);
     cur = partner;
@@ -98,14 +108,17 @@ std::string BusyElsewhere(const Node& n) {
   const LocationResult& l = *n.loc;
   int worst = -1;
   for (int i = 1; i < kStateCount; ++i)
-    if (worst < 0 || l.states[i] > l.states[worst]) worst = i;
+    if (worst < 0 || l.states[i] > l.states[worst])
+      worst = i;
   uint64_t state_ns = worst >= 0 ? l.states[worst] : 0;
   uint64_t mpi = l.mpi_ns - l.mpi_init_ns;
-  if (mpi > state_ns) return fmt::format(" and is in MPI calls {}", FormatPercent(mpi, n.wall));
-  if (worst < 0 || !state_ns) return "";
-  static const char* const kWhat[kStateCount] = {"", "queued for a CPU", "waiting on communication",
-                                                 "waiting on locks", "sleeping", "waiting on disk I/O",
-                                                 "stopped or in other waits"};
+  if (mpi > state_ns)
+    return fmt::format(" and is in MPI calls {}", FormatPercent(mpi, n.wall));
+  if (worst < 0 || !state_ns)
+    return "";
+  static const char* const kWhat[kStateCount] = {
+      "",         "queued for a CPU",    "waiting on communication", "waiting on locks",
+      "sleeping", "waiting on disk I/O", "stopped or in other waits"};
   return fmt::format(" and is {} {}", kWhat[worst], FormatPercent(state_ns, Sum(l.states)));
 }
 
@@ -117,16 +130,20 @@ struct LinkWait {
 };
 
 // The path of links from `from` to `to` (message direction), empty when there is none.
-std::vector<std::string> FlowPath(const Results& r, const std::string& from, const std::string& to) {
+std::vector<std::string> FlowPath(const Results& r,
+                                  const std::string& from,
+                                  const std::string& to) {
   std::map<std::string, std::string> parent{{from, ""}};
   std::vector<std::string> queue{from};
   for (size_t i = 0; i < queue.size(); ++i) {
     for (const auto& k : r.links) {
-      if (k.from_label != queue[i] || !k.messages || parent.count(k.to_label)) continue;
+      if (k.from_label != queue[i] || !k.messages || parent.count(k.to_label))
+        continue;
       parent[k.to_label] = queue[i];
       if (k.to_label == to) {
         std::vector<std::string> path{to};
-        while (!parent[path.back()].empty()) path.push_back(parent[path.back()]);
+        while (!parent[path.back()].empty())
+          path.push_back(parent[path.back()]);
         return {path.rbegin(), path.rend()};
       }
       queue.push_back(k.to_label);
@@ -150,7 +167,8 @@ Finding SerialisedFinding(const Graph& g, const Serialised& s) {
   const Node* src = g.Find(s.source);
   const Node* con = g.Find(s.consumer);
   std::string ring;
-  for (const auto& p : s.path) ring += p + " -> ";
+  for (const auto& p : s.path)
+    ring += p + " -> ";
   ring += s.source;
   Finding f;
   f.id = "serialised-cycle";
@@ -165,7 +183,8 @@ Finding SerialisedFinding(const Graph& g, const Serialised& s) {
                            FormatDuration(s.source_wait), FormatDuration(s.link->time_ns));
   for (size_t i = 1; i < s.path.size(); ++i) {
     const Node* n = g.Find(s.path[i]);
-    if (n) f.evidence += fmt::format("; {} computes {}", s.path[i], FormatPercent(n->compute, n->wall));
+    if (n)
+      f.evidence += fmt::format("; {} computes {}", s.path[i], FormatPercent(n->compute, n->wall));
   }
   f.time_at_stake_ns = s.source_wait;
   f.percent_of_run = Percent(s.source_wait, src->wall);
@@ -190,16 +209,22 @@ std::optional<Serialised> FindSerialisedLoop(const Results& r, const Graph& g) {
   for (const auto& out : r.links) {
     const Node* src = g.Find(out.from_label);
     const Node* con = g.Find(out.to_label);
-    if (!src || !con || !src->wall || !con->wall) continue;
-    if (static_cast<double>(out.receiver_wait_ns) < kStarvedThreshold * static_cast<double>(con->wall))
+    if (!src || !con || !src->wall || !con->wall)
+      continue;
+    if (static_cast<double>(out.receiver_wait_ns) <
+        kStarvedThreshold * static_cast<double>(con->wall))
       continue;
     uint64_t source_wait;
     const LinkResult* feedback = WorstLink(r, out.from_label, false, &source_wait);
-    if (!feedback || static_cast<double>(source_wait) < kWaitThreshold * static_cast<double>(src->wall))
+    if (!feedback ||
+        static_cast<double>(source_wait) < kWaitThreshold * static_cast<double>(src->wall))
       continue;
-    if (feedback->from_label == out.to_label) continue;
-    if (FlowPath(r, out.to_label, feedback->from_label).empty()) continue;
-    if (best && best->source_wait >= source_wait) continue;
+    if (feedback->from_label == out.to_label)
+      continue;
+    if (FlowPath(r, out.to_label, feedback->from_label).empty())
+      continue;
+    if (best && best->source_wait >= source_wait)
+      continue;
     // The source is the loop's most idle member: in a full pipeline the sink of the results
     // waits most (it has nothing else to do), and the stage before it is no serialising source.
     std::vector<std::string> path = FlowPath(r, out.from_label, feedback->from_label);
@@ -211,9 +236,15 @@ std::optional<Serialised> FindSerialisedLoop(const Results& r, const Graph& g) {
       if (m && m->wall && WorstLink(r, path[i], false, &w))
         most_idle = static_cast<double>(w) / static_cast<double>(m->wall) <= source_share;
     }
-    if (!most_idle) continue;
-    best = Serialised{out.from_label, feedback->from_label, out.to_label, source_wait,
-                      out.receiver_wait_ns, feedback, path};
+    if (!most_idle)
+      continue;
+    best = Serialised{out.from_label,
+                      feedback->from_label,
+                      out.to_label,
+                      source_wait,
+                      out.receiver_wait_ns,
+                      feedback,
+                      path};
   }
   return best;
 }
@@ -221,7 +252,8 @@ std::optional<Serialised> FindSerialisedLoop(const Results& r, const Graph& g) {
 void LinkFindings(const Results& r, const Graph& g, std::vector<Finding>* out) {
   std::optional<Serialised> serialised = FindSerialisedLoop(r, g);
   size_t serialised_index = out->size();
-  if (serialised) out->push_back(SerialisedFinding(g, *serialised));
+  if (serialised)
+    out->push_back(SerialisedFinding(g, *serialised));
   // One finding per bottleneck, named by the link that waits most; the other links whose waits
   // end at the same bottleneck are its evidence.
   for (bool as_sender : {true, false}) {
@@ -231,7 +263,8 @@ void LinkFindings(const Results& r, const Graph& g, std::vector<Finding>* out) {
       const std::string& who = as_sender ? k.from_label : k.to_label;
       const std::string& partner = as_sender ? k.to_label : k.from_label;
       const Node* n = g.Find(who);
-      if (!n || !n->wall || static_cast<double>(wait) < kWaitThreshold * static_cast<double>(n->wall))
+      if (!n || !n->wall ||
+          static_cast<double>(wait) < kWaitThreshold * static_cast<double>(n->wall))
         continue;
       if (!as_sender) {
         // A sender that is itself blocked sending is late because of its own receivers: the
@@ -252,8 +285,8 @@ void LinkFindings(const Results& r, const Graph& g, std::vector<Finding>* out) {
       // Receive waits that lead back to the serialised loop's source are its consequence.
       if (!as_sender && serialised &&
           std::find(lw.chain.begin(), lw.chain.end(), serialised->source) != lw.chain.end()) {
-        (*out)[serialised_index].evidence += fmt::format(
-            "; {} waits {} receiving from {}", who, FormatPercent(wait, n->wall), partner);
+        (*out)[serialised_index].evidence += fmt::format("; {} waits {} receiving from {}", who,
+                                                         FormatPercent(wait, n->wall), partner);
         continue;
       }
       by_bottleneck[lw.chain.back()].push_back(std::move(lw));
@@ -275,22 +308,23 @@ void LinkFindings(const Results& r, const Graph& g, std::vector<Finding>* out) {
       std::string via;
       if (top.chain.size() > 2) {
         via = " (the wait passes along";
-        for (size_t i = 1; i < top.chain.size(); ++i) via += (i == 1 ? " " : " -> ") + top.chain[i];
+        for (size_t i = 1; i < top.chain.size(); ++i)
+          via += (i == 1 ? " " : " -> ") + top.chain[i];
         via += ")";
       }
       f.text = fmt::format("{} waits {} of the run {} {}: {} {}{}{}", top.who,
                            FormatPercent(top.wait, n->wall), verb, top.partner, bottleneck,
                            as_sender ? "is the bottleneck" : "sends late: it is the bottleneck",
                            computes, via);
-      f.evidence = fmt::format("link {} -> {}: {} messages, {}, {} waiting of {} in its calls",
-                               k.from_label, k.to_label, FormatCount(k.messages),
-                               FormatBytes(k.bytes), FormatDuration(top.wait),
-                               FormatDuration(k.time_ns));
+      f.evidence =
+          fmt::format("link {} -> {}: {} messages, {}, {} waiting of {} in its calls", k.from_label,
+                      k.to_label, FormatCount(k.messages), FormatBytes(k.bytes),
+                      FormatDuration(top.wait), FormatDuration(k.time_ns));
       for (size_t i = 1; i < waits.size(); ++i) {
         const Node* wn = g.Find(waits[i].who);
-        f.evidence += fmt::format("; {} waits {} {} {}", waits[i].who,
-                                  FormatPercent(waits[i].wait, wn ? wn->wall : 0), verb,
-                                  waits[i].partner);
+        f.evidence +=
+            fmt::format("; {} waits {} {} {}", waits[i].who,
+                        FormatPercent(waits[i].wait, wn ? wn->wall : 0), verb, waits[i].partner);
       }
       f.time_at_stake_ns = top.wait;
       f.percent_of_run = Percent(top.wait, n->wall);
@@ -305,21 +339,24 @@ void QueuedFinding(const Results& r, std::vector<Finding>* out) {
   uint64_t runnable = 0, total = 0;
   size_t busy = 0;
   for (const auto& l : r.locations) {
-    if (l.kind != "thread" || l.state_source != "sampled") continue;
+    if (l.kind != "thread" || l.state_source != "sampled")
+      continue;
     uint64_t t = Sum(l.states);
     uint64_t q = l.states[static_cast<int>(State::kRunnable)];
     uint64_t run = l.states[static_cast<int>(State::kRunning)];
     runnable += q;
     total += t;
-    if (t && run + q >= t / 2) ++busy;
+    if (t && run + q >= t / 2)
+      ++busy;
   }
-  if (!total || static_cast<double>(runnable) < 0.05 * static_cast<double>(total)) return;
+  if (!total || static_cast<double>(runnable) < 0.05 * static_cast<double>(total))
+    return;
   Finding f;
   f.id = "queued";
   uint32_t cpus = r.summary.cpus;
   f.text = fmt::format(
-      "{} runnable threads on {} CPUs: {} of thread time is spent queued, waiting for a CPU",
-      busy, cpus ? std::to_string(cpus) : std::string("the"), FormatPercent(runnable, total));
+      "{} runnable threads on {} CPUs: {} of thread time is spent queued, waiting for a CPU", busy,
+      cpus ? std::to_string(cpus) : std::string("the"), FormatPercent(runnable, total));
   f.evidence = fmt::format("{} queued of {} sampled thread time", FormatDuration(runnable),
                            FormatDuration(total));
   f.time_at_stake_ns = runnable;
@@ -338,7 +375,8 @@ void QueuedFinding(const Results& r, std::vector<Finding>* out) {
 
 void ImbalanceFinding(const Results& r, std::vector<Finding>* out) {
   const LoadImbalance& li = r.imbalance;
-  if (li.members < 2 || li.percent < 10) return;
+  if (li.members < 2 || li.percent < 10)
+    return;
   // The others idle, on average, max - mean each while the slowest finishes.
   uint64_t at_stake = (li.max_compute_ns - li.mean_compute_ns) * li.members;
   Finding f;
@@ -361,41 +399,50 @@ void ImbalanceFinding(const Results& r, std::vector<Finding>* out) {
 void CollectiveFinding(const Results& r, std::vector<Finding>* out) {
   uint64_t barrier = 0, coll = 0, wall = 0;
   for (const auto& l : r.locations) {
-    if (l.kind != "thread" || l.rank < 0) continue;
+    if (l.kind != "thread" || l.rank < 0)
+      continue;
     barrier += l.barrier_wait_ns;
     coll += l.collective_wait_ns;
     wall += l.wall_ns;
   }
   uint64_t total = barrier + coll;
-  if (!wall || static_cast<double>(total) < 0.05 * static_cast<double>(wall)) return;
+  if (!wall || static_cast<double>(total) < 0.05 * static_cast<double>(wall))
+    return;
   const WaitStateResult* worst = nullptr;
   for (const auto& w : r.wait_states)
-    if ((w.pattern == "wait at barrier" || w.pattern == "wait at N-to-N") && (!worst || w.ns > worst->ns))
+    if ((w.pattern == "wait at barrier" || w.pattern == "wait at N-to-N") &&
+        (!worst || w.ns > worst->ns))
       worst = &w;
   Finding f;
   f.id = "collective-wait";
-  f.text = fmt::format("ranks spend {} of their time waiting for each other in {}{}",
-                       FormatPercent(total, wall),
-                       barrier >= coll ? "barriers" : "N-to-N collectives",
-                       worst ? fmt::format("; most: {} in {}", worst->location_label, worst->call) : "");
+  f.text =
+      fmt::format("ranks spend {} of their time waiting for each other in {}{}",
+                  FormatPercent(total, wall), barrier >= coll ? "barriers" : "N-to-N collectives",
+                  worst ? fmt::format("; most: {} in {}", worst->location_label, worst->call) : "");
   f.evidence = fmt::format("{} at barriers, {} at N-to-N collectives, of {} rank time",
                            FormatDuration(barrier), FormatDuration(coll), FormatDuration(wall));
   f.time_at_stake_ns = total;
   f.percent_of_run = Percent(total, wall);
-  if (worst) f.subjects = {worst->location_label};
+  if (worst)
+    f.subjects = {worst->location_label};
   out->push_back(std::move(f));
 }
 
-void StateFinding(const Results& r, State s, const char* id, const char* what,
+void StateFinding(const Results& r,
+                  State s,
+                  const char* id,
+                  const char* what,
                   std::vector<Finding>* out) {
   uint64_t total = 0, wall = 0;
   const LocationResult* worst = nullptr;
   for (const auto& l : r.locations) {
-    if (l.kind != "thread") continue;
+    if (l.kind != "thread")
+      continue;
     uint64_t v = l.states[static_cast<int>(s)];
     total += v;
     wall += l.wall_ns;
-    if (!worst || v > worst->states[static_cast<int>(s)]) worst = &l;
+    if (!worst || v > worst->states[static_cast<int>(s)])
+      worst = &l;
   }
   if (!worst || !worst->wall_ns ||
       static_cast<double>(worst->states[static_cast<int>(s)]) <
@@ -404,9 +451,11 @@ void StateFinding(const Results& r, State s, const char* id, const char* what,
   uint64_t v = worst->states[static_cast<int>(s)];
   Finding f;
   f.id = id;
-  f.text = fmt::format("{} spends {} of its time {}", worst->label, FormatPercent(v, worst->wall_ns), what);
-  f.evidence = fmt::format("{} {} of {}; all threads: {} of {}", FormatDuration(v), what,
-                           FormatDuration(worst->wall_ns), FormatDuration(total), FormatDuration(wall));
+  f.text = fmt::format("{} spends {} of its time {}", worst->label,
+                       FormatPercent(v, worst->wall_ns), what);
+  f.evidence =
+      fmt::format("{} {} of {}; all threads: {} of {}", FormatDuration(v), what,
+                  FormatDuration(worst->wall_ns), FormatDuration(total), FormatDuration(wall));
   f.time_at_stake_ns = total;
   f.percent_of_run = Percent(total, wall);
   f.subjects = {worst->label};

@@ -15,26 +15,28 @@ using format::Event;
 using format::Kind;
 
 const char* StateName(State s) {
-  static const char* const kNames[kStateCount] = {"running",    "runnable",   "comm_wait", "lock_wait",
-                                                  "timer_wait", "io_wait", "other"};
+  static const char* const kNames[kStateCount] = {
+      "running", "runnable", "comm_wait", "lock_wait", "timer_wait", "io_wait", "other"};
   return kNames[static_cast<int>(s)];
 }
 
 const char* StateLabel(State s) {
-  static const char* const kLabels[kStateCount] = {"run", "queue", "comm", "lock",
-                                                   "timer", "io", "other"};
+  static const char* const kLabels[kStateCount] = {"run",   "queue", "comm", "lock",
+                                                   "timer", "io",    "other"};
   return kLabels[static_cast<int>(s)];
 }
 
 uint64_t Sum(const StateTimes& t) {
   uint64_t n = 0;
-  for (uint64_t v : t) n += v;
+  for (uint64_t v : t)
+    n += v;
   return n;
 }
 
 int Results::LocationIndex(uint32_t id) const {
   for (size_t i = 0; i < locations.size(); ++i)
-    if (locations[i].id == id) return static_cast<int>(i);
+    if (locations[i].id == id)
+      return static_cast<int>(i);
   return -1;
 }
 
@@ -44,7 +46,8 @@ uint64_t AutoInterval(uint64_t window_ns) {
   for (;;) {
     for (uint64_t m : {1, 2, 5}) {
       uint64_t iv = step * m;
-      if (window_ns / iv < kAutoIntervals) return iv;
+      if (window_ns / iv < kAutoIntervals)
+        return iv;
     }
     step *= 10;
   }
@@ -52,22 +55,28 @@ uint64_t AutoInterval(uint64_t window_ns) {
 
 std::string MpiFamily(const std::string& f) {
   std::string n = f;
-  if (n.rfind("MPI_", 0) == 0 || n.rfind("PMPI_", 0) == 0) n = n.substr(n.find('_') + 1);
+  if (n.rfind("MPI_", 0) == 0 || n.rfind("PMPI_", 0) == 0)
+    n = n.substr(n.find('_') + 1);
   std::string l;
-  for (char c : n) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : n)
+    l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto has = [&](const char* s) { return l.find(s) != std::string::npos; };
   auto starts = [&](const char* s) { return l.rfind(s, 0) == 0; };
-  if (l == "init" || l == "init_thread" || l == "finalize") return "init";
-  if (starts("file_")) return "io";
+  if (l == "init" || l == "init_thread" || l == "finalize")
+    return "init";
+  if (starts("file_"))
+    return "io";
   if (starts("win_") || has("put") || has("get_accumulate") || l == "get" || l == "rget" ||
       has("accumulate") || l == "compare_and_swap" || l == "fetch_and_op")
     return "one-sided";
-  if (starts("wait") || starts("test")) return "wait";
+  if (starts("wait") || starts("test"))
+    return "wait";
   if (l == "barrier" || l == "ibarrier" || has("bcast") || has("gather") || has("scatter") ||
       has("reduce") || has("alltoall") || l == "scan" || l == "exscan" || l == "iscan" ||
       l == "iexscan" || starts("neighbor_") || starts("ineighbor_") || has("barrier_init"))
     return "collective";
-  if (has("send") || has("recv") || has("probe") || starts("start")) return "p2p";
+  if (has("send") || has("recv") || has("probe") || starts("start"))
+    return "p2p";
   return "other";
 }
 
@@ -87,9 +96,9 @@ constexpr size_t kMaxShareLocations = 64;
 
 State StateOfArg(int i) {
   // ThreadStates args: running, runnable, comm, lock, timer, io, stopped, other_wait.
-  static const State kMap[8] = {State::kRunning,   State::kRunnable, State::kCommWait,
-                                State::kLockWait,  State::kTimerWait, State::kIoWait,
-                                State::kOther,     State::kOther};
+  static const State kMap[8] = {State::kRunning,  State::kRunnable,  State::kCommWait,
+                                State::kLockWait, State::kTimerWait, State::kIoWait,
+                                State::kOther,    State::kOther};
   return kMap[i];
 }
 
@@ -124,7 +133,7 @@ struct Loc {
   uint64_t events = 0, lost = 0;
   bool sampled = false;
   StateTimes sampled_states{};
-  StateTimes waits{};  // inferred from instrumented calls
+  StateTimes waits{};                    // inferred from instrumented calls
   uint64_t cpu_busy = 0, cpu_total = 0;  // cpu locations
   std::vector<StateTimes> iv;            // sampled states (or cpu busy/idle) per interval
   std::vector<StateTimes> iv_waits;      // inferred waits per interval
@@ -199,7 +208,8 @@ struct Engine::Impl {
   std::unordered_map<uint64_t, uint32_t> comm_size;
   std::unordered_map<uint32_t, FuncInfo> funcs;
 
-  std::map<std::tuple<int64_t, int64_t, uint64_t, uint64_t>, std::deque<std::shared_ptr<PendingSend>>>
+  std::map<std::tuple<int64_t, int64_t, uint64_t, uint64_t>,
+           std::deque<std::shared_ptr<PendingSend>>>
       in_flight;  // (src, dst, comm, tag)
   std::map<std::pair<int64_t, int64_t>, size_t> mpi_link_index;
   std::vector<LinkAgg> links;
@@ -217,26 +227,36 @@ struct Engine::Impl {
   Impl(const format::TraceReader& r, const Options& o)
       : reader(r), options(o), defs(r.definitions()) {
     session_start = std::stoull(r.SessionValue("start_ts", "0"));
-    if (session_start == 0 || session_start > r.first_ts()) session_start = r.first_ts();
-    if (r.first_ts() == UINT64_MAX) session_start = 0;
+    if (session_start == 0 || session_start > r.first_ts())
+      session_start = r.first_ts();
+    if (r.first_ts() == UINT64_MAX)
+      session_start = 0;
     session_end = std::stoull(r.SessionValue("end_ts", "0"));
-    if (session_end < r.last_ts()) session_end = r.last_ts();
-    if (session_end < session_start) session_end = session_start;
+    if (session_end < r.last_ts())
+      session_end = r.last_ts();
+    if (session_end < session_start)
+      session_end = session_start;
     ws = session_start + std::min(options.from_ns, session_end - session_start);
-    we = options.to_ns == UINT64_MAX ? session_end
-                                     : session_start + std::min(options.to_ns, session_end - session_start);
-    if (we < ws) we = ws;
+    we = options.to_ns == UINT64_MAX
+             ? session_end
+             : session_start + std::min(options.to_ns, session_end - session_start);
+    if (we < ws)
+      we = ws;
     iv_ns = options.interval_ns ? options.interval_ns : AutoInterval(we - ws);
     iv_count = std::max<size_t>(1, static_cast<size_t>((we - ws + iv_ns - 1) / iv_ns));
-    for (const auto& [id, d] : defs.locations) LocFor(id);
+    for (const auto& [id, d] : defs.locations)
+      LocFor(id);
     for (const auto& s : r.streams())
-      if (s.source == format::Source::kSampler || s.source == format::Source::kSched) has_sched = true;
+      if (s.source == format::Source::kSampler || s.source == format::Source::kSched)
+        has_sched = true;
     track_shares = locs.size() <= kMaxShareLocations;
   }
 
   int32_t LocFor(uint32_t id) {
-    if (id >= loc_index.size()) loc_index.resize(id + 1, -1);
-    if (loc_index[id] >= 0) return loc_index[id];
+    if (id >= loc_index.size())
+      loc_index.resize(id + 1, -1);
+    if (loc_index[id] >= 0)
+      return loc_index[id];
     Loc l;
     l.id = id;
     auto it = defs.locations.find(id);
@@ -246,16 +266,19 @@ struct Engine::Impl {
       l.tid = it->second.tid;
     }
     l.iv.resize(iv_count);
-    if (!l.cpu) l.iv_waits.resize(iv_count);
+    if (!l.cpu)
+      l.iv_waits.resize(iv_count);
     loc_index[id] = static_cast<int32_t>(locs.size());
     locs.push_back(std::move(l));
-    if (locs.size() > kMaxShareLocations) track_shares = false;
+    if (locs.size() > kMaxShareLocations)
+      track_shares = false;
     return loc_index[id];
   }
 
   const FuncInfo& Func(uint32_t id) {
     auto it = funcs.find(id);
-    if (it != funcs.end()) return it->second;
+    if (it != funcs.end())
+      return it->second;
     FuncInfo f;
     f.name = defs.Name(id);
     f.family = MpiFamily(f.name);
@@ -268,7 +291,8 @@ struct Engine::Impl {
   void AddSpan(std::vector<StateTimes>& row, State s, uint64_t b, uint64_t e) {
     b = std::max(b, ws);
     e = std::min(e, we);
-    if (e <= b) return;
+    if (e <= b)
+      return;
     size_t i = static_cast<size_t>((b - ws) / iv_ns);
     while (b < e && i < iv_count) {
       uint64_t iv_end = ws + (i + 1) * iv_ns;
@@ -281,16 +305,20 @@ struct Engine::Impl {
   // Adds a quantity spread evenly over [b, e) (clipped) to a per-interval row of one state.
   void AddSpread(std::vector<StateTimes>& row, State s, uint64_t amount, uint64_t b, uint64_t e) {
     if (e <= b) {
-      if (e >= ws && e < we) row[std::min(iv_count - 1, static_cast<size_t>((e - ws) / iv_ns))][static_cast<int>(s)] += amount;
+      if (e >= ws && e < we)
+        row[std::min(iv_count - 1, static_cast<size_t>((e - ws) / iv_ns))][static_cast<int>(s)] +=
+            amount;
       return;
     }
     double per_ns = static_cast<double>(amount) / static_cast<double>(e - b);
     uint64_t cb = std::max(b, ws), ce = std::min(e, we);
-    if (ce <= cb) return;
+    if (ce <= cb)
+      return;
     size_t i = static_cast<size_t>((cb - ws) / iv_ns);
     while (cb < ce && i < iv_count) {
       uint64_t stop = std::min(ce, ws + (i + 1) * iv_ns);
-      row[i][static_cast<int>(s)] += static_cast<uint64_t>(std::llround(per_ns * static_cast<double>(stop - cb)));
+      row[i][static_cast<int>(s)] +=
+          static_cast<uint64_t>(std::llround(per_ns * static_cast<double>(stop - cb)));
       cb = stop;
       ++i;
     }
@@ -310,7 +338,8 @@ struct Engine::Impl {
   // --- critical path -------------------------------------------------------------------------
   void Accrue(Loc& l, uint64_t t) {
     if (l.cp_mark == kNone || t <= l.cp_mark) {
-      if (l.cp_mark != kNone) l.cp_mark = std::max(l.cp_mark, t);
+      if (l.cp_mark != kNone)
+        l.cp_mark = std::max(l.cp_mark, t);
       return;
     }
     uint64_t d = Clip(l.cp_mark, t);
@@ -322,25 +351,32 @@ struct Engine::Impl {
     l.cp_mark = t;
   }
   void Own(Loc& l) {
-    if (!l.shares) l.shares = std::make_shared<Shares>(locs.size(), 0);
-    else if (l.shares.use_count() > 1) l.shares = std::make_shared<Shares>(*l.shares);
-    if (l.shares->size() < locs.size()) l.shares->resize(locs.size(), 0);
+    if (!l.shares)
+      l.shares = std::make_shared<Shares>(locs.size(), 0);
+    else if (l.shares.use_count() > 1)
+      l.shares = std::make_shared<Shares>(*l.shares);
+    if (l.shares->size() < locs.size())
+      l.shares->resize(locs.size(), 0);
   }
   std::shared_ptr<const Shares> Snapshot(Loc& l) {
-    if (!track_shares) return nullptr;
+    if (!track_shares)
+      return nullptr;
     Own(l);
     // Copy-on-write: the snapshot and the location share one vector until either changes.
     return l.shares;
   }
   void Adopt(Loc& l, uint64_t cp, const std::shared_ptr<const Shares>& shares) {
-    if (cp <= l.cp) return;
+    if (cp <= l.cp)
+      return;
     l.cp = cp;
-    if (track_shares && shares) l.shares = std::make_shared<Shares>(*shares);
+    if (track_shares && shares)
+      l.shares = std::make_shared<Shares>(*shares);
   }
 
   // --- wait states ---------------------------------------------------------------------------
   void AddWaitCall(const char* pattern, uint32_t loc_index, const std::string& call, uint64_t ns) {
-    if (!ns) return;
+    if (!ns)
+      return;
     auto key = std::make_tuple(loc_index, std::string(pattern) + "\x1f" + call, 0u);
     auto& w = wait_states[key];
     if (w.instances == 0) {
@@ -377,13 +413,15 @@ struct Engine::Impl {
     }
   }
   size_t IntervalOf(uint64_t t) const {
-    if (t <= ws) return 0;
+    if (t <= ws)
+      return 0;
     return std::min(iv_count - 1, static_cast<size_t>((t - ws) / iv_ns));
   }
 
   // --- events --------------------------------------------------------------------------------
   void Consume(const Event& e) {
-    if (e.ts < ws || e.ts > we) return;
+    if (e.ts < ws || e.ts > we)
+      return;
     ConsumeAt(locs[LocFor(e.location)], e);
   }
   // l is e's location, resolved by the caller (once per stream in Run).
@@ -395,7 +433,8 @@ struct Engine::Impl {
       l.cp_mark = e.ts;
     }
     l.last = e.ts;
-    if (e.source == format::Source::kRuntime) ++runtime_events;
+    if (e.source == format::Source::kRuntime)
+      ++runtime_events;
     switch (e.kind_enum()) {
       case Kind::kRegionEnter:
         l.stack.push_back({static_cast<uint32_t>(e.args[0]), e.ts, 0});
@@ -453,12 +492,14 @@ struct Engine::Impl {
         break;
       case Kind::kThreadStates: {
         uint64_t total = 0;
-        for (int i = 0; i < 8; ++i) total += e.args[i];
+        for (int i = 0; i < 8; ++i)
+          total += e.args[i];
         uint64_t begin = e.ts > total ? e.ts - total : 0;
         // Clip a sample that straddles the window's start proportionally.
         uint64_t inside = Clip(begin, e.ts);
         for (int i = 0; i < 8; ++i) {
-          if (!e.args[i]) continue;
+          if (!e.args[i])
+            continue;
           uint64_t part = total ? static_cast<uint64_t>(std::llround(
                                       static_cast<double>(e.args[i]) * static_cast<double>(inside) /
                                       static_cast<double>(total)))
@@ -467,7 +508,8 @@ struct Engine::Impl {
           AddSpread(l.iv, StateOfArg(i), e.args[i], begin, e.ts);
         }
         l.sampled = true;
-        if (begin < l.first) l.first = std::max(begin, ws);
+        if (begin < l.first)
+          l.first = std::max(begin, ws);
         has_sched = true;
         break;
       }
@@ -503,39 +545,47 @@ struct Engine::Impl {
       RegionFrame f = l.stack.back();
       l.stack.pop_back();
       uint64_t incl = ts - f.enter;
-      if (f.region >= l.regions.size()) l.regions.resize(std::max<size_t>(f.region + 1, l.regions.size() * 2));
+      if (f.region >= l.regions.size())
+        l.regions.resize(std::max<size_t>(f.region + 1, l.regions.size() * 2));
       RegionAgg& a = l.regions[f.region];
       ++a.count;
       a.inclusive += incl;
       a.exclusive += incl > f.child_ns ? incl - f.child_ns : 0;
-      if (!l.stack.empty()) l.stack.back().child_ns += incl;
-      if (f.region == region) break;
+      if (!l.stack.empty())
+        l.stack.back().child_ns += incl;
+      if (f.region == region)
+        break;
     }
   }
 
   void AddWaitState(Loc& l, State s, uint64_t b, uint64_t e) {
     uint64_t d = Clip(b, e);
-    if (!d || l.cpu) return;
+    if (!d || l.cpu)
+      return;
     l.waits[static_cast<int>(s)] += d;
     AddSpan(l.iv_waits, s, b, e);
   }
 
   void BlockingCall(Loc& l, State s, uint64_t begin, uint64_t end) {
-    if (l.in_mpi) return;  // the MPI call already counts this time
-    if (begin > end) begin = end;
+    if (l.in_mpi)
+      return;  // the MPI call already counts this time
+    if (begin > end)
+      begin = end;
     Accrue(l, begin);
     AddWaitState(l, s, begin, end);
     l.cp_mark = end;
   }
 
   void MpiLeave(Loc& l, const Event& e) {
-    if (!l.in_mpi) return;  // entered before the window
+    if (!l.in_mpi)
+      return;  // entered before the window
     l.in_mpi = false;
     const FuncInfo& f = Func(l.mpi_func);
     uint64_t d = Clip(l.mpi_enter, e.ts);
     l.mpi_ns += d;
     ++l.mpi_calls;
-    if (f.family == "init") l.mpi_init_ns += d;
+    if (f.family == "init")
+      l.mpi_init_ns += d;
     auto& fam = l.families[f.family];
     fam.family = f.family;
     ++fam.calls;
@@ -570,7 +620,8 @@ struct Engine::Impl {
     ++l.messages_sent;
     l.bytes_sent += e.args[3];
     in_flight[{rank, peer, e.args[2], e.args[1]}].push_back(s);
-    if (l.in_mpi) l.call_sends.push_back(s);
+    if (l.in_mpi)
+      l.call_sends.push_back(s);
     has_comm = true;
   }
 
@@ -582,10 +633,12 @@ struct Engine::Impl {
     l.bytes_received += e.args[3];
     has_comm = true;
     auto it = in_flight.find({peer, rank, e.args[2], e.args[1]});
-    if (it == in_flight.end() || it->second.empty()) return;  // its send is outside the window
+    if (it == in_flight.end() || it->second.empty())
+      return;  // its send is outside the window
     std::shared_ptr<PendingSend> s = it->second.front();
     it->second.pop_front();
-    if (it->second.empty()) in_flight.erase(it);
+    if (it->second.empty())
+      in_flight.erase(it);
     LinkAgg& a = links[s->link];
     const std::string& call = l.in_mpi ? Func(l.mpi_func).name : std::string("MPI");
     uint32_t li = static_cast<uint32_t>(&l - locs.data());
@@ -614,24 +667,30 @@ struct Engine::Impl {
 
   void MpiCollective(Loc& l, const Event& e) {
     has_comm = true;
-    if (e.args[5] != 0 || !l.in_mpi) return;  // nonblocking: the wait is in Wait*, not here
+    if (e.args[5] != 0 || !l.in_mpi)
+      return;  // nonblocking: the wait is in Wait*, not here
     const FuncInfo& f = Func(static_cast<uint32_t>(e.args[0]));
-    if (!f.n_to_n) return;
+    if (!f.n_to_n)
+      return;
     uint64_t comm = e.args[1];
     uint32_t size = comm == 1 ? world_size : 0;
-    if (auto it = comm_size.find(comm); it != comm_size.end()) size = it->second;
-    if (size < 2) return;
+    if (auto it = comm_size.find(comm); it != comm_size.end())
+      size = it->second;
+    if (size < 2)
+      return;
     uint32_t li = static_cast<uint32_t>(&l - locs.data());
     uint64_t seq = coll_seq[{comm, li}]++;
     CollectiveInstance& c = collectives[{comm, seq}];
     c.func = static_cast<uint32_t>(e.args[0]);
     c.members.push_back({li, l.mpi_enter});
-    if (l.mpi_enter >= c.max_enter) c.max_enter = l.mpi_enter;
+    if (l.mpi_enter >= c.max_enter)
+      c.max_enter = l.mpi_enter;
     if (l.cp >= c.max_cp) {
       c.max_cp = l.cp;
       c.max_shares = Snapshot(l);
     }
-    if (c.members.size() < size) return;
+    if (c.members.size() < size)
+      return;
     // Everyone has arrived: each member waited from its entry until the last one entered.
     for (auto [mi, enter] : c.members) {
       Loc& m = locs[mi];
@@ -648,10 +707,15 @@ struct Engine::Impl {
     collectives.erase({comm, seq});
   }
 
-  static std::string EndpointKey(uint32_t pid, uint64_t fd, uint64_t type, uint64_t local,
+  static std::string EndpointKey(uint32_t pid,
+                                 uint64_t fd,
+                                 uint64_t type,
+                                 uint64_t local,
                                  uint64_t peer) {
-    if (local == 0) return fmt::format("fd:{}:{}", pid, fd);
-    if (type == 1 || type == 2) return fmt::format("pipe:{}", local);
+    if (local == 0)
+      return fmt::format("fd:{}:{}", pid, fd);
+    if (type == 1 || type == 2)
+      return fmt::format("pipe:{}", local);
     return fmt::format("sock:{}:{}:{}", type, local, peer);
   }
   static std::string PeerKey(const std::string& key, const Endpoint& ep) {
@@ -666,7 +730,8 @@ struct Engine::Impl {
     ep.type = static_cast<uint32_t>(e.args[1]);
     ep.local = e.args[2];
     ep.peer = e.args[3];
-    if (ep.description.empty()) ep.description = std::string(e.payload);
+    if (ep.description.empty())
+      ep.description = std::string(e.payload);
     fd_endpoint[{l.pid, e.args[0]}] = key;
   }
 
@@ -683,12 +748,14 @@ struct Engine::Impl {
       l.cp_mark = e.ts;
     }
     auto fit = fd_endpoint.find({l.pid, e.args[0]});
-    std::string key = fit != fd_endpoint.end() ? fit->second : EndpointKey(l.pid, e.args[0], 0, 0, 0);
+    std::string key =
+        fit != fd_endpoint.end() ? fit->second : EndpointKey(l.pid, e.args[0], 0, 0, 0);
     Endpoint& ep = endpoints[key];
     auto& use = write ? ep.writers[li] : ep.readers[li];
     ++use.calls;
     use.wait += wait;
-    if (bytes > 0) use.bytes += static_cast<uint64_t>(bytes);
+    if (bytes > 0)
+      use.bytes += static_cast<uint64_t>(bytes);
     if (write) {
       if (bytes > 0) {
         ++l.messages_sent;
@@ -700,17 +767,21 @@ struct Engine::Impl {
       ++l.messages_received;
       l.bytes_received += static_cast<uint64_t>(bytes);
       auto pit = endpoints.find(PeerKey(key, ep));
-      if (pit != endpoints.end()) Adopt(l, pit->second.last_write_cp, pit->second.last_write_shares);
+      if (pit != endpoints.end())
+        Adopt(l, pit->second.last_write_cp, pit->second.last_write_shares);
       // Blocking time of a read that returned data is waiting for the writer (an empty channel).
     }
     const char* fname = write ? "write" : "read";
     std::string call = defs.Name(static_cast<uint32_t>(e.args[3]));
-    if (call.empty() || call[0] == '#') call = fname;
+    if (call.empty() || call[0] == '#')
+      call = fname;
     // A blocked channel call is a wait for the partner: the writer waits on a full channel (the
     // reader is late), the reader on an empty one (the writer is late).
-    if (wait > 0) AddWaitCall(write ? "blocked send" : "blocked receive", li, call, wait);
+    if (wait > 0)
+      AddWaitCall(write ? "blocked send" : "blocked receive", li, call, wait);
     pending_channel_busy.push_back({key, li, write, begin, e.ts});
-    if (pending_channel_busy.size() > 4096) FlushChannelBusy();
+    if (pending_channel_busy.size() > 4096)
+      FlushChannelBusy();
   }
 
   // Channel calls are attributed to links only at the end (the link needs both ends known), but
@@ -727,7 +798,8 @@ struct Engine::Impl {
   void FlushChannelBusy() {
     for (const auto& c : pending_channel_busy) {
       auto& row = endpoint_busy[{c.key + (c.write ? ">w" : ">r"), c.loc}];
-      if (row.empty()) row.resize(iv_count);
+      if (row.empty())
+        row.resize(iv_count);
       uint64_t b = std::max(c.begin, ws), e = std::min(c.end, we);
       size_t i = b < e ? static_cast<size_t>((b - ws) / iv_ns) : 0;
       while (b < e && i < iv_count) {
@@ -744,17 +816,20 @@ struct Engine::Impl {
     if (l.cpu) {
       auto it = defs.locations.find(l.id);
       return it != defs.locations.end() && !it->second.name.empty() ? it->second.name
-                                                                     : fmt::format("cpu{}", l.tid);
+                                                                    : fmt::format("cpu{}", l.tid);
     }
     int32_t rank = RankOf(l);
     std::string name;
-    if (auto it = defs.locations.find(l.id); it != defs.locations.end()) name = it->second.name;
+    if (auto it = defs.locations.find(l.id); it != defs.locations.end())
+      name = it->second.name;
     if (rank >= 0) {
       // The rank's main thread is "rank r"; its other threads carry their tid.
-      if (l.tid == l.pid || l.tid == 0) return fmt::format("rank {}", rank);
+      if (l.tid == l.pid || l.tid == 0)
+        return fmt::format("rank {}", rank);
       return fmt::format("rank {} tid {}", rank, l.tid);
     }
-    if (name.empty()) return fmt::format("tid {}", l.tid);
+    if (name.empty())
+      return fmt::format("tid {}", l.tid);
     return fmt::format("{} ({})", name, l.tid);
   }
 
@@ -784,7 +859,8 @@ Results Engine::Impl::Finish() {
   s.overwritten_events = std::stoull(reader.SessionValue("overwritten_events", "0"));
   for (const auto& p : reader.problems()) {
     s.problems.push_back(p.message);
-    if (p.events_lost > 0) s.damaged_events += static_cast<uint64_t>(p.events_lost);
+    if (p.events_lost > 0)
+      s.damaged_events += static_cast<uint64_t>(p.events_lost);
   }
   s.recorder_cpu_ns = std::stoull(reader.SessionValue("recorder_cpu_ns", "0"));
   s.program_cpu_ns = std::stoull(reader.SessionValue("children_cpu_ns", "0"));
@@ -805,14 +881,18 @@ Results Engine::Impl::Finish() {
   // no definition-time presence are dropped.
   std::vector<size_t> order;
   for (size_t i = 0; i < locs.size(); ++i)
-    if (locs[i].events > 0) order.push_back(i);
+    if (locs[i].events > 0)
+      order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const Loc& x = locs[a];
     const Loc& y = locs[b];
-    if (x.cpu != y.cpu) return !x.cpu;
+    if (x.cpu != y.cpu)
+      return !x.cpu;
     int32_t rx = RankOf(x), ry = RankOf(y);
-    if (rx != ry) return (rx < 0 ? INT32_MAX : rx) < (ry < 0 ? INT32_MAX : ry);
-    if (x.pid != y.pid) return x.pid < y.pid;
+    if (rx != ry)
+      return (rx < 0 ? INT32_MAX : rx) < (ry < 0 ? INT32_MAX : ry);
+    if (x.pid != y.pid)
+      return x.pid < y.pid;
     return x.tid < y.tid;
   });
   std::vector<int> result_index(locs.size(), -1);
@@ -830,7 +910,8 @@ Results Engine::Impl::Finish() {
     r.pid = l.pid;
     r.tid = l.tid;
     r.rank = RankOf(l);
-    if (auto it = defs.locations.find(l.id); it != defs.locations.end()) r.name = it->second.name;
+    if (auto it = defs.locations.find(l.id); it != defs.locations.end())
+      r.name = it->second.name;
     r.label = Label(l);
     r.first_ts = l.first;
     r.last_ts = l.last;
@@ -875,20 +956,26 @@ Results Engine::Impl::Finish() {
     r.mpi_ns = l.mpi_ns;
     r.mpi_calls = l.mpi_calls;
     r.mpi_init_ns = l.mpi_init_ns;
-    for (auto& [name, f] : l.families) r.mpi_families.push_back(f);
-    std::sort(r.mpi_families.begin(), r.mpi_families.end(),
-              [](const auto& a, const auto& b) { return a.ns != b.ns ? a.ns > b.ns : a.family < b.family; });
+    for (auto& [name, f] : l.families)
+      r.mpi_families.push_back(f);
+    std::sort(r.mpi_families.begin(), r.mpi_families.end(), [](const auto& a, const auto& b) {
+      return a.ns != b.ns ? a.ns > b.ns : a.family < b.family;
+    });
     // Regions still open at the end of the window count up to the location's last event.
-    while (!l.stack.empty()) RegionLeave(l, l.stack.front().region, l.last);
+    while (!l.stack.empty())
+      RegionLeave(l, l.stack.front().region, l.last);
     for (size_t id = 0; id < l.regions.size(); ++id) {
       const RegionAgg& a = l.regions[id];
-      if (!a.count) continue;
-      r.top_regions.push_back({defs.Name(static_cast<uint32_t>(id)), a.count, a.inclusive, a.exclusive});
+      if (!a.count)
+        continue;
+      r.top_regions.push_back(
+          {defs.Name(static_cast<uint32_t>(id)), a.count, a.inclusive, a.exclusive});
     }
     std::sort(r.top_regions.begin(), r.top_regions.end(), [](const auto& a, const auto& b) {
       return a.inclusive_ns != b.inclusive_ns ? a.inclusive_ns > b.inclusive_ns : a.name < b.name;
     });
-    if (r.top_regions.size() > options.top_regions) r.top_regions.resize(options.top_regions);
+    if (r.top_regions.size() > options.top_regions)
+      r.top_regions.resize(options.top_regions);
     r.late_sender_ns = l.late_sender;
     r.late_receiver_ns = l.late_receiver;
     r.barrier_wait_ns = l.barrier_wait;
@@ -896,13 +983,15 @@ Results Engine::Impl::Finish() {
     uint64_t waited = Sum(l.waits);
     if (l.sampled) {
       uint64_t not_running = 0;
-      for (int st = 1; st < kStateCount; ++st) not_running += l.sampled_states[st];
+      for (int st = 1; st < kStateCount; ++st)
+        not_running += l.sampled_states[st];
       waited = std::max(waited, not_running);
     }
     r.compute_ns = l.cpu ? l.cpu_busy : (r.wall_ns > waited ? r.wall_ns - waited : 0);
     if (!l.cpu) {
       ++(r.rank >= 0 ? s.ranks : s.threads);
-      if (r.rank >= 0) ranks[r.rank] = true;
+      if (r.rank >= 0)
+        ranks[r.rank] = true;
     }
     result_index[oi] = static_cast<int>(res.locations.size());
     iv.location_states.push_back(row);
@@ -910,7 +999,8 @@ Results Engine::Impl::Finish() {
     for (size_t i = 0; i < iv_count; ++i) {
       uint64_t b = ws + i * iv_ns, e = std::min(we, b + iv_ns);
       uint64_t len = e > b ? e - b : 1;
-      util[i] = static_cast<double>(row[i][static_cast<int>(State::kRunning)]) / static_cast<double>(len);
+      util[i] =
+          static_cast<double>(row[i][static_cast<int>(State::kRunning)]) / static_cast<double>(len);
       util[i] = std::min(1.0, util[i]);
     }
     iv.location_utilisation.push_back(std::move(util));
@@ -918,39 +1008,48 @@ Results Engine::Impl::Finish() {
   }
   // Threads of rank processes were counted as ranks; count ranks once and every thread as one.
   s.threads = 0;
-  for (const auto& r : res.locations) s.threads += r.kind == "thread";
+  for (const auto& r : res.locations)
+    s.threads += r.kind == "thread";
   s.ranks = static_cast<uint32_t>(ranks.size());
   if (s.cpus == 0)
-    for (const auto& r : res.locations) s.cpus += r.kind == "cpu";
+    for (const auto& r : res.locations)
+      s.cpus += r.kind == "cpu";
 
   // Lost events: the END chunk's exact per-location totals when the file was closed, else the
   // Lost events read.
   std::map<uint32_t, uint64_t> lost;
   for (const auto& r : res.locations)
-    if (r.lost_events) lost[r.id] += r.lost_events;
+    if (r.lost_events)
+      lost[r.id] += r.lost_events;
   if (reader.closed_cleanly() && options.from_ns == 0 && options.to_ns == UINT64_MAX) {
     std::map<uint32_t, uint64_t> from_end;
     std::string list = reader.SessionValue("lost_by_location");
     size_t pos = 0;
     while (pos < list.size()) {
       size_t semi = list.find(';', pos);
-      std::string item = list.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos);
+      std::string item =
+          list.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos);
       unsigned loc;
       unsigned long long n;
-      if (sscanf(item.c_str(), "%u:%llu", &loc, &n) == 2) from_end[loc] += n;
+      if (sscanf(item.c_str(), "%u:%llu", &loc, &n) == 2)
+        from_end[loc] += n;
       pos = semi == std::string::npos ? list.size() : semi + 1;
     }
-    for (auto& [loc, n] : from_end) lost[loc] = std::max(lost[loc], n);
+    for (auto& [loc, n] : from_end)
+      lost[loc] = std::max(lost[loc], n);
   }
   s.lost_by_location = lost;
-  for (auto& [loc, n] : lost) s.lost_events += n;
+  for (auto& [loc, n] : lost)
+    s.lost_events += n;
   s.lost_events += s.unattached_lost_events;
   for (auto& r : res.locations)
-    if (auto it = lost.find(r.id); it != lost.end()) r.lost_events = it->second;
+    if (auto it = lost.find(r.id); it != lost.end())
+      r.lost_events = it->second;
 
   // Channel links: writes on an endpoint reach the readers of its peer endpoint.
   for (auto& [key, ep] : endpoints) {
-    if (ep.writers.empty()) continue;
+    if (ep.writers.empty())
+      continue;
     auto pit = endpoints.find(PeerKey(key, ep));
     const Endpoint* peer = pit != endpoints.end() ? &pit->second : nullptr;
     uint32_t main_reader = UINT32_MAX;
@@ -979,12 +1078,15 @@ Results Engine::Impl::Finish() {
       a.busy.assign(iv_count, 0);
       a.bytes.assign(iv_count, 0);
       if (auto bit = endpoint_busy.find({key + ">w", wli}); bit != endpoint_busy.end())
-        for (size_t i = 0; i < iv_count; ++i) a.busy[i] += bit->second[i];
+        for (size_t i = 0; i < iv_count; ++i)
+          a.busy[i] += bit->second[i];
       if (wli == main_writer && peer) {
         for (const auto& [rli, ru] : peer->readers) {
           a.r.receiver_wait_ns += ru.wait;
-          if (auto bit = endpoint_busy.find({PeerKey(key, ep) + ">r", rli}); bit != endpoint_busy.end())
-            for (size_t i = 0; i < iv_count; ++i) a.busy[i] += bit->second[i];
+          if (auto bit = endpoint_busy.find({PeerKey(key, ep) + ">r", rli});
+              bit != endpoint_busy.end())
+            for (size_t i = 0; i < iv_count; ++i)
+              a.busy[i] += bit->second[i];
         }
       }
       // Channel calls' time is all blocking: counted as waiting (the copy is negligible).
@@ -1004,12 +1106,15 @@ Results Engine::Impl::Finish() {
     }
   }
   std::vector<size_t> link_order(links.size());
-  for (size_t i = 0; i < links.size(); ++i) link_order[i] = i;
+  for (size_t i = 0; i < links.size(); ++i)
+    link_order[i] = i;
   std::stable_sort(link_order.begin(), link_order.end(), [&](size_t a, size_t b) {
     const auto& x = links[a].r;
     const auto& y = links[b].r;
-    if (x.kind != y.kind) return x.kind == "mpi";
-    if (x.from != y.from) return x.from < y.from;
+    if (x.kind != y.kind)
+      return x.kind == "mpi";
+    if (x.from != y.from)
+      return x.from < y.from;
     return x.to < y.to;
   });
   for (size_t li : link_order) {
@@ -1018,7 +1123,8 @@ Results Engine::Impl::Finish() {
     for (size_t i = 0; i < iv_count; ++i) {
       uint64_t b = ws + i * iv_ns, e = std::min(we, b + iv_ns);
       // Both ends may be busy at once; a link is in use at most the whole interval.
-      u[i] = std::min(1.0, static_cast<double>(links[li].busy[i]) / static_cast<double>(e > b ? e - b : 1));
+      u[i] = std::min(
+          1.0, static_cast<double>(links[li].busy[i]) / static_cast<double>(e > b ? e - b : 1));
     }
     iv.link_utilisation.push_back(std::move(u));
     iv.link_bytes.push_back(links[li].bytes);
@@ -1028,10 +1134,12 @@ Results Engine::Impl::Finish() {
   // locations (max - min utilisation among those alive in it).
   auto stats = [&](const std::vector<double>& v, double* mean, double* sd) {
     double m = 0;
-    for (double x : v) m += x;
+    for (double x : v)
+      m += x;
     m /= static_cast<double>(std::max<size_t>(1, v.size()));
     double var = 0;
-    for (double x : v) var += (x - m) * (x - m);
+    for (double x : v)
+      var += (x - m) * (x - m);
     *mean = m;
     *sd = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size())) : 0;
   };
@@ -1053,18 +1161,21 @@ Results Engine::Impl::Finish() {
     uint64_t b = ws + i * iv_ns, e = std::min(we, b + iv_ns);
     for (size_t k = 0; k < res.locations.size(); ++k) {
       const auto& r = res.locations[k];
-      if (r.kind != "thread" || r.last_ts <= b || r.first_ts >= e) continue;
+      if (r.kind != "thread" || r.last_ts <= b || r.first_ts >= e)
+        continue;
       lo = std::min(lo, iv.location_utilisation[k][i]);
       hi = std::max(hi, iv.location_utilisation[k][i]);
     }
     iv.imbalance[i] = hi >= lo ? hi - lo : 0;
   }
   std::vector<size_t> worst(iv_count);
-  for (size_t i = 0; i < iv_count; ++i) worst[i] = i;
+  for (size_t i = 0; i < iv_count; ++i)
+    worst[i] = i;
   std::stable_sort(worst.begin(), worst.end(),
                    [&](size_t a, size_t b) { return iv.imbalance[a] > iv.imbalance[b]; });
   for (size_t i = 0; i < worst.size() && i < 5; ++i)
-    if (iv.imbalance[worst[i]] > 0) iv.most_imbalanced.push_back(worst[i]);
+    if (iv.imbalance[worst[i]] > 0)
+      iv.most_imbalanced.push_back(worst[i]);
 
   // Wait states, largest first.
   for (auto& [key, w] : wait_states) {
@@ -1082,11 +1193,15 @@ Results Engine::Impl::Finish() {
     // waits for them, so it would always look like the least loaded.
     std::map<uint32_t, int> threads_per_pid;
     for (const auto& r : res.locations)
-      if (r.kind == "thread") ++threads_per_pid[r.pid];
+      if (r.kind == "thread")
+        ++threads_per_pid[r.pid];
     for (const auto& r : res.locations) {
-      if (r.kind != "thread") continue;
-      if (by_rank && !(r.rank >= 0 && r.label == fmt::format("rank {}", r.rank))) continue;
-      if (!by_rank && r.tid == r.pid && threads_per_pid[r.pid] > 1) continue;
+      if (r.kind != "thread")
+        continue;
+      if (by_rank && !(r.rank >= 0 && r.label == fmt::format("rank {}", r.rank)))
+        continue;
+      if (!by_rank && r.tid == r.pid && threads_per_pid[r.pid] > 1)
+        continue;
       members.push_back(&r);
     }
     LoadImbalance& li = res.imbalance;
@@ -1107,9 +1222,10 @@ Results Engine::Impl::Finish() {
         }
       }
       li.mean_compute_ns = sum / members.size();
-      li.percent = li.max_compute_ns ? 100.0 * static_cast<double>(li.max_compute_ns - li.mean_compute_ns) /
-                                           static_cast<double>(li.max_compute_ns)
-                                     : 0;
+      li.percent = li.max_compute_ns
+                       ? 100.0 * static_cast<double>(li.max_compute_ns - li.mean_compute_ns) /
+                             static_cast<double>(li.max_compute_ns)
+                       : 0;
     }
   }
 
@@ -1120,16 +1236,19 @@ Results Engine::Impl::Finish() {
     cp.wall_ns = we - ws;
     const Loc* end = nullptr;
     for (size_t oi : order)
-      if (!locs[oi].cpu && (!end || locs[oi].cp > end->cp)) end = &locs[oi];
+      if (!locs[oi].cpu && (!end || locs[oi].cp > end->cp))
+        end = &locs[oi];
     // Without messages every location is its own path: there is nothing to report.
     if (end && !links.empty()) {
       cp.length_ns = end->cp;
       if (end->shares) {
         for (size_t i = 0; i < end->shares->size() && i < locs.size(); ++i) {
           uint64_t v = (*end->shares)[i];
-          if (!v) continue;
+          if (!v)
+            continue;
           cp.shares.push_back({Label(locs[i]), v});
-          if (result_index[i] >= 0) res.locations[result_index[i]].critical_path_ns = v;
+          if (result_index[i] >= 0)
+            res.locations[result_index[i]].critical_path_ns = v;
         }
         std::stable_sort(cp.shares.begin(), cp.shares.end(),
                          [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -1145,10 +1264,18 @@ Results Engine::Impl::Finish() {
 Engine::Engine(const format::TraceReader& reader, const Options& options)
     : impl_(std::make_unique<Impl>(reader, options)) {}
 Engine::~Engine() = default;
-void Engine::Consume(const format::Event& e) { impl_->Consume(e); }
-Results Engine::Finish() { return impl_->Finish(); }
-std::pair<uint64_t, uint64_t> Engine::window() const { return {impl_->ws, impl_->we}; }
-Results Engine::Run() { return impl_->Run(); }
+void Engine::Consume(const format::Event& e) {
+  impl_->Consume(e);
+}
+Results Engine::Finish() {
+  return impl_->Finish();
+}
+std::pair<uint64_t, uint64_t> Engine::window() const {
+  return {impl_->ws, impl_->we};
+}
+Results Engine::Run() {
+  return impl_->Run();
+}
 
 StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& options) {
   Engine engine(reader, options);
@@ -1175,8 +1302,10 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
   };
   std::vector<std::unique_ptr<Head>> heads;
   for (const auto& s : reader.streams()) {
-    if (s.source == format::Source::kDefinitions || s.events == 0) continue;
-    if (s.last_ts < from || s.first_ts > to) continue;
+    if (s.source == format::Source::kDefinitions || s.events == 0)
+      continue;
+    if (s.last_ts < from || s.first_ts > to)
+      continue;
     heads.push_back(std::make_unique<Head>());
     heads.back()->stream = &s;
   }
@@ -1184,7 +1313,8 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
   auto advance = [&](Head& h) {
     for (;;) {
       while (h.decoder.Next(&h.event))
-        if (h.event.ts >= from) return true;
+        if (h.event.ts >= from)
+          return true;
       if (!h.decoder.error().empty()) {
         // Let the reader record the damaged chunk as a problem, as MergeCursor would.
         format::DecodedChunk scratch;
@@ -1193,26 +1323,31 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
       const format::ChunkRef* ref = nullptr;
       while (h.next_chunk < h.stream->chunks.size()) {
         const format::ChunkRef& r = h.stream->chunks[h.next_chunk++];
-        if (r.header.last_ts < from) continue;
-        if (r.header.first_ts > to) return false;
+        if (r.header.last_ts < from)
+          continue;
+        if (r.header.first_ts > to)
+          return false;
         ref = &r;
         break;
       }
-      if (!ref) return false;
+      if (!ref)
+        return false;
       // A chunk whose payload is damaged is recorded in reader.problems() and skipped.
       if (!reader.ReadRawPayload(*ref, &h.raw).ok()) {
         h.decoder = {};
         continue;
       }
-      h.decoder = format::EventDecoder(h.raw.data(), h.raw.size(), ref->header.location,
-                                       static_cast<format::Source>(ref->header.source),
-                                       &reader.schema());
+      h.decoder =
+          format::EventDecoder(h.raw.data(), h.raw.size(), ref->header.location,
+                               static_cast<format::Source>(ref->header.source), &reader.schema());
     }
   };
   // Every stream's location exists before the first event, so locs does not grow (and these
   // pointers stay valid) while events are consumed.
-  for (auto& h : heads) LocFor(h->stream->location);
-  for (auto& h : heads) h->loc = &locs[loc_index[h->stream->location]];
+  for (auto& h : heads)
+    LocFor(h->stream->location);
+  for (auto& h : heads)
+    h->loc = &locs[loc_index[h->stream->location]];
   std::vector<Head*> live;
   std::vector<uint64_t> live_ts;  // live[i]->event.ts, packed: the scan reads one cache line
   for (auto& h : heads)

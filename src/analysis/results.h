@@ -27,8 +27,8 @@ enum class State : uint8_t {
   kOther,
 };
 constexpr int kStateCount = 7;
-const char* StateName(State s);        // "running", "runnable", ...
-const char* StateLabel(State s);       // short column label for text output
+const char* StateName(State s);   // "running", "runnable", ...
+const char* StateLabel(State s);  // short column label for text output
 using StateTimes = std::array<uint64_t, kStateCount>;
 
 uint64_t Sum(const StateTimes& t);
@@ -82,15 +82,15 @@ struct LocationResult {
 // One direction of communication between two endpoints (ranks, or thread/process locations for
 // POSIX channels and locks).
 struct LinkResult {
-  std::string kind;  // "mpi" or "channel"
+  std::string kind;   // "mpi" or "channel"
   int64_t from = -1;  // rank for mpi, location id for channels
   int64_t to = -1;
   std::string from_label, to_label;
   uint64_t messages = 0;
   uint64_t bytes = 0;
-  uint64_t time_ns = 0;      // time in the send and receive calls of this link's messages
-  uint64_t wait_ns = 0;      // of which waiting for the partner
-  uint64_t transfer_ns = 0;  // of which moving data
+  uint64_t time_ns = 0;           // time in the send and receive calls of this link's messages
+  uint64_t wait_ns = 0;           // of which waiting for the partner
+  uint64_t transfer_ns = 0;       // of which moving data
   uint64_t sender_wait_ns = 0;    // the sender blocked (late receiver, full pipe)
   uint64_t receiver_wait_ns = 0;  // the receiver blocked (late sender, empty pipe)
 };
@@ -147,7 +147,7 @@ struct Finding {
   std::string text;      // one sentence in plain words
   std::string evidence;  // the figures it rests on
   uint64_t time_at_stake_ns = 0;
-  double percent_of_run = 0;  // time at stake / (wall time x locations involved)
+  double percent_of_run = 0;          // time at stake / (wall time x locations involved)
   std::vector<std::string> subjects;  // labels of the locations/links it names
 };
 
@@ -176,8 +176,8 @@ struct Summary {
   uint64_t in_thread_overhead_ns = 0;
   double event_cost_ns = 0;
   std::string event_cost_source;  // "measured" (session key) or "estimate"
-  bool has_sched = false;  // sampler or context-switch data present
-  bool has_comm = false;   // MPI or channel events present
+  bool has_sched = false;         // sampler or context-switch data present
+  bool has_comm = false;          // MPI or channel events present
 };
 
 struct Results {

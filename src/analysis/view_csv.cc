@@ -8,9 +8,11 @@ namespace parmon::analysis {
 namespace {
 
 std::string Field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\n") == std::string::npos)
+    return s;
   std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  for (char c : s)
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
 
@@ -35,14 +37,16 @@ std::string RenderCsv(const Results& r) {
   kv("in_thread_overhead_ns", std::to_string(s.in_thread_overhead_ns));
 
   o += "\n# table: locations\nid,kind,label,pid,tid,rank,wall_ns,cpu_ns";
-  for (int i = 0; i < kStateCount; ++i) o += fmt::format(",{}_ns", StateName(static_cast<State>(i)));
+  for (int i = 0; i < kStateCount; ++i)
+    o += fmt::format(",{}_ns", StateName(static_cast<State>(i)));
   o += ",state_source,events,lost_events,messages_sent,bytes_sent,messages_received,bytes_received,"
        "mpi_ns,mpi_calls,late_sender_ns,late_receiver_ns,barrier_wait_ns,collective_wait_ns,"
        "compute_ns,critical_path_ns\n";
   for (const auto& l : r.locations) {
     o += fmt::format("{},{},{},{},{},{},{},{}", l.id, l.kind, Field(l.label), l.pid, l.tid, l.rank,
                      l.wall_ns, l.cpu_ns);
-    for (uint64_t v : l.states) o += fmt::format(",{}", v);
+    for (uint64_t v : l.states)
+      o += fmt::format(",{}", v);
     o += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", l.state_source, l.events,
                      l.lost_events, l.messages_sent, l.bytes_sent, l.messages_received,
                      l.bytes_received, l.mpi_ns, l.mpi_calls, l.late_sender_ns, l.late_receiver_ns,
@@ -58,19 +62,21 @@ std::string RenderCsv(const Results& r) {
   o += "\n# table: links\nkind,from,to,from_label,to_label,messages,bytes,time_ns,wait_ns,"
        "transfer_ns,sender_wait_ns,receiver_wait_ns\n";
   for (const auto& k : r.links)
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", k.kind, k.from, k.to, Field(k.from_label),
-                     Field(k.to_label), k.messages, k.bytes, k.time_ns, k.wait_ns, k.transfer_ns,
-                     k.sender_wait_ns, k.receiver_wait_ns);
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", k.kind, k.from, k.to,
+                     Field(k.from_label), Field(k.to_label), k.messages, k.bytes, k.time_ns,
+                     k.wait_ns, k.transfer_ns, k.sender_wait_ns, k.receiver_wait_ns);
 
   const IntervalSeries& iv = r.intervals;
   o += "\n# table: intervals\ninterval,start_ns,subject,utilisation\n";
   for (size_t i = 0; i < iv.count; ++i) {
     uint64_t start = iv.window_start + i * iv.interval_ns - s.session_start;
     for (size_t k = 0; k < iv.location_utilisation.size(); ++k)
-      o += fmt::format("{},{},{},{:.6f}\n", i, start, Field(r.locations[k].label), iv.location_utilisation[k][i]);
+      o += fmt::format("{},{},{},{:.6f}\n", i, start, Field(r.locations[k].label),
+                       iv.location_utilisation[k][i]);
     for (size_t k = 0; k < iv.link_utilisation.size(); ++k)
       o += fmt::format("{},{},{},{:.6f}\n", i, start,
-                       Field(r.links[k].from_label + " -> " + r.links[k].to_label), iv.link_utilisation[k][i]);
+                       Field(r.links[k].from_label + " -> " + r.links[k].to_label),
+                       iv.link_utilisation[k][i]);
   }
 
   o += "\n# table: wait_states\npattern,location,label,call,instances,ns\n";

@@ -13,11 +13,20 @@ std::string Esc(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -95,20 +104,23 @@ chart('graph',{tooltip:{},series:[{type:'graph',layout:ends.length>2?'circular':
 std::string RenderHtml(const Results& r, const std::string& chart_js) {
   const Summary& s = r.summary;
   std::string o = "<!doctype html>\n<html><head><meta charset=\"utf-8\">\n";
-  o += fmt::format("<title>parmon report: {}</title>\n<style>{}</style>\n</head><body>\n", Esc(s.file), kStyle);
+  o += fmt::format("<title>parmon report: {}</title>\n<style>{}</style>\n</head><body>\n",
+                   Esc(s.file), kStyle);
   o += fmt::format("<h1>parmon report: {}</h1>\n", Esc(s.file));
   if (chart_js.empty())
     o += "<div class=\"note\" id=\"no-charts\">This report has no charts: the charting library "
          "(ECharts, from npm) was not available when parmon was built. The tables below carry "
          "every figure.</div>\n";
   if (s.lost_events)
-    o += fmt::format("<div class=\"warn\" id=\"lost\">{} events were lost: figures for the "
-                     "locations concerned undercount.</div>\n",
-                     FormatCount(s.lost_events));
+    o += fmt::format(
+        "<div class=\"warn\" id=\"lost\">{} events were lost: figures for the "
+        "locations concerned undercount.</div>\n",
+        FormatCount(s.lost_events));
   if (!s.closed_cleanly || s.damaged_events)
-    o += fmt::format("<div class=\"warn\">The trace {}; {} events in damaged chunks are missing.</div>\n",
-                     s.closed_cleanly ? "has damaged chunks" : "was not closed cleanly",
-                     FormatCount(s.damaged_events));
+    o += fmt::format(
+        "<div class=\"warn\">The trace {}; {} events in damaged chunks are missing.</div>\n",
+        s.closed_cleanly ? "has damaged chunks" : "was not closed cleanly",
+        FormatCount(s.damaged_events));
   o += "<h2>Summary</h2><table>\n";
   auto row = [&](const std::string& k, const std::string& v) {
     o += fmt::format("<tr><td>{}</td><td class=\"l\">{}</td></tr>\n", Esc(k), Esc(v));
@@ -126,7 +138,8 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
   for (const auto& f : r.findings)
     o += fmt::format("<li><b>{}</b> [{} at stake]<div class=\"ev\">{}</div></li>\n", Esc(f.text),
                      FormatDuration(f.time_at_stake_ns), Esc(f.evidence));
-  if (r.findings.empty()) o += "<li>No bottleneck found.</li>\n";
+  if (r.findings.empty())
+    o += "<li>No bottleneck found.</li>\n";
   o += "</ol>\n";
   if (!chart_js.empty())
     o += "<h2>States per location</h2><div id=\"states\" class=\"chart\"></div>\n"
@@ -136,34 +149,41 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
          "<h2>Process graph (node: utilisation; link: wait/transfer % of the run)</h2>"
          "<div id=\"graph\" class=\"chart\" style=\"height:480px\"></div>\n";
   o += "<h2>Locations</h2><table><tr><th>location</th><th>wall</th><th>cpu</th>";
-  for (int i = 0; i < kStateCount; ++i) o += fmt::format("<th>{}</th>", StateName(static_cast<State>(i)));
+  for (int i = 0; i < kStateCount; ++i)
+    o += fmt::format("<th>{}</th>", StateName(static_cast<State>(i)));
   o += "<th>msgs out</th><th>bytes out</th><th>msgs in</th><th>bytes in</th><th>MPI</th></tr>\n";
   for (const auto& l : r.locations) {
     uint64_t total = Sum(l.states);
-    o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td>", Esc(l.label), FormatDuration(l.wall_ns),
-                     FormatDuration(l.cpu_ns));
-    for (uint64_t v : l.states) o += fmt::format("<td>{}</td>", FormatPercent(v, total));
+    o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td>", Esc(l.label),
+                     FormatDuration(l.wall_ns), FormatDuration(l.cpu_ns));
+    for (uint64_t v : l.states)
+      o += fmt::format("<td>{}</td>", FormatPercent(v, total));
     o += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     FormatCount(l.messages_sent), FormatBytes(l.bytes_sent), FormatCount(l.messages_received),
-                     FormatBytes(l.bytes_received), FormatDuration(l.mpi_ns));
+                     FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
+                     FormatCount(l.messages_received), FormatBytes(l.bytes_received),
+                     FormatDuration(l.mpi_ns));
   }
   o += "</table>\n<h2>Communication</h2><table><tr><th>from</th><th>to</th><th>messages</th>"
        "<th>bytes</th><th>time</th><th>wait</th><th>transfer</th><th>sender wait</th>"
        "<th>receiver wait</th></tr>\n";
   for (const auto& k : r.links)
-    o += fmt::format("<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                     "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     Esc(k.from_label), Esc(k.to_label), FormatCount(k.messages), FormatBytes(k.bytes),
-                     FormatDuration(k.time_ns), FormatDuration(k.wait_ns), FormatDuration(k.transfer_ns),
-                     FormatDuration(k.sender_wait_ns), FormatDuration(k.receiver_wait_ns));
+    o += fmt::format(
+        "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        Esc(k.from_label), Esc(k.to_label), FormatCount(k.messages), FormatBytes(k.bytes),
+        FormatDuration(k.time_ns), FormatDuration(k.wait_ns), FormatDuration(k.transfer_ns),
+        FormatDuration(k.sender_wait_ns), FormatDuration(k.receiver_wait_ns));
   o += "</table>\n<h2>Wait states</h2><table><tr><th>pattern</th><th>location</th><th>call</th>"
        "<th>count</th><th>time</th></tr>\n";
   for (const auto& w : r.wait_states)
-    o += fmt::format("<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>\n",
-                     Esc(w.pattern), Esc(w.location_label), Esc(w.call), FormatCount(w.instances),
-                     FormatDuration(w.ns));
+    o += fmt::format(
+        "<tr><td>{}</td><td class=\"l\">{}</td><td "
+        "class=\"l\">{}</td><td>{}</td><td>{}</td></tr>\n",
+        Esc(w.pattern), Esc(w.location_label), Esc(w.call), FormatCount(w.instances),
+        FormatDuration(w.ns));
   o += "</table>\n";
-  o += "<script type=\"application/json\" id=\"report-data\">" + ScriptSafe(ToJson(r).dump()) + "</script>\n";
+  o += "<script type=\"application/json\" id=\"report-data\">" + ScriptSafe(ToJson(r).dump()) +
+       "</script>\n";
   if (!chart_js.empty()) {
     o += "<script>" + ScriptSafe(chart_js) + "</script>\n";
     o += std::string("<script>") + kCharts + "</script>\n";

@@ -7,7 +7,8 @@ namespace {
 
 nlohmann::json States(const StateTimes& t) {
   nlohmann::json j = nlohmann::json::object();
-  for (int i = 0; i < kStateCount; ++i) j[StateName(static_cast<State>(i))] = t[i];
+  for (int i = 0; i < kStateCount; ++i)
+    j[StateName(static_cast<State>(i))] = t[i];
   return j;
 }
 
@@ -37,7 +38,8 @@ nlohmann::json ToJson(const Results& r) {
   sum["events"] = s.events;
   sum["lost_events"] = s.lost_events;
   json lost = json::object();
-  for (const auto& [loc, n] : s.lost_by_location) lost[std::to_string(loc)] = n;
+  for (const auto& [loc, n] : s.lost_by_location)
+    lost[std::to_string(loc)] = n;
   sum["lost_by_location"] = lost;
   sum["unattached_lost_events"] = s.unattached_lost_events;
   sum["overwritten_events"] = s.overwritten_events;
@@ -78,7 +80,8 @@ nlohmann::json ToJson(const Results& r) {
     x["mpi_calls"] = l.mpi_calls;
     x["mpi_init_ns"] = l.mpi_init_ns;
     json fams = json::array();
-    for (const auto& f : l.mpi_families) fams.push_back({{"family", f.family}, {"calls", f.calls}, {"ns", f.ns}});
+    for (const auto& f : l.mpi_families)
+      fams.push_back({{"family", f.family}, {"calls", f.calls}, {"ns", f.ns}});
     x["mpi_families"] = fams;
     json regs = json::array();
     for (const auto& g : l.top_regions)
@@ -123,7 +126,8 @@ nlohmann::json ToJson(const Results& r) {
     json states = json::array();
     for (const auto& st : iv.location_states[k]) {
       json row = json::array();
-      for (uint64_t v : st) row.push_back(v);
+      for (uint64_t v : st)
+        row.push_back(v);
       states.push_back(row);
     }
     lrows.push_back({{"location", r.locations[k].id},
@@ -134,7 +138,8 @@ nlohmann::json ToJson(const Results& r) {
                      {"stddev", iv.location_stddev[k]}});
   }
   ivj["state_order"] = json::array();
-  for (int i = 0; i < kStateCount; ++i) ivj["state_order"].push_back(StateName(static_cast<State>(i)));
+  for (int i = 0; i < kStateCount; ++i)
+    ivj["state_order"].push_back(StateName(static_cast<State>(i)));
   ivj["locations"] = lrows;
   json krows = json::array();
   for (size_t k = 0; k < iv.link_utilisation.size(); ++k)
@@ -160,7 +165,8 @@ nlohmann::json ToJson(const Results& r) {
   const LoadImbalance& li = r.imbalance;
   const CriticalPath& cp = r.critical_path;
   json shares = json::array();
-  for (const auto& [label, ns] : cp.shares) shares.push_back({{"label", label}, {"ns", ns}});
+  for (const auto& [label, ns] : cp.shares)
+    shares.push_back({{"label", label}, {"ns", ns}});
   j["wait_states"] = {{"instances", ws},
                       {"load_imbalance",
                        {{"over", li.over},

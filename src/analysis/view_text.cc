@@ -20,7 +20,8 @@ class Out {
   std::string Dim(const std::string& s) const { return Wrap("2", s); }
   void Section(const std::string& title) {
     Line();
-    Line(Bold(fmt::format("== {} {}", title, std::string(std::max<size_t>(3, 76 - title.size()), '='))));
+    Line(Bold(
+        fmt::format("== {} {}", title, std::string(std::max<size_t>(3, 76 - title.size()), '='))));
   }
   // Words wrapped at 80 columns, later lines indented.
   void Wrapped(const std::string& first_prefix, const std::string& text, size_t indent) {
@@ -29,7 +30,8 @@ class Out {
     size_t start = 0;
     while (start < text.size()) {
       size_t sp = text.find(' ', start);
-      std::string word = text.substr(start, sp == std::string::npos ? std::string::npos : sp - start);
+      std::string word =
+          text.substr(start, sp == std::string::npos ? std::string::npos : sp - start);
       start = sp == std::string::npos ? text.size() : sp + 1;
       if (visible + word.size() + 1 > 80 && visible > indent) {
         Line(line);
@@ -60,7 +62,7 @@ std::string Cut(const std::string& s, size_t n) {
 }
 
 std::string Sparkline(const std::vector<double>& v, size_t width) {
-  static const char* const kBars[] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
+  static const char* const kBars[] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
                                       "\u2585", "\u2586", "\u2587", "\u2588"};
   std::string out;
   size_t n = v.size();
@@ -69,14 +71,17 @@ std::string Sparkline(const std::vector<double>& v, size_t width) {
     // Each cell averages the intervals it covers.
     size_t b = c * n / cells, e = std::max(b + 1, (c + 1) * n / cells);
     double sum = 0;
-    for (size_t i = b; i < e; ++i) sum += v[i];
+    for (size_t i = b; i < e; ++i)
+      sum += v[i];
     double x = sum / static_cast<double>(e - b);
     out += kBars[std::clamp(static_cast<int>(std::lround(x * 8)), 0, 8)];
   }
   return out;
 }
 
-std::string Rel(const Summary& s, uint64_t ts) { return FormatDuration(ts - s.session_start); }
+std::string Rel(const Summary& s, uint64_t ts) {
+  return FormatDuration(ts - s.session_start);
+}
 
 }  // namespace
 
@@ -86,9 +91,10 @@ std::string RenderText(const Results& r, const TextOptions& options) {
   // --- 1. summary ---
   o.Line(o.Bold(fmt::format("parmon report: {}", s.file)));
   o.Wrapped("command    ", s.command.empty() ? "?" : s.command, 11);
-  std::string window = s.window_start == s.session_start && s.window_end == s.session_end
-                           ? "whole run"
-                           : fmt::format("window {} to {}", Rel(s, s.window_start), Rel(s, s.window_end));
+  std::string window =
+      s.window_start == s.session_start && s.window_end == s.session_end
+          ? "whole run"
+          : fmt::format("window {} to {}", Rel(s, s.window_start), Rel(s, s.window_end));
   o.Line(fmt::format("duration   {} ({}){}", FormatDuration(s.duration_ns), window,
                      s.exit_code >= 0 ? fmt::format(", exit code {}", s.exit_code) : ""));
   o.Line(fmt::format("processes  {}   threads {}   ranks {}   cpus {}   events {}", s.processes,
@@ -110,13 +116,14 @@ std::string RenderText(const Results& r, const TextOptions& options) {
       if (s.unattached_lost_events)
         where += fmt::format("{}{} from threads without a ring", where.empty() ? "" : ", ",
                              FormatCount(s.unattached_lost_events));
-      o.Wrapped(o.Red("LOST       ") ,
+      o.Wrapped(o.Red("LOST       "),
                 fmt::format("{} events were lost ({}): figures for these locations undercount.",
                             FormatCount(s.lost_events), where),
                 11);
     }
     if (s.overwritten_events)
-      o.Line(o.Red(fmt::format("OVERWRITTEN {} older events (flight recorder)", FormatCount(s.overwritten_events))));
+      o.Line(o.Red(fmt::format("OVERWRITTEN {} older events (flight recorder)",
+                               FormatCount(s.overwritten_events))));
     if (!s.closed_cleanly || s.damaged_events)
       o.Wrapped(o.Red("DAMAGED    "),
                 fmt::format("the trace {}; {} events in damaged chunks are missing.",
@@ -126,11 +133,14 @@ std::string RenderText(const Results& r, const TextOptions& options) {
   }
   std::string overhead = fmt::format("recorder CPU {}", FormatDuration(s.recorder_cpu_ns));
   if (s.program_cpu_ns)
-    overhead += fmt::format(" ({} of the program's {})", FormatPercent(s.recorder_cpu_ns, s.program_cpu_ns),
-                            FormatDuration(s.program_cpu_ns));
-  overhead += fmt::format("; in the program's threads {} {}", s.event_cost_source == "measured" ? "" : "~",
-                          FormatDuration(s.in_thread_overhead_ns));
-  if (s.event_cost_source != "measured") overhead += " (estimated)";
+    overhead +=
+        fmt::format(" ({} of the program's {})", FormatPercent(s.recorder_cpu_ns, s.program_cpu_ns),
+                    FormatDuration(s.program_cpu_ns));
+  overhead +=
+      fmt::format("; in the program's threads {} {}", s.event_cost_source == "measured" ? "" : "~",
+                  FormatDuration(s.in_thread_overhead_ns));
+  if (s.event_cost_source != "measured")
+    overhead += " (estimated)";
   o.Wrapped("overhead   ", overhead, 11);
   if (!s.has_sched)
     o.Wrapped(o.Dim("note       "),
@@ -140,27 +150,32 @@ std::string RenderText(const Results& r, const TextOptions& options) {
 
   // --- 6. diagnosis (read first) ---
   o.Section("Diagnosis");
-  if (r.findings.empty()) o.Line("No bottleneck found: no wait, queueing or imbalance above 10%.");
+  if (r.findings.empty())
+    o.Line("No bottleneck found: no wait, queueing or imbalance above 10%.");
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
-    o.Wrapped(fmt::format("{}. ", i + 1), o.Yellow(f.text) + fmt::format(" [{} at stake]", FormatDuration(f.time_at_stake_ns)), 3);
+    o.Wrapped(fmt::format("{}. ", i + 1),
+              o.Yellow(f.text) + fmt::format(" [{} at stake]", FormatDuration(f.time_at_stake_ns)),
+              3);
     o.Wrapped("   ", o.Dim(f.evidence), 3);
   }
 
   // --- 2. per location ---
   o.Section("Locations");
-  o.Line(fmt::format("{:<16} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}", "LOCATION", "WALL",
-                     "CPU", "run", "queue", "comm", "lock", "timer", "io", "other"));
+  o.Line(fmt::format("{:<16} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}", "LOCATION",
+                     "WALL", "CPU", "run", "queue", "comm", "lock", "timer", "io", "other"));
   size_t shown = 0;
   for (const auto& l : r.locations) {
     if (++shown > options.max_locations) {
-      o.Line(fmt::format("... {} more (see --format json)", r.locations.size() - options.max_locations));
+      o.Line(fmt::format("... {} more (see --format json)",
+                         r.locations.size() - options.max_locations));
       break;
     }
     uint64_t total = Sum(l.states);
     std::string row = fmt::format("{:<16} {:>8} {:>8}", Cut(l.label, 16), FormatDuration(l.wall_ns),
                                   l.state_source == "sampled" ? FormatDuration(l.cpu_ns) : "-");
-    for (int i = 0; i < kStateCount; ++i) row += fmt::format(" {:>5}", FormatPercent(l.states[i], total));
+    for (int i = 0; i < kStateCount; ++i)
+      row += fmt::format(" {:>5}", FormatPercent(l.states[i], total));
     o.Line(row + (l.state_source == "sampled" ? "" : o.Dim(" *")));
   }
   bool any_comm = false, any_regions = false;
@@ -170,14 +185,17 @@ std::string RenderText(const Results& r, const TextOptions& options) {
   }
   if (any_comm) {
     o.Line();
-    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", "LOCATION", "MSGS OUT", "BYTES OUT",
-                       "MSGS IN", "BYTES IN", "MPI", "MPI FAMILIES"));
+    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", "LOCATION", "MSGS OUT",
+                       "BYTES OUT", "MSGS IN", "BYTES IN", "MPI", "MPI FAMILIES"));
     for (const auto& l : r.locations) {
-      if (!(l.messages_sent || l.messages_received || l.mpi_calls)) continue;
+      if (!(l.messages_sent || l.messages_received || l.mpi_calls))
+        continue;
       std::string fams;
       for (const auto& f : l.mpi_families) {
-        if (fams.size() > 14) break;
-        fams += fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family, FormatPercent(f.ns, l.mpi_ns));
+        if (fams.size() > 14)
+          break;
+        fams += fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family,
+                            FormatPercent(f.ns, l.mpi_ns));
       }
       o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", Cut(l.label, 16),
                          FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
@@ -197,11 +215,13 @@ std::string RenderText(const Results& r, const TextOptions& options) {
                            FormatDuration(g.exclusive_ns)));
       }
   }
-  if (!s.has_sched) o.Line(o.Dim("* states inferred from instrumented calls, not sampled"));
+  if (!s.has_sched)
+    o.Line(o.Dim("* states inferred from instrumented calls, not sampled"));
 
   // --- 3. communication matrix ---
   o.Section("Communication");
-  if (r.links.empty()) o.Line("No messages or channel traffic recorded.");
+  if (r.links.empty())
+    o.Line("No messages or channel traffic recorded.");
   else {
     o.Line(fmt::format("{:<14} {:<14} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}", "FROM", "TO", "MSGS",
                        "BYTES", "TIME", "WAIT", "S.WAIT", "R.WAIT"));
@@ -209,9 +229,12 @@ std::string RenderText(const Results& r, const TextOptions& options) {
       o.Line(fmt::format("{:<14} {:<14} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}", Cut(k.from_label, 14),
                          Cut(k.to_label, 14), FormatCount(k.messages), FormatBytes(k.bytes),
                          FormatDuration(k.time_ns), FormatDuration(k.wait_ns),
-                         FormatPercent(k.sender_wait_ns, k.time_ns), FormatPercent(k.receiver_wait_ns, k.time_ns)));
-    o.Wrapped("", o.Dim("WAIT = waiting for the partner (S. by the sender, R. by the receiver, "
-                        "as % of TIME); the rest of TIME is transfer."), 0);
+                         FormatPercent(k.sender_wait_ns, k.time_ns),
+                         FormatPercent(k.receiver_wait_ns, k.time_ns)));
+    o.Wrapped("",
+              o.Dim("WAIT = waiting for the partner (S. by the sender, R. by the receiver, "
+                    "as % of TIME); the rest of TIME is transfer."),
+              0);
   }
 
   // --- 4. intervals ---
@@ -220,17 +243,18 @@ std::string RenderText(const Results& r, const TextOptions& options) {
   o.Line(fmt::format("{:<16} {:>5} {:>6}  {}", "UTILISATION", "MEAN", "STDDEV", "OVER TIME"));
   shown = 0;
   for (size_t k = 0; k < iv.location_utilisation.size(); ++k) {
-    if (++shown > options.max_locations) break;
+    if (++shown > options.max_locations)
+      break;
     o.Line(fmt::format("{:<16} {:>5} {:>6}  {}", Cut(r.locations[k].label, 16),
                        fmt::format("{:.0f}%", iv.location_mean[k] * 100),
                        fmt::format("{:.0f}%", iv.location_stddev[k] * 100),
                        Sparkline(iv.location_utilisation[k], 50)));
   }
   for (size_t k = 0; k < iv.link_utilisation.size() && k < 32; ++k)
-    o.Line(fmt::format("{:<16} {:>5} {:>6}  {}", Cut(r.links[k].from_label + ">" + r.links[k].to_label, 16),
-                       fmt::format("{:.0f}%", iv.link_mean[k] * 100),
-                       fmt::format("{:.0f}%", iv.link_stddev[k] * 100),
-                       Sparkline(iv.link_utilisation[k], 50)));
+    o.Line(fmt::format(
+        "{:<16} {:>5} {:>6}  {}", Cut(r.links[k].from_label + ">" + r.links[k].to_label, 16),
+        fmt::format("{:.0f}%", iv.link_mean[k] * 100),
+        fmt::format("{:.0f}%", iv.link_stddev[k] * 100), Sparkline(iv.link_utilisation[k], 50)));
   if (!iv.most_imbalanced.empty()) {
     std::string worst;
     for (size_t i : iv.most_imbalanced)
@@ -242,17 +266,20 @@ std::string RenderText(const Results& r, const TextOptions& options) {
 
   // --- 5. wait states ---
   o.Section("Wait states");
-  if (r.wait_states.empty()) o.Line("No time lost waiting for a partner.");
+  if (r.wait_states.empty())
+    o.Line("No time lost waiting for a partner.");
   else {
-    o.Line(fmt::format("{:<16} {:<16} {:<22} {:>9} {:>10}", "PATTERN", "LOCATION", "CALL", "COUNT", "TIME"));
+    o.Line(fmt::format("{:<16} {:<16} {:<22} {:>9} {:>10}", "PATTERN", "LOCATION", "CALL", "COUNT",
+                       "TIME"));
     shown = 0;
     for (const auto& w : r.wait_states) {
       if (++shown > 20) {
         o.Line(fmt::format("... {} more", r.wait_states.size() - 20));
         break;
       }
-      o.Line(fmt::format("{:<16} {:<16} {:<22} {:>9} {:>10}", Cut(w.pattern, 16), Cut(w.location_label, 16),
-                         Cut(w.call, 22), FormatCount(w.instances), FormatDuration(w.ns)));
+      o.Line(fmt::format("{:<16} {:<16} {:<22} {:>9} {:>10}", Cut(w.pattern, 16),
+                         Cut(w.location_label, 16), Cut(w.call, 22), FormatCount(w.instances),
+                         FormatDuration(w.ns)));
     }
   }
   const LoadImbalance& li = r.imbalance;
@@ -269,10 +296,11 @@ std::string RenderText(const Results& r, const TextOptions& options) {
     for (size_t i = 0; i < cp.shares.size() && i < 4; ++i)
       shares += fmt::format("{}{} {}", shares.empty() ? "" : ", ", cp.shares[i].first,
                             FormatPercent(cp.shares[i].second, cp.length_ns));
-    o.Wrapped("critical path: ",
-              fmt::format("{} of computation through messages ({} of the window): {}",
-                          FormatDuration(cp.length_ns), FormatPercent(cp.length_ns, cp.wall_ns), shares),
-              15);
+    o.Wrapped(
+        "critical path: ",
+        fmt::format("{} of computation through messages ({} of the window): {}",
+                    FormatDuration(cp.length_ns), FormatPercent(cp.length_ns, cp.wall_ns), shares),
+        15);
   }
   return std::move(o.text());
 }

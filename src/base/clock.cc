@@ -13,7 +13,8 @@ namespace parmon {
 
 bool TscIsInvariant() {
   unsigned eax, ebx, ecx, edx;
-  if (__get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) && (edx & (1u << 8))) return true;
+  if (__get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) && (edx & (1u << 8)))
+    return true;
   // Some hypervisors hide the CPUID bit but the kernel still trusts the TSC ("nonstop_tsc").
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
@@ -35,7 +36,8 @@ bool PerfTickConversion(TickConversion* out) {
   attr.exclude_hv = 1;
   attr.disabled = 1;
   int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
-  if (fd < 0) return false;
+  if (fd < 0)
+    return false;
   long page = sysconf(_SC_PAGESIZE);
   void* map = mmap(nullptr, page, PROT_READ, MAP_SHARED, fd, 0);
   bool ok = false;
@@ -51,8 +53,10 @@ bool PerfTickConversion(TickConversion* out) {
       c.mult = pc->time_mult;
       c.shift = pc->time_shift;
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
-      if (__atomic_load_n(&pc->lock, __ATOMIC_RELAXED) != seq || (seq & 1)) continue;
-      if (!usable) break;
+      if (__atomic_load_n(&pc->lock, __ATOMIC_RELAXED) != seq || (seq & 1))
+        continue;
+      if (!usable)
+        break;
       *out = c;
       ok = true;
     }
@@ -69,7 +73,8 @@ TickConversion CalibrateClock() {
     c.ticks_are_tsc = false;
     return c;
   }
-  if (PerfTickConversion(&c)) return c;
+  if (PerfTickConversion(&c))
+    return c;
   TscSample a = SampleTscAndMonotonic();
   while (MonotonicNs() - a.ns < 1000000) {
   }
@@ -107,7 +112,8 @@ TickConversion ConversionFromSamples(const TscSample& a, const TscSample& b) {
 
 std::string TickConversion::Describe() const {
   std::string base_name = base == ClockBase::kPerf ? "perf clock" : "CLOCK_MONOTONIC";
-  if (!ticks_are_tsc) return base_name + " read directly (TSC not invariant)";
+  if (!ticks_are_tsc)
+    return base_name + " read directly (TSC not invariant)";
   return "TSC converted to " + base_name +
          (base == ClockBase::kPerf ? " (kernel mult/shift)" : " (measured rate)");
 }

@@ -18,7 +18,9 @@
 
 namespace parmon {
 
-inline uint64_t ReadTsc() { return __rdtsc(); }
+inline uint64_t ReadTsc() {
+  return __rdtsc();
+}
 
 inline uint64_t MonotonicNs() {
   timespec ts;
@@ -66,7 +68,8 @@ TscSample SampleTscAndMonotonic();
 TickConversion ConversionFromSamples(const TscSample& a, const TscSample& b);
 
 // Chooses the session time base: the perf clock when the kernel publishes the TSC conversion,
-// else CLOCK_MONOTONIC with a measured TSC rate (a 1 ms calibration, refined by the recorder), else plain CLOCK_MONOTONIC.
+// else CLOCK_MONOTONIC with a measured TSC rate (a 1 ms calibration, refined by the recorder), else
+// plain CLOCK_MONOTONIC.
 TickConversion CalibrateClock();
 
 // The perf clock's conversion, when available (used by CalibrateClock; exposed for tests).

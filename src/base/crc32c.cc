@@ -10,7 +10,8 @@ struct Table {
   Table() {
     for (uint32_t i = 0; i < 256; ++i) {
       uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      for (int k = 0; k < 8; ++k)
+        c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
       t[i] = c;
     }
   }
@@ -18,7 +19,8 @@ struct Table {
 
 uint32_t SoftwareCrc(const uint8_t* p, size_t n, uint32_t crc) {
   static const Table table;
-  for (size_t i = 0; i < n; ++i) crc = table.t[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  for (size_t i = 0; i < n; ++i)
+    crc = table.t[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
   return crc;
 }
 

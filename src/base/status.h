@@ -30,7 +30,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
@@ -52,16 +52,17 @@ class [[nodiscard]] StatusOr {
 #define PARMON_STATUS_CONCAT_INNER_(a, b) a##b
 #define PARMON_STATUS_CONCAT_(a, b) PARMON_STATUS_CONCAT_INNER_(a, b)
 
-#define PARMON_RETURN_IF_ERROR(expr)         \
-  do {                                       \
+#define PARMON_RETURN_IF_ERROR(expr)          \
+  do {                                        \
     ::parmon::Status parmon_status_ = (expr); \
-    if (!parmon_status_.ok()) return parmon_status_; \
+    if (!parmon_status_.ok())                 \
+      return parmon_status_;                  \
   } while (0)
 
-#define PARMON_ASSIGN_OR_RETURN(lhs, expr)                                    \
-  auto PARMON_STATUS_CONCAT_(parmon_or_, __LINE__) = (expr);                  \
-  if (!PARMON_STATUS_CONCAT_(parmon_or_, __LINE__).ok())                      \
-    return PARMON_STATUS_CONCAT_(parmon_or_, __LINE__).status();              \
+#define PARMON_ASSIGN_OR_RETURN(lhs, expr)                       \
+  auto PARMON_STATUS_CONCAT_(parmon_or_, __LINE__) = (expr);     \
+  if (!PARMON_STATUS_CONCAT_(parmon_or_, __LINE__).ok())         \
+    return PARMON_STATUS_CONCAT_(parmon_or_, __LINE__).status(); \
   lhs = std::move(PARMON_STATUS_CONCAT_(parmon_or_, __LINE__)).value()
 
 #endif  // PARMON_SRC_BASE_STATUS_H_

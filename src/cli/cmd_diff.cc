@@ -1,6 +1,6 @@
 // parmon diff: the same run before and after a change, side by side. See docs/man/parmon-diff.md.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "analysis/compare.h"
 #include "cli/commands.h"
@@ -18,7 +18,8 @@ int RunDiff(int argc, char** argv) {
   app.add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
   app.add_option("-o,--output", output, "write to this file instead of standard output");
   app.add_flag("--partial", in.partial, "accept damaged or truncated traces");
-  app.add_option("--color", color, "auto, always or never")->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--color", color, "auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,6 @@
 // parmon dump: every event in time order, one per line. See docs/man/parmon-dump.md.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstring>
 
@@ -15,8 +15,10 @@ using format::Kind;
 
 std::string Printable(std::string_view s, size_t max) {
   std::string out;
-  for (char c : s.substr(0, max)) out += (c >= 32 && c < 127) ? c : '.';
-  if (s.size() > max) out += "...";
+  for (char c : s.substr(0, max))
+    out += (c >= 32 && c < 127) ? c : '.';
+  if (s.size() > max)
+    out += "...";
   return out;
 }
 
@@ -42,7 +44,8 @@ std::string Describe(const format::TraceReader& r, const format::Event& e) {
     case Kind::kTraceData: {
       auto it = defs.event_names.find(static_cast<uint32_t>(e.args[0]));
       std::string ev = it == defs.event_names.end() ? std::to_string(e.args[0]) : it->second;
-      if (e.kind_enum() == Kind::kTraceEvent) return fmt::format("{} {}", name, ev);
+      if (e.kind_enum() == Kind::kTraceEvent)
+        return fmt::format("{} {}", name, ev);
       return fmt::format("{} {} {} bytes", name, ev, e.payload.size());
     }
     default:
@@ -53,11 +56,13 @@ std::string Describe(const format::TraceReader& r, const format::Event& e) {
   size_t pos = 0;
   for (int i = 0; i < e.nargs; ++i) {
     size_t comma = arg_names.find(',', pos);
-    std::string an = arg_names.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string an =
+        arg_names.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? arg_names.size() : comma + 1;
     s += fmt::format(" {}={}", an.empty() ? fmt::format("a{}", i) : an, e.args[i]);
   }
-  if (!e.payload.empty()) s += fmt::format(" \"{}\"", Printable(e.payload, 80));
+  if (!e.payload.empty())
+    s += fmt::format(" \"{}\"", Printable(e.payload, 80));
   return s;
 }
 
@@ -72,9 +77,11 @@ int RunDump(int argc, char** argv) {
   app.add_option("--tid", tids, "only these threads (repeatable)");
   app.add_option("--pid", pids, "only these processes (repeatable)");
   app.add_option("--location", locations, "only these locations (repeatable)");
-  app.add_option("--from", from, "start of the time range, from the session start (e.g. 1.5s, 200ms)");
+  app.add_option("--from", from,
+                 "start of the time range, from the session start (e.g. 1.5s, 200ms)");
   app.add_option("--to", to, "end of the time range, from the session start");
-  app.add_flag("--absolute", absolute, "print session-clock nanoseconds instead of seconds from the start");
+  app.add_flag("--absolute", absolute,
+               "print session-clock nanoseconds instead of seconds from the start");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -87,13 +94,16 @@ int RunDump(int argc, char** argv) {
   }
   const format::TraceReader& r = **opened;
   uint64_t start = std::stoull(r.SessionValue("start_ts", "0"));
-  if (start == 0) start = r.first_ts();
+  if (start == 0)
+    start = r.first_ts();
   format::CursorFilter filter;
   if (!tids.empty() || !pids.empty() || !locations.empty()) {
     std::set<uint32_t> sel(locations.begin(), locations.end());
     for (const auto& [id, l] : r.definitions().locations) {
-      if (std::find(tids.begin(), tids.end(), l.tid) != tids.end()) sel.insert(id);
-      if (std::find(pids.begin(), pids.end(), l.pid) != pids.end()) sel.insert(id);
+      if (std::find(tids.begin(), tids.end(), l.tid) != tids.end())
+        sel.insert(id);
+      if (std::find(pids.begin(), pids.end(), l.pid) != pids.end())
+        sel.insert(id);
     }
     filter.locations = sel;
   }
@@ -118,11 +128,13 @@ int RunDump(int argc, char** argv) {
   const auto& defs = r.definitions();
   while (cursor.Next(&e)) {
     auto it = defs.locations.find(e.location);
-    std::string where = it == defs.locations.end()
-                            ? fmt::format("loc{}", e.location)
-                            : fmt::format("{}/{} {}", it->second.pid, it->second.tid, it->second.name);
-    std::string t = absolute ? std::to_string(e.ts)
-                             : fmt::format("{:.9f}", (static_cast<double>(e.ts) - static_cast<double>(start)) / 1e9);
+    std::string where = it == defs.locations.end() ? fmt::format("loc{}", e.location)
+                                                   : fmt::format("{}/{} {}", it->second.pid,
+                                                                 it->second.tid, it->second.name);
+    std::string t =
+        absolute
+            ? std::to_string(e.ts)
+            : fmt::format("{:.9f}", (static_cast<double>(e.ts) - static_cast<double>(start)) / 1e9);
     out += fmt::format("{:>14} [{}] {}\n", t, where, Describe(r, e));
     if (out.size() > (1 << 16)) {
       fwrite(out.data(), 1, out.size(), stdout);
@@ -130,7 +142,8 @@ int RunDump(int argc, char** argv) {
     }
   }
   fwrite(out.data(), 1, out.size(), stdout);
-  for (const auto& p : r.problems()) fmt::print(stderr, "parmon dump: {}\n", p.message);
+  for (const auto& p : r.problems())
+    fmt::print(stderr, "parmon dump: {}\n", p.message);
   return r.problems().empty() ? 0 : 3;
 }
 

@@ -1,6 +1,6 @@
 // parmon info: what a trace holds. See docs/man/parmon-info.md.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <ctime>
@@ -31,7 +31,8 @@ std::map<uint32_t, uint64_t> ParseCounts(const std::string& s) {
   while (std::getline(in, item, ';')) {
     unsigned loc;
     unsigned long long n;
-    if (sscanf(item.c_str(), "%u:%llu", &loc, &n) == 2) out[loc] += n;
+    if (sscanf(item.c_str(), "%u:%llu", &loc, &n) == 2)
+      out[loc] += n;
   }
   return out;
 }
@@ -80,32 +81,40 @@ int RunInfo(int argc, char** argv) {
   }
   // Lost events: the END chunk's totals when the file was closed, else count the Lost events.
   if (r.closed_cleanly()) {
-    for (const auto& [loc, n] : ParseCounts(r.SessionValue("lost_by_location"))) stats[loc].lost += n;
+    for (const auto& [loc, n] : ParseCounts(r.SessionValue("lost_by_location")))
+      stats[loc].lost += n;
   } else {
     format::CursorFilter f;
     f.sources = std::set<format::Source>{format::Source::kRuntime, format::Source::kRecorder};
     format::MergeCursor cursor(r, f);
     format::Event e;
     while (cursor.Next(&e))
-      if (e.kind_enum() == Kind::kLost || e.kind_enum() == Kind::kRingLost) stats[e.location].lost += e.args[0];
+      if (e.kind_enum() == Kind::kLost || e.kind_enum() == Kind::kRingLost)
+        stats[e.location].lost += e.args[0];
   }
   uint64_t lost_total = 0, damaged_total = 0;
   bool damaged_unknown = false;
-  for (const auto& [loc, st] : stats) lost_total += st.lost;
+  for (const auto& [loc, st] : stats)
+    lost_total += st.lost;
   for (const auto& p : r.problems()) {
-    if (p.events_lost > 0) damaged_total += static_cast<uint64_t>(p.events_lost);
-    if (p.events_lost < 0) damaged_unknown = true;
+    if (p.events_lost > 0)
+      damaged_total += static_cast<uint64_t>(p.events_lost);
+    if (p.events_lost < 0)
+      damaged_unknown = true;
   }
   uint64_t unattached = std::stoull(r.SessionValue("unattached_lost_events", "0"));
   uint64_t overwritten = std::stoull(r.SessionValue("overwritten_events", "0"));
   uint64_t events = r.total_events();
   uint64_t start_ts = std::stoull(r.SessionValue("start_ts", "0"));
   uint64_t end_ts = std::stoull(r.SessionValue("end_ts", std::to_string(r.last_ts())));
-  if (start_ts == 0) start_ts = r.first_ts();
+  if (start_ts == 0)
+    start_ts = r.first_ts();
   double duration = end_ts > start_ts ? static_cast<double>(end_ts - start_ts) / 1e9 : 0;
   size_t threads = 0;
-  for (const auto& [id, l] : defs.locations) threads += l.type == format::LocationType::kThread;
-  double bytes_per_event = events ? static_cast<double>(r.file_size()) / static_cast<double>(events) : 0;
+  for (const auto& [id, l] : defs.locations)
+    threads += l.type == format::LocationType::kThread;
+  double bytes_per_event =
+      events ? static_cast<double>(r.file_size()) / static_cast<double>(events) : 0;
 
   if (json) {
     nlohmann::json j;
@@ -144,12 +153,15 @@ int RunInfo(int argc, char** argv) {
     }
     j["locations"] = locs;
     nlohmann::json procs = nlohmann::json::array();
-    for (const auto& [pid, p] : defs.processes) procs.push_back({{"pid", pid}, {"ppid", p.ppid}, {"command", p.command}});
+    for (const auto& [pid, p] : defs.processes)
+      procs.push_back({{"pid", pid}, {"ppid", p.ppid}, {"command", p.command}});
     j["process_list"] = procs;
     nlohmann::json problems = nlohmann::json::array();
     for (const auto& p : r.problems()) {
-      nlohmann::json pj{{"offset", p.offset}, {"message", p.message}, {"events_lost", p.events_lost}};
-      if (p.location) pj["location"] = *p.location;
+      nlohmann::json pj{
+          {"offset", p.offset}, {"message", p.message}, {"events_lost", p.events_lost}};
+      if (p.location)
+        pj["location"] = *p.location;
       problems.push_back(pj);
     }
     j["problems"] = problems;
@@ -166,19 +178,22 @@ int RunInfo(int argc, char** argv) {
     fmt::print("started     {}\n", FormatTime(std::stoull(rt)));
   fmt::print("duration    {:.6f} s\n", duration);
   fmt::print("clock       {}\n", r.SessionValue("clock", "?"));
-  if (auto ec = r.SessionValue("exit_code"); !ec.empty()) fmt::print("exit code   {}\n", ec);
+  if (auto ec = r.SessionValue("exit_code"); !ec.empty())
+    fmt::print("exit code   {}\n", ec);
   fmt::print("processes   {}\n", defs.processes.size());
   fmt::print("threads     {}\n", threads);
   fmt::print("events      {} ({:.2f} bytes per event on disk)\n", events, bytes_per_event);
-  fmt::print("lost        {}{}{}\n", lost_total + unattached,
-             unattached ? fmt::format(" ({} from threads that found no free ring)", unattached) : "",
-             overwritten ? fmt::format("; {} overwritten by the flight recorder", overwritten) : "");
+  fmt::print(
+      "lost        {}{}{}\n", lost_total + unattached,
+      unattached ? fmt::format(" ({} from threads that found no free ring)", unattached) : "",
+      overwritten ? fmt::format("; {} overwritten by the flight recorder", overwritten) : "");
   if (!r.problems().empty()) {
     fmt::print("\ndamage:\n");
-    for (const auto& p : r.problems()) fmt::print("  - {}\n", p.message);
+    for (const auto& p : r.problems())
+      fmt::print("  - {}\n", p.message);
   }
-  fmt::print("\n{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12}\n", "LOC", "PID", "TID", "NAME", "EVENTS", "LOST",
-             "SPAN(s)");
+  fmt::print("\n{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12}\n", "LOC", "PID", "TID", "NAME",
+             "EVENTS", "LOST", "SPAN(s)");
   for (const auto& [id, st] : stats) {
     auto it = defs.locations.find(id);
     uint32_t pid = 0, tid = 0;
@@ -189,8 +204,8 @@ int RunInfo(int argc, char** argv) {
       name = it->second.name;
     }
     double span = st.last > st.first ? static_cast<double>(st.last - st.first) / 1e9 : 0;
-    fmt::print("{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12.6f}\n", id, pid, tid, name.substr(0, 16), st.events,
-               st.lost, span);
+    fmt::print("{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12.6f}\n", id, pid, tid,
+               name.substr(0, 16), st.events, st.lost, span);
   }
   sched::PrintSummary(r, sched::Summarize(r));
   return 0;

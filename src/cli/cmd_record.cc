@@ -1,6 +1,6 @@
 // parmon record: run a command under the recorder. See docs/man/parmon-record.md.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -52,7 +52,8 @@ std::optional<LaunchedRank> RankFromLauncher() {
   } else {
     return std::nullopt;
   }
-  if (r.rank < 0) return std::nullopt;
+  if (r.rank < 0)
+    return std::nullopt;
   return r;
 }
 
@@ -60,7 +61,8 @@ std::optional<LaunchedRank> RankFromLauncher() {
 // left by an earlier, larger run. Returns the rank's file, or an error message.
 std::string PrepareRankFile(const std::string& run, const LaunchedRank& r, std::string* error) {
   struct stat st;
-  if (stat(run.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) unlink(run.c_str());
+  if (stat(run.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    unlink(run.c_str());
   mkdir(run.c_str(), 0777);
   if (stat(run.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     *error = fmt::format("cannot create the directory {} for the ranks' files", run);
@@ -85,16 +87,20 @@ std::string PrepareRankFile(const std::string& run, const LaunchedRank& r, std::
 // says so (mpi_core.cc), so a wrong guess costs data, never a crash.
 std::string MpiWrapperLibrary(const std::vector<std::string>& command) {
   const char* forced = getenv("PARMON_MPI");
-  if (forced != nullptr && std::string(forced) == "mpich") return "libparmon_mpi_mpich.so";
-  if (forced != nullptr && *forced != '\0') return "libparmon_mpi.so";
-  if (command.empty()) return "libparmon_mpi.so";
+  if (forced != nullptr && std::string(forced) == "mpich")
+    return "libparmon_mpi_mpich.so";
+  if (forced != nullptr && *forced != '\0')
+    return "libparmon_mpi.so";
+  if (command.empty())
+    return "libparmon_mpi.so";
   std::string program = command[0];
   if (program.find('/') == std::string::npos) {
     const char* path = getenv("PATH");
     std::string dirs = path ? path : "/usr/bin:/bin";
     for (size_t start = 0; start <= dirs.size();) {
       size_t end = dirs.find(':', start);
-      if (end == std::string::npos) end = dirs.size();
+      if (end == std::string::npos)
+        end = dirs.size();
       std::string candidate = dirs.substr(start, end - start) + "/" + program;
       if (access(candidate.c_str(), X_OK) == 0) {
         program = candidate;
@@ -105,7 +111,8 @@ std::string MpiWrapperLibrary(const std::vector<std::string>& command) {
   }
   std::error_code ec;
   std::string real = std::filesystem::canonical(program, ec).string();
-  if (ec) return "libparmon_mpi.so";
+  if (ec)
+    return "libparmon_mpi.so";
   std::string name = std::filesystem::path(real).filename().string();
   if (name.find("mpich") != std::string::npos || name.find("hydra") != std::string::npos)
     return "libparmon_mpi_mpich.so";
@@ -114,7 +121,10 @@ std::string MpiWrapperLibrary(const std::vector<std::string>& command) {
     std::string head(4u << 20, '\0');
     head.resize(fread(head.data(), 1, head.size(), f));
     fclose(f);
-    if (head.compare(0, 4, "\x7f" "ELF") == 0 && head.find("libmpich.so") != std::string::npos)
+    if (head.compare(0, 4,
+                     "\x7f"
+                     "ELF") == 0 &&
+        head.find("libmpich.so") != std::string::npos)
       return "libparmon_mpi_mpich.so";
   }
   return "libparmon_mpi.so";
@@ -123,7 +133,8 @@ std::string MpiWrapperLibrary(const std::vector<std::string>& command) {
 }  // namespace
 
 int RunRecord(int argc, char** argv) {
-  CLI::App app{"Run a command and record what its threads, processes and ranks do.", "parmon record"};
+  CLI::App app{"Run a command and record what its threads, processes and ranks do.",
+               "parmon record"};
   recorder::RecordOptions options;
   std::string buffer_size, overflow = "block", flight_size, window;
   app.add_option("-o,--output", options.output, "trace file to write")->capture_default_str();
@@ -158,7 +169,8 @@ int RunRecord(int argc, char** argv) {
     return app.exit(e);
   }
   std::vector<std::string> command = app.remaining();
-  if (!command.empty() && command[0] == "--") command.erase(command.begin());
+  if (!command.empty() && command[0] == "--")
+    command.erase(command.begin());
   if (options.attach_pid < 0) {
     fmt::print(stderr, "parmon record: -p needs a process id, not {}\n", options.attach_pid);
     return 2;
@@ -168,11 +180,14 @@ int RunRecord(int argc, char** argv) {
     return 2;
   }
   if (command.empty() && options.attach_pid == 0) {
-    fmt::print(stderr, "parmon record: no command given\nusage: parmon record [options] -- CMD [ARGS...]\n");
+    fmt::print(
+        stderr,
+        "parmon record: no command given\nusage: parmon record [options] -- CMD [ARGS...]\n");
     return 2;
   }
   if (!buffer_size.empty() && !recorder::ParseSize(buffer_size, &options.ring_bytes)) {
-    fmt::print(stderr, "parmon record: --buffer-size '{}' is not a size (try 4M or 512K)\n", buffer_size);
+    fmt::print(stderr, "parmon record: --buffer-size '{}' is not a size (try 4M or 512K)\n",
+               buffer_size);
     return 2;
   }
   if (!flight_size.empty() && !recorder::ParseSize(flight_size, &options.flight_bytes)) {
@@ -185,13 +200,15 @@ int RunRecord(int argc, char** argv) {
   }
   sched::SchedOptions sched_options;
   if (!recorder::ParseDuration(period, &sched_options.period_ns) ||
-      sched_options.period_ns < sched::kMinPeriodNs || sched_options.period_ns > sched::kMaxPeriodNs) {
-    fmt::print(stderr, "parmon record: -t '{}' is not a period from 1ms to 60s (try 10ms)\n", period);
+      sched_options.period_ns < sched::kMinPeriodNs ||
+      sched_options.period_ns > sched::kMaxPeriodNs) {
+    fmt::print(stderr, "parmon record: -t '{}' is not a period from 1ms to 60s (try 10ms)\n",
+               period);
     return 2;
   }
-  if (!duration.empty() && (options.attach_pid == 0 ||
-                            !recorder::ParseDuration(duration, &options.duration_ns) ||
-                            options.duration_ns == 0)) {
+  if (!duration.empty() &&
+      (options.attach_pid == 0 || !recorder::ParseDuration(duration, &options.duration_ns) ||
+       options.duration_ns == 0)) {
     fmt::print(stderr, "parmon record: --duration '{}' needs -p and a duration such as 10s\n",
                duration);
     return 2;
@@ -214,7 +231,8 @@ int RunRecord(int argc, char** argv) {
   options.extra_session.emplace_back("mode", mode);
   if (options.attach_pid > 0)
     options.extra_session.emplace_back("attached_pid", std::to_string(options.attach_pid));
-  if (!threads.empty()) options.extra_session.emplace_back("threads", threads);
+  if (!threads.empty())
+    options.extra_session.emplace_back("threads", threads);
   options.overflow = overflow == "drop"        ? shm::Overflow::kDrop
                      : overflow == "overwrite" ? shm::Overflow::kOverwrite
                                                : shm::Overflow::kBlock;
@@ -237,7 +255,8 @@ int RunRecord(int argc, char** argv) {
       options.extra_session.emplace_back("mpi_rank", std::to_string(launched->rank));
       options.extra_session.emplace_back("mpi_size", std::to_string(launched->size));
       options.extra_session.emplace_back("launcher", launched->launcher);
-      if (!launched->job.empty()) options.extra_session.emplace_back("job", launched->job);
+      if (!launched->job.empty())
+        options.extra_session.emplace_back("job", launched->job);
     }
   }
   recorder::Recorder rec(options);

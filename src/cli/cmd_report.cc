@@ -2,8 +2,8 @@
 // and a diagnosis. See docs/man/parmon-report.md.
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,13 +19,14 @@ namespace parmon::cli {
 
 StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInputOptions& in) {
   auto opened = format::TraceReader::Open(path);
-  if (!opened.ok()) return opened.status();
+  if (!opened.ok())
+    return opened.status();
   const format::TraceReader& reader = **opened;
   if (!in.partial) {
     if (!reader.problems().empty())
-      return Status::Error(fmt::format(
-          "{} is damaged or truncated ({}); use --partial to report what is intact", path,
-          reader.problems().front().message));
+      return Status::Error(
+          fmt::format("{} is damaged or truncated ({}); use --partial to report what is intact",
+                      path, reader.problems().front().message));
     if (!reader.closed_cleanly())
       return Status::Error(fmt::format(
           "{} was not closed cleanly (the recording was cut short); use --partial to report "
@@ -37,14 +38,15 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
     return Status::Error(fmt::format("--from {} is not a duration (try 1.5s or 200ms)", in.from));
   if (!in.to.empty() && !recorder::ParseDuration(in.to, &options.to_ns))
     return Status::Error(fmt::format("--to {} is not a duration (try 1.5s or 200ms)", in.to));
-  if (!in.interval.empty() && (!recorder::ParseDuration(in.interval, &options.interval_ns) ||
-                               options.interval_ns == 0))
+  if (!in.interval.empty() &&
+      (!recorder::ParseDuration(in.interval, &options.interval_ns) || options.interval_ns == 0))
     return Status::Error(fmt::format("--interval {} is not a positive duration", in.interval));
   if (options.to_ns <= options.from_ns)
     return Status::Error("--to must be later than --from");
   options.default_event_cost_ns = kDefaultEventCostNs;
   auto results = analysis::Analyze(reader, options);
-  if (!results.ok()) return results.status();
+  if (!results.ok())
+    return results.status();
   // Chunks found damaged while reading (payload checksums are checked as they are read).
   if (!in.partial && !reader.problems().empty())
     return Status::Error(fmt::format("{} is damaged ({}); use --partial to report what is intact",
@@ -53,8 +55,10 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
 }
 
 bool UseColor(const std::string& mode, const std::string& output) {
-  if (mode == "always") return true;
-  if (mode == "never" || !output.empty()) return false;
+  if (mode == "always")
+    return true;
+  if (mode == "never" || !output.empty())
+    return false;
   return isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
 }
 
@@ -66,14 +70,16 @@ Status WriteOutput(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   out.close();
-  if (!out) return Status::Error(fmt::format("cannot write {}", path));
+  if (!out)
+    return Status::Error(fmt::format("cannot write {}", path));
   return Status::Ok();
 }
 
 int RunReport(int argc, char** argv) {
-  CLI::App app{"Report what each thread and rank did, the communication matrix, intervals, wait "
-               "states and a diagnosis.",
-               "parmon report"};
+  CLI::App app{
+      "Report what each thread and rank did, the communication matrix, intervals, wait "
+      "states and a diagnosis.",
+      "parmon report"};
   std::string path, format = "text", output, color = "auto";
   ReportInputOptions in;
   app.add_option("file", path, "trace file")->required();
@@ -84,7 +90,8 @@ int RunReport(int argc, char** argv) {
   app.add_option("--to", in.to, "end of the window, from the session start");
   app.add_option("--interval", in.interval, "interval length (default: about 40 intervals)");
   app.add_flag("--partial", in.partial, "report a damaged or truncated trace from what is intact");
-  app.add_option("--color", color, "auto, always or never")->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--color", color, "auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,8 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdlib>
 #include <sstream>
@@ -19,10 +19,12 @@ namespace {
 // Runs argv and returns its exit status as a shell reports it (-1 when it could not start).
 int RunAndWait(const std::vector<std::string>& argv) {
   std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = fork();
-  if (pid < 0) return -1;
+  if (pid < 0)
+    return -1;
   if (pid == 0) {
     // The runs' own output goes to stderr: stdout carries only the scale report (JSON can be
     // piped).
@@ -32,8 +34,10 @@ int RunAndWait(const std::vector<std::string>& argv) {
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (errno != EINTR)
+      return -1;
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
 }
 
@@ -46,9 +50,10 @@ std::string SelfPath() {
 }  // namespace
 
 int RunScale(int argc, char** argv) {
-  CLI::App app{"Run a command at several process counts under parmon: time, speedup, efficiency "
-               "and where the lost efficiency goes. {n} in the command is replaced by the count.",
-               "parmon scale"};
+  CLI::App app{
+      "Run a command at several process counts under parmon: time, speedup, efficiency "
+      "and where the lost efficiency goes. {n} in the command is replaced by the count.",
+      "parmon scale"};
   std::string counts = "1,2,4", dir, format = "text", output;
   std::vector<std::string> command;
   app.add_option("-n,--counts", counts, "comma-separated process counts (default 1,2,4)");
@@ -70,7 +75,8 @@ int RunScale(int argc, char** argv) {
     char* end = nullptr;
     long v = strtol(item.c_str(), &end, 10);
     if (item.empty() || *end || v <= 0 || v > 1000000) {
-      fmt::print(stderr, "parmon scale: -n {} is not a list of positive counts (try 1,2,4,8)\n", counts);
+      fmt::print(stderr, "parmon scale: -n {} is not a list of positive counts (try 1,2,4,8)\n",
+                 counts);
       return 2;
     }
     ns.push_back(static_cast<int>(v));
@@ -88,7 +94,8 @@ int RunScale(int argc, char** argv) {
     std::string trace = fmt::format("{}/scale-n{}.ptrace", dir, n);
     std::vector<std::string> argv2 = {SelfPath(), "record", "-q", "-o", trace, "--"};
     for (std::string a : command) {
-      for (size_t p; (p = a.find("{n}")) != std::string::npos;) a.replace(p, 3, std::to_string(n));
+      for (size_t p; (p = a.find("{n}")) != std::string::npos;)
+        a.replace(p, 3, std::to_string(n));
       argv2.push_back(a);
     }
     fmt::print(stderr, "parmon scale: n={}: {}\n", n, trace);
@@ -104,8 +111,9 @@ int RunScale(int argc, char** argv) {
     point.results = std::move(*r);
     points.push_back(std::move(point));
   }
-  std::string text = format == "json" ? analysis::ScaleJson(points).dump(2) + "\n"
-                                      : analysis::ScaleText(points) + fmt::format("traces in {}\n", dir);
+  std::string text = format == "json"
+                         ? analysis::ScaleJson(points).dump(2) + "\n"
+                         : analysis::ScaleText(points) + fmt::format("traces in {}\n", dir);
   Status s = WriteOutput(output, text);
   if (!s.ok()) {
     fmt::print(stderr, "parmon scale: {}\n", s.message());

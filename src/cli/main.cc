@@ -21,7 +21,8 @@ const Command kCommands[] = {
 
 int Usage(FILE* out) {
   fmt::print(out, "usage: parmon <command> [options]\n\ncommands:\n");
-  for (const auto& c : kCommands) fmt::print(out, "  {:<8} {}\n", c.name, c.summary);
+  for (const auto& c : kCommands)
+    fmt::print(out, "  {:<8} {}\n", c.name, c.summary);
   fmt::print(out, "\n'parmon <command> --help' describes a command's options.\n");
   return out == stderr ? 2 : 0;
 }
@@ -31,7 +32,8 @@ int Usage(FILE* out) {
 
 int main(int argc, char** argv) {
   using namespace parmon::cli;
-  if (argc < 2) return Usage(stderr);
+  if (argc < 2)
+    return Usage(stderr);
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
     return Usage(stdout);
   if (!strcmp(argv[1], "--version")) {
@@ -39,7 +41,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const auto& c : kCommands)
-    if (!strcmp(argv[1], c.name)) return c.run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], c.name))
+      return c.run(argc - 1, argv + 1);
   fmt::print(stderr, "parmon: '{}' is not a parmon command\n\n", argv[1]);
   return Usage(stderr);
 }

@@ -10,7 +10,8 @@ void StreamEncoder::Append(const Event& e) {
   uint8_t* p = buf_.Reserve((3 + e.nargs) * kMaxVarintBytes + e.payload.size());
   p = PutVarint(p, e.kind);
   p = PutVarint(p, ZigZag(static_cast<int64_t>(e.ts - prev_ts_)));
-  for (int i = 0; i < e.nargs; ++i) p = PutVarint(p, e.args[i]);
+  for (int i = 0; i < e.nargs; ++i)
+    p = PutVarint(p, e.args[i]);
   if (GetKindInfo(e.kind).has_payload) {
     p = PutVarint(p, e.payload.size());
     std::memcpy(p, e.payload.data(), e.payload.size());
@@ -27,8 +28,12 @@ KindSchema::KindSchema() : entries_(65536) {
 #undef PARMON_SCHEMA_ENTRY_
 }
 
-void KindSchema::Set(uint16_t id, uint8_t nargs, bool has_payload, uint32_t time_mask,
-                     std::string name, std::string arg_names) {
+void KindSchema::Set(uint16_t id,
+                     uint8_t nargs,
+                     bool has_payload,
+                     uint32_t time_mask,
+                     std::string name,
+                     std::string arg_names) {
   entries_[id] = Entry{true, nargs, has_payload, time_mask, std::move(name), std::move(arg_names)};
 }
 
@@ -43,7 +48,8 @@ void PutString(ByteBuffer* out, std::string_view s) {
 bool GetString(const uint8_t** p, const uint8_t* end, std::string* s) {
   uint64_t len;
   *p = GetVarint(*p, end, &len);
-  if (*p == nullptr || len > static_cast<uint64_t>(end - *p)) return false;
+  if (*p == nullptr || len > static_cast<uint64_t>(end - *p))
+    return false;
   s->assign(reinterpret_cast<const char*>(*p), len);
   *p += len;
   return true;
@@ -53,15 +59,15 @@ bool GetString(const uint8_t** p, const uint8_t* end, std::string* s) {
 
 void EncodeSchema(ByteBuffer* out) {
 #define PARMON_SCHEMA_ENCODE_(name_, id_, nargs_, payload_, time_mask_, arg_names_) \
-  {                                                                                \
-    uint8_t* p = out->Reserve(4 * kMaxVarintBytes);                                \
-    p = PutVarint(p, id_);                                                         \
-    p = PutVarint(p, nargs_);                                                      \
-    p = PutVarint(p, (payload_) ? 1 : 0);                                          \
-    p = PutVarint(p, time_mask_);                                                  \
-    out->Commit(p);                                                                \
-    PutString(out, #name_);                                                        \
-    PutString(out, arg_names_);                                                    \
+  {                                                                                 \
+    uint8_t* p = out->Reserve(4 * kMaxVarintBytes);                                 \
+    p = PutVarint(p, id_);                                                          \
+    p = PutVarint(p, nargs_);                                                       \
+    p = PutVarint(p, (payload_) ? 1 : 0);                                           \
+    p = PutVarint(p, time_mask_);                                                   \
+    out->Commit(p);                                                                 \
+    PutString(out, #name_);                                                         \
+    PutString(out, arg_names_);                                                     \
   }
   PARMON_EVENT_KINDS(PARMON_SCHEMA_ENCODE_)
 #undef PARMON_SCHEMA_ENCODE_
@@ -75,16 +81,23 @@ bool DecodeSchema(const uint8_t* p, size_t n, KindSchema* schema) {
         !(p = GetVarint(p, end, &payload)) || !(p = GetVarint(p, end, &time_mask)))
       return false;
     std::string name, arg_names;
-    if (!GetString(&p, end, &name) || !GetString(&p, end, &arg_names)) return false;
-    if (id > 0xffff || nargs > kMaxArgs) return false;
+    if (!GetString(&p, end, &name) || !GetString(&p, end, &arg_names))
+      return false;
+    if (id > 0xffff || nargs > kMaxArgs)
+      return false;
     schema->Set(static_cast<uint16_t>(id), static_cast<uint8_t>(nargs), payload != 0,
                 static_cast<uint32_t>(time_mask), std::move(name), std::move(arg_names));
   }
   return true;
 }
 
-bool DecodeEvents(const uint8_t* p, size_t n, uint32_t location, Source source,
-                  const KindSchema& schema, std::vector<Event>* out, std::string* error) {
+bool DecodeEvents(const uint8_t* p,
+                  size_t n,
+                  uint32_t location,
+                  Source source,
+                  const KindSchema& schema,
+                  std::vector<Event>* out,
+                  std::string* error) {
   EventDecoder decoder(p, n, location, source, &schema);
   // Decoded in place (no copy of the 96-byte Event); the last one is removed again on damage.
   while (decoder.Next(&out->emplace_back())) {
@@ -104,12 +117,14 @@ void EncodeKeyValues(const std::vector<std::pair<std::string, std::string>>& kv,
   }
 }
 
-bool DecodeKeyValues(const uint8_t* p, size_t n,
+bool DecodeKeyValues(const uint8_t* p,
+                     size_t n,
                      std::vector<std::pair<std::string, std::string>>* out) {
   const uint8_t* end = p + n;
   while (p < end) {
     std::string k, v;
-    if (!GetString(&p, end, &k) || !GetString(&p, end, &v)) return false;
+    if (!GetString(&p, end, &k) || !GetString(&p, end, &v))
+      return false;
     out->emplace_back(std::move(k), std::move(v));
   }
   return true;
@@ -119,8 +134,10 @@ std::string DescribeEvent(const Event& e) {
   const KindInfo& info = GetKindInfo(e.kind);
   std::string s = fmt::format("{} loc={} {}", e.ts, e.location,
                               info.name ? info.name : fmt::format("kind{}", e.kind));
-  for (int i = 0; i < e.nargs; ++i) s += fmt::format(" {}", e.args[i]);
-  if (!e.payload.empty()) s += fmt::format(" [{} bytes]", e.payload.size());
+  for (int i = 0; i < e.nargs; ++i)
+    s += fmt::format(" {}", e.args[i]);
+  if (!e.payload.empty())
+    s += fmt::format(" [{} bytes]", e.payload.size());
   return s;
 }
 

@@ -20,7 +20,8 @@ namespace parmon::format {
 class ByteBuffer {
  public:
   uint8_t* Reserve(size_t n) {
-    if (size_ + n > data_.size()) data_.resize(std::max(data_.size() * 2, size_ + n + 4096));
+    if (size_ + n > data_.size())
+      data_.resize(std::max(data_.size() * 2, size_ + n + 4096));
     return data_.data() + size_;
   }
   void Commit(uint8_t* end) { size_ = static_cast<size_t>(end - data_.data()); }
@@ -74,8 +75,10 @@ class StreamEncoder {
 
  private:
   void Note(uint64_t ts) {
-    if (count_ == 0) first_ts_ = ts;
-    if (ts > last_ts_) last_ts_ = ts;
+    if (count_ == 0)
+      first_ts_ = ts;
+    if (ts > last_ts_)
+      last_ts_ = ts;
     prev_ts_ = ts;
     ++count_;
   }
@@ -93,7 +96,11 @@ class StreamEncoder {
 class KindSchema {
  public:
   KindSchema();  // the compiled-in table
-  void Set(uint16_t id, uint8_t nargs, bool has_payload, uint32_t time_mask, std::string name,
+  void Set(uint16_t id,
+           uint8_t nargs,
+           bool has_payload,
+           uint32_t time_mask,
+           std::string name,
            std::string arg_names);
   bool Known(uint16_t id) const { return entries_[id].known; }
   uint8_t nargs(uint16_t id) const { return entries_[id].nargs; }
@@ -124,17 +131,22 @@ bool DecodeSchema(const uint8_t* p, size_t n, KindSchema* schema);
 class EventDecoder {
  public:
   EventDecoder() = default;
-  EventDecoder(const uint8_t* p, size_t n, uint32_t location, Source source,
+  EventDecoder(const uint8_t* p,
+               size_t n,
+               uint32_t location,
+               Source source,
                const KindSchema* schema)
       : begin_(p), p_(p), end_(p + n), location_(location), source_(source), schema_(schema) {}
   // The next event into *e, or false at the end of the payload or when it is malformed (then
   // error() says why and where).
   bool Next(Event* e) {
-    if (p_ >= end_) return false;
+    if (p_ >= end_)
+      return false;
     const uint8_t* start = p_;
     uint64_t kind, delta;
     const uint8_t* p = GetVarint(p_, end_, &kind);
-    if (!p || !(p = GetVarint(p, end_, &delta))) return Fail("event header truncated", start);
+    if (!p || !(p = GetVarint(p, end_, &delta)))
+      return Fail("event header truncated", start);
     if (kind > 0xffff || !schema_->Known(static_cast<uint16_t>(kind)))
       return Fail("unknown event kind " + std::to_string(kind), start);
     e->location = location_;
@@ -143,7 +155,8 @@ class EventDecoder {
     e->ts = prev_ts_ + static_cast<uint64_t>(UnZigZag(delta));
     e->nargs = schema_->nargs(e->kind);
     for (int i = 0; i < e->nargs; ++i)
-      if (!(p = GetVarint(p, end_, &e->args[i]))) return Fail("event args truncated", start);
+      if (!(p = GetVarint(p, end_, &e->args[i])))
+        return Fail("event args truncated", start);
     e->payload = {};
     if (schema_->has_payload(e->kind)) {
       uint64_t len;
@@ -176,12 +189,18 @@ class EventDecoder {
 
 // Decodes an EVENTS payload. Payload views point into [p, p+n). Returns false (with *error set,
 // and the events decoded so far kept) when the payload is malformed.
-bool DecodeEvents(const uint8_t* p, size_t n, uint32_t location, Source source,
-                  const KindSchema& schema, std::vector<Event>* out, std::string* error);
+bool DecodeEvents(const uint8_t* p,
+                  size_t n,
+                  uint32_t location,
+                  Source source,
+                  const KindSchema& schema,
+                  std::vector<Event>* out,
+                  std::string* error);
 
 // Key/value pairs of the SESSION chunk.
 void EncodeKeyValues(const std::vector<std::pair<std::string, std::string>>& kv, ByteBuffer* out);
-bool DecodeKeyValues(const uint8_t* p, size_t n,
+bool DecodeKeyValues(const uint8_t* p,
+                     size_t n,
                      std::vector<std::pair<std::string, std::string>>* out);
 
 }  // namespace parmon::format

@@ -8,7 +8,8 @@ namespace {
 struct KindTable {
   std::array<KindInfo, 65536> infos{};
   KindTable() {
-    for (uint32_t i = 0; i < infos.size(); ++i) infos[i].id = static_cast<uint16_t>(i);
+    for (uint32_t i = 0; i < infos.size(); ++i)
+      infos[i].id = static_cast<uint16_t>(i);
 #define PARMON_KIND_INFO_(name_, id_, nargs_, payload_, time_mask_, arg_names_) \
   static_assert((nargs_) <= kMaxArgs, "too many args for " #name_);             \
   infos[id_] = KindInfo{id_, #name_, nargs_, payload_, time_mask_, arg_names_};

@@ -14,67 +14,67 @@
 
 #include <cstdint>
 
-#define PARMON_EVENT_KINDS(X)                                                                 \
-  /* definitions */                                                                           \
-  X(DefString, 1, 2, true, 0, "id,category")                                                  \
-  X(DefLocation, 2, 4, true, 0, "location,type,pid,tid")                                      \
-  X(DefProcess, 3, 2, true, 0, "pid,ppid")                                                    \
-  /* program runtime */                                                                       \
-  X(RegionEnter, 16, 1, false, 0, "region")                                                   \
-  X(RegionLeave, 17, 1, false, 0, "region")                                                   \
-  X(TraceEvent, 18, 1, false, 0, "event")                                                     \
-  X(TraceData, 19, 1, true, 0, "event")                                                       \
-  X(CounterInt, 20, 2, false, 0, "counter,value")                                             \
-  X(CounterDouble, 21, 2, false, 0, "counter,value_bits")                                     \
-  X(Marker, 22, 1, false, 0, "marker")                                                        \
-  X(ThreadName, 23, 0, true, 0, "")                                                           \
-  X(ProcessName, 24, 0, true, 0, "")                                                          \
-  X(Pause, 25, 0, false, 0, "")                                                               \
-  X(Resume, 26, 0, false, 0, "")                                                              \
-  X(Lost, 27, 2, false, 0x2, "count,first_time")                                              \
-  X(ThreadBegin, 28, 0, false, 0, "")                                                         \
-  X(ThreadEnd, 29, 0, false, 0, "")                                                           \
-  X(ProcessBegin, 30, 2, true, 0, "pid,ppid")                                                 \
-  X(Fork, 31, 1, false, 0, "child_pid")                                                       \
-  X(Exec, 32, 0, true, 0, "")                                                                 \
-  X(ProcessExit, 33, 1, false, 0, "status")                                                   \
-  /* communication (64-127): MPI, POSIX channels, pthread sync -- see docs/events.md */       \
-  X(MpiInit, 64, 3, false, 0, "rank,size,thread_level")                                       \
-  X(MpiEnter, 65, 1, false, 0, "func")                                                        \
-  X(MpiLeave, 66, 1, false, 0, "func")                                                        \
-  X(MpiSend, 67, 5, false, 0, "peer,tag,comm,bytes,request")                                  \
-  X(MpiRecv, 68, 6, false, 0x20, "peer,tag,comm,bytes,request,posted")                        \
-  X(MpiRequestDone, 69, 2, false, 0x2, "request,posted")                                      \
-  X(MpiCollective, 70, 6, false, 0, "func,comm,root,bytes_sent,bytes_recv,request")           \
-  X(MpiCommDef, 71, 3, true, 0, "comm,size,flags")                                            \
-  X(MpiClockSync, 72, 4, false, 0xc, "peer,epoch,t_send,t_recv")                              \
-  X(MpiRma, 73, 4, false, 0, "func,peer,win,bytes")                                           \
-  X(MpiIo, 74, 3, false, 0, "func,file,bytes")                                                \
-  X(MpiError, 75, 2, false, 0, "func,code")                                                   \
-  X(MpiStats, 76, 4, false, 0, "func,calls,busy_ns,bytes")                                    \
-  X(MpiPeerStats, 77, 3, false, 0, "peer,messages,bytes")                                     \
-  X(ChanInfo, 96, 4, true, 0, "fd,type,local_id,peer_id")                                     \
-  X(ChanRead, 97, 4, false, 0x4, "fd,bytes,begin,func")                                       \
-  X(ChanWrite, 98, 4, false, 0x4, "fd,bytes,begin,func")                                      \
-  X(ChanWait, 99, 4, false, 0x8, "func,nfds,ready,begin")                                     \
-  X(ChanClose, 100, 1, false, 0, "fd")                                                        \
-  X(SyncWait, 101, 4, false, 0x4, "object,type,begin,result")                                 \
-  X(SyncSignal, 102, 2, false, 0, "object,type")                                              \
-  X(TimerWait, 103, 3, false, 0x4, "func,requested_ns,begin")                                 \
-  /* scheduling (128-191): context switches, /proc sampler -- see docs/events.md */           \
-  X(SwitchIn, 128, 1, false, 0, "cpu")                                                        \
-  X(SwitchOut, 129, 2, false, 0, "cpu,preempt")                                               \
-  X(Migrate, 130, 2, false, 0, "from_cpu,to_cpu")                                             \
-  X(SwitchCounts, 131, 5, false, 0, "switch_ins,preempted,blocked,migrations,on_cpu_ns")      \
-  X(SchedLost, 132, 1, false, 0, "count")                                                     \
-  X(TaskStart, 133, 1, false, 0, "parent_tid")                                                \
-  X(TaskExit, 134, 1, false, 0, "cpu_time")                                                   \
-  X(ThreadStates, 136, 8, false, 0,                                                           \
-    "running,runnable,comm_wait,lock_wait,timer_wait,io_wait,stopped,other_wait")             \
-  X(ThreadSample, 137, 5, false, 0, "cpu_time,last_cpu,syscall,state,run_count")              \
-  X(CpuSample, 138, 4, false, 0, "busy_ns,idle_ns,iowait_ns,steal_ns")                        \
-  X(ProcessSample, 139, 3, false, 0, "cpu_time,threads,exited_cpu")                           \
-  /* recorder */                                                                              \
+#define PARMON_EVENT_KINDS(X)                                                            \
+  /* definitions */                                                                      \
+  X(DefString, 1, 2, true, 0, "id,category")                                             \
+  X(DefLocation, 2, 4, true, 0, "location,type,pid,tid")                                 \
+  X(DefProcess, 3, 2, true, 0, "pid,ppid")                                               \
+  /* program runtime */                                                                  \
+  X(RegionEnter, 16, 1, false, 0, "region")                                              \
+  X(RegionLeave, 17, 1, false, 0, "region")                                              \
+  X(TraceEvent, 18, 1, false, 0, "event")                                                \
+  X(TraceData, 19, 1, true, 0, "event")                                                  \
+  X(CounterInt, 20, 2, false, 0, "counter,value")                                        \
+  X(CounterDouble, 21, 2, false, 0, "counter,value_bits")                                \
+  X(Marker, 22, 1, false, 0, "marker")                                                   \
+  X(ThreadName, 23, 0, true, 0, "")                                                      \
+  X(ProcessName, 24, 0, true, 0, "")                                                     \
+  X(Pause, 25, 0, false, 0, "")                                                          \
+  X(Resume, 26, 0, false, 0, "")                                                         \
+  X(Lost, 27, 2, false, 0x2, "count,first_time")                                         \
+  X(ThreadBegin, 28, 0, false, 0, "")                                                    \
+  X(ThreadEnd, 29, 0, false, 0, "")                                                      \
+  X(ProcessBegin, 30, 2, true, 0, "pid,ppid")                                            \
+  X(Fork, 31, 1, false, 0, "child_pid")                                                  \
+  X(Exec, 32, 0, true, 0, "")                                                            \
+  X(ProcessExit, 33, 1, false, 0, "status")                                              \
+  /* communication (64-127): MPI, POSIX channels, pthread sync -- see docs/events.md */  \
+  X(MpiInit, 64, 3, false, 0, "rank,size,thread_level")                                  \
+  X(MpiEnter, 65, 1, false, 0, "func")                                                   \
+  X(MpiLeave, 66, 1, false, 0, "func")                                                   \
+  X(MpiSend, 67, 5, false, 0, "peer,tag,comm,bytes,request")                             \
+  X(MpiRecv, 68, 6, false, 0x20, "peer,tag,comm,bytes,request,posted")                   \
+  X(MpiRequestDone, 69, 2, false, 0x2, "request,posted")                                 \
+  X(MpiCollective, 70, 6, false, 0, "func,comm,root,bytes_sent,bytes_recv,request")      \
+  X(MpiCommDef, 71, 3, true, 0, "comm,size,flags")                                       \
+  X(MpiClockSync, 72, 4, false, 0xc, "peer,epoch,t_send,t_recv")                         \
+  X(MpiRma, 73, 4, false, 0, "func,peer,win,bytes")                                      \
+  X(MpiIo, 74, 3, false, 0, "func,file,bytes")                                           \
+  X(MpiError, 75, 2, false, 0, "func,code")                                              \
+  X(MpiStats, 76, 4, false, 0, "func,calls,busy_ns,bytes")                               \
+  X(MpiPeerStats, 77, 3, false, 0, "peer,messages,bytes")                                \
+  X(ChanInfo, 96, 4, true, 0, "fd,type,local_id,peer_id")                                \
+  X(ChanRead, 97, 4, false, 0x4, "fd,bytes,begin,func")                                  \
+  X(ChanWrite, 98, 4, false, 0x4, "fd,bytes,begin,func")                                 \
+  X(ChanWait, 99, 4, false, 0x8, "func,nfds,ready,begin")                                \
+  X(ChanClose, 100, 1, false, 0, "fd")                                                   \
+  X(SyncWait, 101, 4, false, 0x4, "object,type,begin,result")                            \
+  X(SyncSignal, 102, 2, false, 0, "object,type")                                         \
+  X(TimerWait, 103, 3, false, 0x4, "func,requested_ns,begin")                            \
+  /* scheduling (128-191): context switches, /proc sampler -- see docs/events.md */      \
+  X(SwitchIn, 128, 1, false, 0, "cpu")                                                   \
+  X(SwitchOut, 129, 2, false, 0, "cpu,preempt")                                          \
+  X(Migrate, 130, 2, false, 0, "from_cpu,to_cpu")                                        \
+  X(SwitchCounts, 131, 5, false, 0, "switch_ins,preempted,blocked,migrations,on_cpu_ns") \
+  X(SchedLost, 132, 1, false, 0, "count")                                                \
+  X(TaskStart, 133, 1, false, 0, "parent_tid")                                           \
+  X(TaskExit, 134, 1, false, 0, "cpu_time")                                              \
+  X(ThreadStates, 136, 8, false, 0,                                                      \
+    "running,runnable,comm_wait,lock_wait,timer_wait,io_wait,stopped,other_wait")        \
+  X(ThreadSample, 137, 5, false, 0, "cpu_time,last_cpu,syscall,state,run_count")         \
+  X(CpuSample, 138, 4, false, 0, "busy_ns,idle_ns,iowait_ns,steal_ns")                   \
+  X(ProcessSample, 139, 3, false, 0, "cpu_time,threads,exited_cpu")                      \
+  /* recorder */                                                                         \
   X(RingLost, 192, 2, false, 0x2, "count,first_time")
 
 namespace parmon::format {

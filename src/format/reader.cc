@@ -22,8 +22,10 @@ bool PreadAll(int fd, void* buf, size_t n, uint64_t offset) {
   auto* p = static_cast<uint8_t*>(buf);
   while (n > 0) {
     ssize_t r = pread(fd, p, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return false;
     p += r;
     n -= static_cast<size_t>(r);
     offset += static_cast<uint64_t>(r);
@@ -38,11 +40,16 @@ bool HeaderValid(const ChunkHeader& h) {
 
 const char* ChunkTypeName(uint16_t t) {
   switch (static_cast<ChunkType>(t)) {
-    case ChunkType::kSession: return "session";
-    case ChunkType::kSchema: return "schema";
-    case ChunkType::kEvents: return "events";
-    case ChunkType::kIndex: return "index";
-    case ChunkType::kEnd: return "end";
+    case ChunkType::kSession:
+      return "session";
+    case ChunkType::kSchema:
+      return "schema";
+    case ChunkType::kEvents:
+      return "events";
+    case ChunkType::kIndex:
+      return "index";
+    case ChunkType::kEnd:
+      return "end";
   }
   return "unknown";
 }
@@ -70,14 +77,16 @@ void Definitions::Apply(const Event& e) {
       d.type = static_cast<LocationType>(e.args[1]);
       d.pid = static_cast<uint32_t>(e.args[2]);
       d.tid = static_cast<uint32_t>(e.args[3]);
-      if (!e.payload.empty()) d.name = std::string(e.payload);
+      if (!e.payload.empty())
+        d.name = std::string(e.payload);
       break;
     }
     case Kind::kDefProcess: {
       ProcessDef& p = processes[static_cast<uint32_t>(e.args[0])];
       p.pid = static_cast<uint32_t>(e.args[0]);
       p.ppid = static_cast<uint32_t>(e.args[1]);
-      if (!e.payload.empty()) p.command = std::string(e.payload);
+      if (!e.payload.empty())
+        p.command = std::string(e.payload);
       break;
     }
     default:
@@ -86,8 +95,10 @@ void Definitions::Apply(const Event& e) {
 }
 
 TraceReader::~TraceReader() {
-  if (fd_ >= 0) close(fd_);
-  for (int fd : part_fds_) close(fd);
+  if (fd_ >= 0)
+    close(fd_);
+  for (int fd : part_fds_)
+    close(fd);
 }
 
 std::string TraceReader::SessionValue(const std::string& key, const std::string& fallback) const {
@@ -97,12 +108,14 @@ std::string TraceReader::SessionValue(const std::string& key, const std::string&
 
 uint64_t TraceReader::total_events() const {
   uint64_t n = 0;
-  for (const auto& s : streams_) n += s.events;
+  for (const auto& s : streams_)
+    n += s.events;
   return n;
 }
 
 void TraceReader::AddProblem(Problem p, uint32_t file) const {
-  if (!bad_chunks_.insert({file, p.offset}).second) return;
+  if (!bad_chunks_.insert({file, p.offset}).second)
+    return;
   if (parts_.size() > 1 && file < parts_.size())
     p.message = std::filesystem::path(parts_[file]).filename().string() + ": " + p.message;
   problems_.push_back(std::move(p));
@@ -111,12 +124,14 @@ void TraceReader::AddProblem(Problem p, uint32_t file) const {
 StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path,
                                                          OpenOptions options) {
   struct stat dir_st;
-  if (stat(path.c_str(), &dir_st) == 0 && S_ISDIR(dir_st.st_mode)) return OpenDirectory(path, options);
+  if (stat(path.c_str(), &dir_st) == 0 && S_ISDIR(dir_st.st_mode))
+    return OpenDirectory(path, options);
   auto r = std::unique_ptr<TraceReader>(new TraceReader());
   r->path_ = path;
   r->parts_ = {path};
   r->fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (r->fd_ < 0) return Status::Error(fmt::format("cannot open {}: {}", path, strerror(errno)));
+  if (r->fd_ < 0)
+    return Status::Error(fmt::format("cannot open {}: {}", path, strerror(errno)));
   struct stat st;
   if (fstat(r->fd_, &st) != 0 || !S_ISREG(st.st_mode))
     return Status::Error(fmt::format("{} is not a regular file", path));
@@ -124,9 +139,10 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path
   FileHeader fh;
   if (r->file_size_ < sizeof fh || !PreadAll(r->fd_, &fh, sizeof fh, 0) ||
       std::memcmp(fh.magic, kFileMagic, sizeof fh.magic) != 0)
-    return Status::Error(fmt::format("{} is not a parmon trace (it does not start with the parmon "
-                                     "trace signature)",
-                                     path));
+    return Status::Error(
+        fmt::format("{} is not a parmon trace (it does not start with the parmon "
+                    "trace signature)",
+                    path));
   r->version_major_ = fh.version_major;
   r->version_minor_ = fh.version_minor;
   if (fh.version_major != kVersionMajor)
@@ -173,11 +189,13 @@ Status TraceReader::Scan(const OpenOptions& options) {
       std::vector<uint8_t> window(1 << 16);
       while (!found && next + sizeof h <= file_size_) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(window.size(), file_size_ - next));
-        if (!PreadAll(fd_, window.data(), n, next)) break;
+        if (!PreadAll(fd_, window.data(), n, next))
+          break;
         for (size_t i = 0; i + 4 <= n; ++i) {
           uint32_t m;
           std::memcpy(&m, window.data() + i, 4);
-          if (m != kChunkMagic || next + i + sizeof h > file_size_) continue;
+          if (m != kChunkMagic || next + i + sizeof h > file_size_)
+            continue;
           ChunkHeader c;
           if (PreadAll(fd_, &c, sizeof c, next + i) && HeaderValid(c)) {
             next += i;
@@ -185,7 +203,8 @@ Status TraceReader::Scan(const OpenOptions& options) {
             break;
           }
         }
-        if (!found) next += n > 3 ? n - 3 : n;
+        if (!found)
+          next += n > 3 ? n - 3 : n;
       }
       uint64_t skipped = (found ? next : file_size_) - offset;
       AddProblem({offset,
@@ -196,7 +215,8 @@ Status TraceReader::Scan(const OpenOptions& options) {
                   -1,
                   {}});
       ++chunk_number;
-      if (!found) break;
+      if (!found)
+        break;
       offset = next;
       continue;
     }
@@ -217,13 +237,14 @@ Status TraceReader::Scan(const OpenOptions& options) {
     }
     ChunkRef ref{offset, h};
     auto type = static_cast<ChunkType>(h.type);
-    bool is_defs = type == ChunkType::kEvents &&
-                   h.source == static_cast<uint8_t>(Source::kDefinitions);
+    bool is_defs =
+        type == ChunkType::kEvents && h.source == static_cast<uint8_t>(Source::kDefinitions);
     bool need_payload = type != ChunkType::kEvents || is_defs || options.verify_payloads;
     if (need_payload) {
       Status s = ReadPayload(ref, &payload);
       if (!s.ok()) {
-        if (type == ChunkType::kEvents) reported_damaged[{h.location, h.source}] += h.event_count;
+        if (type == ChunkType::kEvents)
+          reported_damaged[{h.location, h.source}] += h.event_count;
         offset = end;
         ++chunk_number;
         continue;  // ReadPayload recorded the problem
@@ -234,11 +255,15 @@ Status TraceReader::Scan(const OpenOptions& options) {
       case ChunkType::kEnd: {
         std::vector<std::pair<std::string, std::string>> kv;
         if (!DecodeKeyValues(payload.data(), payload.size(), &kv)) {
-          AddProblem({offset, fmt::format("{} chunk at offset {} is malformed",
-                                          ChunkTypeName(h.type), offset), 0, {}});
+          AddProblem(
+              {offset,
+               fmt::format("{} chunk at offset {} is malformed", ChunkTypeName(h.type), offset),
+               0,
+               {}});
           break;
         }
-        for (auto& [k, v] : kv) session_[k] = v;
+        for (auto& [k, v] : kv)
+          session_[k] = v;
         if (type == ChunkType::kEnd) {
           have_end = true;
           std::istringstream totals(session_["stream_totals"]);
@@ -254,7 +279,8 @@ Status TraceReader::Scan(const OpenOptions& options) {
       }
       case ChunkType::kSchema:
         if (!DecodeSchema(payload.data(), payload.size(), &schema_))
-          AddProblem({offset, fmt::format("schema chunk at offset {} is malformed", offset), 0, {}});
+          AddProblem(
+              {offset, fmt::format("schema chunk at offset {} is malformed", offset), 0, {}});
         break;
       case ChunkType::kEvents:
         if (is_defs) {
@@ -262,9 +288,10 @@ Status TraceReader::Scan(const OpenOptions& options) {
           std::string error;
           if (!DecodeEvents(payload.data(), payload.size(), 0, Source::kDefinitions, schema_,
                             &events, &error))
-            AddProblem({offset, fmt::format("definition chunk at offset {}: {}", offset, error),
-                        -1, {}});
-          for (const auto& e : events) defs_.Apply(e);
+            AddProblem(
+                {offset, fmt::format("definition chunk at offset {}: {}", offset, error), -1, {}});
+          for (const auto& e : events)
+            defs_.Apply(e);
         } else {
           auto key = std::make_pair(h.location, h.source);
           auto it = stream_index.find(key);
@@ -304,7 +331,8 @@ Status TraceReader::Scan(const OpenOptions& options) {
   } else {
     // Chunks with damaged headers: the END chunk's per-stream totals say exactly what is missing.
     for (const auto& [key, expected] : end_totals) {
-      if (key.second == static_cast<uint8_t>(Source::kDefinitions)) continue;
+      if (key.second == static_cast<uint8_t>(Source::kDefinitions))
+        continue;
       auto it = stream_index.find(key);
       uint64_t have = it == stream_index.end() ? 0 : streams_[it->second].events;
       have += reported_damaged[key];
@@ -316,7 +344,8 @@ Status TraceReader::Scan(const OpenOptions& options) {
       }
     }
   }
-  if (first_ts_ == UINT64_MAX) first_ts_ = 0;
+  if (first_ts_ == UINT64_MAX)
+    first_ts_ = 0;
   return Status::Ok();
 }
 
@@ -338,7 +367,8 @@ Status TraceReader::ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) 
   };
   if (!PreadAll(fd, stored.data(), stored.size(), ref.offset + sizeof(ChunkHeader)))
     return fail("cannot read payload");
-  if (Crc32c(stored.data(), stored.size()) != h.payload_crc) return fail("payload checksum mismatch");
+  if (Crc32c(stored.data(), stored.size()) != h.payload_crc)
+    return fail("payload checksum mismatch");
   if (h.codec == static_cast<uint16_t>(Codec::kRaw)) {
     *out = std::move(stored);
   } else if (h.codec == static_cast<uint16_t>(Codec::kZstd)) {
@@ -360,10 +390,11 @@ Status TraceReader::ReadChunk(const ChunkRef& ref, DecodedChunk* out) const {
   out->events.reserve(ref.header.event_count);
   if (!DecodeEvents(out->raw.data(), out->raw.size(), ref.header.location,
                     static_cast<Source>(ref.header.source), schema_, &out->events, &error)) {
-    int64_t lost = static_cast<int64_t>(ref.header.event_count) -
-                   static_cast<int64_t>(out->events.size());
-    std::string msg = fmt::format("chunk #{} at offset {} (location {}): {}; {} events lost",
-                                  ref.header.sequence, ref.offset, ref.header.location, error, lost);
+    int64_t lost =
+        static_cast<int64_t>(ref.header.event_count) - static_cast<int64_t>(out->events.size());
+    std::string msg =
+        fmt::format("chunk #{} at offset {} (location {}): {}; {} events lost", ref.header.sequence,
+                    ref.offset, ref.header.location, error, lost);
     AddProblem({ref.offset, msg, lost, ref.header.location}, ref.file);
     return Status::Error(msg);
   }
@@ -378,8 +409,10 @@ bool PartBefore(const std::filesystem::path& a, const std::filesystem::path& b) 
   int ka = -1, kb = -1;
   sscanf(a.filename().c_str(), "rank-%d.ptrace", &ka);
   sscanf(b.filename().c_str(), "rank-%d.ptrace", &kb);
-  if ((ka >= 0) != (kb >= 0)) return ka >= 0;
-  if (ka != kb) return ka < kb;
+  if ((ka >= 0) != (kb >= 0))
+    return ka >= 0;
+  if (ka != kb)
+    return ka < kb;
   return a.filename() < b.filename();
 }
 
@@ -390,9 +423,11 @@ std::string RemapCounts(const std::string& list, const std::map<uint32_t, uint32
   std::string item;
   while (std::getline(in, item, ';')) {
     size_t colon = item.find(':');
-    if (colon == std::string::npos) continue;
+    if (colon == std::string::npos)
+      continue;
     auto it = remap.find(static_cast<uint32_t>(std::strtoul(item.c_str(), nullptr, 10)));
-    if (it == remap.end()) continue;
+    if (it == remap.end())
+      continue;
     out += std::to_string(it->second) + item.substr(colon) + ";";
   }
   return out;
@@ -407,11 +442,13 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::OpenDirectory(const std::str
   for (const auto& entry : std::filesystem::directory_iterator(path, ec))
     if (entry.path().extension() == ".ptrace" && entry.is_regular_file(ec))
       files.push_back(entry.path());
-  if (ec) return Status::Error(fmt::format("cannot list {}: {}", path, ec.message()));
+  if (ec)
+    return Status::Error(fmt::format("cannot list {}: {}", path, ec.message()));
   if (files.empty())
-    return Status::Error(fmt::format("{} is a directory without .ptrace files (a session recorded "
-                                     "per rank holds rank-<K>.ptrace files)",
-                                     path));
+    return Status::Error(
+        fmt::format("{} is a directory without .ptrace files (a session recorded "
+                    "per rank holds rank-<K>.ptrace files)",
+                    path));
   std::sort(files.begin(), files.end(), PartBefore);
   std::vector<std::unique_ptr<TraceReader>> parts;
   std::vector<Problem> unreadable;
@@ -423,20 +460,23 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::OpenDirectory(const std::str
     }
     parts.push_back(std::move(*part));
   }
-  if (parts.empty()) return Status::Error(unreadable.front().message);
+  if (parts.empty())
+    return Status::Error(unreadable.front().message);
   auto r = std::unique_ptr<TraceReader>(new TraceReader());
   r->path_ = path;
   r->Merge(std::move(parts));
-  for (auto& p : unreadable) r->problems_.push_back(std::move(p));
+  for (auto& p : unreadable)
+    r->problems_.push_back(std::move(p));
   return r;
 }
 
 void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
   // Session values: the first file's, then combined with the others'.
   static const std::set<std::string> kSums = {
-      "children_cpu_ns", "events", "lost_events", "overwritten_events", "recorder_cpu_ns",
-      "unattached_lost_events", "ring_corruptions", "sampler_cpu_ns", "sampler_overruns",
-      "sampler_passes", "switch_records", "switch_records_lost"};
+      "children_cpu_ns",    "events",          "lost_events",
+      "overwritten_events", "recorder_cpu_ns", "unattached_lost_events",
+      "ring_corruptions",   "sampler_cpu_ns",  "sampler_overruns",
+      "sampler_passes",     "switch_records",  "switch_records_lost"};
   auto number = [](const std::string& s) { return std::strtoull(s.c_str(), nullptr, 10); };
   std::set<std::string> hosts_with_cpus;
   std::string lost_by_location, stream_totals;
@@ -459,11 +499,14 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
         } else if (kSums.count(key)) {
           it->second = std::to_string(number(it->second) + number(value));
         } else if (key == "start_ts" || key == "start_realtime_ns") {
-          if (number(value) < number(it->second)) it->second = value;
+          if (number(value) < number(it->second))
+            it->second = value;
         } else if (key == "end_ts") {
-          if (number(value) > number(it->second)) it->second = value;
+          if (number(value) > number(it->second))
+            it->second = value;
         } else if (key == "exit_code") {
-          if (it->second == "0") it->second = value;  // the first failure
+          if (it->second == "0")
+            it->second = value;  // the first failure
         }
       }
     }
@@ -485,13 +528,18 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
       remap[id] = d.id;
       defs_.locations[d.id] = std::move(d);
     }
-    for (const auto& [id, s] : p.defs_.strings) defs_.strings.emplace(id, s);
-    for (const auto& [id, s] : p.defs_.event_names) defs_.event_names.emplace(id, s);
-    for (const auto& [pid, proc] : p.defs_.processes) defs_.processes.emplace(pid, proc);
+    for (const auto& [id, s] : p.defs_.strings)
+      defs_.strings.emplace(id, s);
+    for (const auto& [id, s] : p.defs_.event_names)
+      defs_.event_names.emplace(id, s);
+    for (const auto& [pid, proc] : p.defs_.processes)
+      defs_.processes.emplace(pid, proc);
     for (const auto& s : p.streams_) {
-      if (dropped.count(s.location)) continue;
+      if (dropped.count(s.location))
+        continue;
       auto it = remap.find(s.location);
-      if (it == remap.end()) it = remap.emplace(s.location, next_location++).first;
+      if (it == remap.end())
+        it = remap.emplace(s.location, next_location++).first;
       Stream m = s;
       m.location = it->second;
       for (auto& c : m.chunks) {
@@ -520,33 +568,41 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
   session_.erase("index_offset");
   session_.erase("mpi_rank");
   session_["session_files"] = std::to_string(parts.size());
-  if (first_ts_ == UINT64_MAX) first_ts_ = 0;
+  if (first_ts_ == UINT64_MAX)
+    first_ts_ = 0;
 }
 
 MergeCursor::MergeCursor(const TraceReader& reader, CursorFilter filter)
     : reader_(reader), filter_(std::move(filter)) {
   for (const auto& s : reader_.streams()) {
-    if (filter_.locations && !filter_.locations->count(s.location)) continue;
-    if (filter_.sources && !filter_.sources->count(s.source)) continue;
-    if (s.last_ts < filter_.from_ts || s.first_ts > filter_.to_ts) continue;
+    if (filter_.locations && !filter_.locations->count(s.location))
+      continue;
+    if (filter_.sources && !filter_.sources->count(s.source))
+      continue;
+    if (s.last_ts < filter_.from_ts || s.first_ts > filter_.to_ts)
+      continue;
     states_.push_back(StreamState{&s});
   }
   for (size_t i = 0; i < states_.size(); ++i)
-    if (Refill(&states_[i])) heap_.push({states_[i].chunk.events[0].ts, i});
+    if (Refill(&states_[i]))
+      heap_.push({states_[i].chunk.events[0].ts, i});
 }
 
 bool MergeCursor::Refill(StreamState* s) {
   // Loads the next chunk with events in the window; skips damaged chunks (recorded as problems).
   while (s->next_chunk < s->stream->chunks.size()) {
     const ChunkRef& ref = s->stream->chunks[s->next_chunk++];
-    if (ref.header.last_ts < filter_.from_ts) continue;
-    if (ref.header.first_ts > filter_.to_ts) return false;
+    if (ref.header.last_ts < filter_.from_ts)
+      continue;
+    if (ref.header.first_ts > filter_.to_ts)
+      return false;
     Status st = reader_.ReadChunk(ref, &s->chunk);
     // A chunk that decodes partly still hands out what it decoded.
     s->pos = 0;
     while (s->pos < s->chunk.events.size() && s->chunk.events[s->pos].ts < filter_.from_ts)
       ++s->pos;
-    if (s->pos < s->chunk.events.size()) return true;
+    if (s->pos < s->chunk.events.size())
+      return true;
   }
   return false;
 }
@@ -558,11 +614,14 @@ bool MergeCursor::Next(Event* out) {
     StreamState& s = states_[i];
     ++s.pos;
     bool more = s.pos < s.chunk.events.size() || Refill(&s);
-    if (more) heap_.push({s.chunk.events[s.pos].ts, i});
+    if (more)
+      heap_.push({s.chunk.events[s.pos].ts, i});
   }
-  if (heap_.empty()) return false;
+  if (heap_.empty())
+    return false;
   auto [ts, i] = heap_.top();
-  if (ts > filter_.to_ts) return false;
+  if (ts > filter_.to_ts)
+    return false;
   heap_.pop();
   StreamState& s = states_[i];
   *out = s.chunk.events[s.pos];

@@ -41,7 +41,8 @@ TraceWriter::TraceWriter(int fd, std::string path, WriterOptions options)
 }
 
 TraceWriter::~TraceWriter() {
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0)
+    close(fd_);
   ZSTD_freeCCtx(cctx_);
 }
 
@@ -53,20 +54,26 @@ Status TraceWriter::WriteSession(const std::vector<std::pair<std::string, std::s
 }
 
 Status TraceWriter::Flush(StreamEncoder* encoder) {
-  if (encoder->count() == 0) return Status::Ok();
-  Status s = WriteEncoded(encoder->location(), encoder->source(), encoder->first_ts(),
-                          encoder->last_ts(), encoder->count(), encoder->bytes().data(),
-                          encoder->bytes().size());
+  if (encoder->count() == 0)
+    return Status::Ok();
+  Status s =
+      WriteEncoded(encoder->location(), encoder->source(), encoder->first_ts(), encoder->last_ts(),
+                   encoder->count(), encoder->bytes().data(), encoder->bytes().size());
   encoder->Reset();
   return s;
 }
 
-Status TraceWriter::WriteEncoded(uint32_t location, Source source, uint64_t first_ts,
-                                 uint64_t last_ts, uint32_t count, const uint8_t* bytes,
+Status TraceWriter::WriteEncoded(uint32_t location,
+                                 Source source,
+                                 uint64_t first_ts,
+                                 uint64_t last_ts,
+                                 uint32_t count,
+                                 const uint8_t* bytes,
                                  size_t size) {
-  if (count == 0) return Status::Ok();
-  PARMON_RETURN_IF_ERROR(
-      WriteChunk(ChunkType::kEvents, location, source, first_ts, last_ts, count, bytes, size, true));
+  if (count == 0)
+    return Status::Ok();
+  PARMON_RETURN_IF_ERROR(WriteChunk(ChunkType::kEvents, location, source, first_ts, last_ts, count,
+                                    bytes, size, true));
   events_written_ += count;
   for (auto& t : totals_) {
     if (t.location == location && t.source == source) {
@@ -78,10 +85,17 @@ Status TraceWriter::WriteEncoded(uint32_t location, Source source, uint64_t firs
   return Status::Ok();
 }
 
-Status TraceWriter::WriteChunk(ChunkType type, uint32_t location, Source source, uint64_t first_ts,
-                               uint64_t last_ts, uint32_t count, const uint8_t* raw,
-                               size_t raw_size, bool compress) {
-  if (failed_) return Status::Error(fmt::format("trace file {} is no longer writable", path_));
+Status TraceWriter::WriteChunk(ChunkType type,
+                               uint32_t location,
+                               Source source,
+                               uint64_t first_ts,
+                               uint64_t last_ts,
+                               uint32_t count,
+                               const uint8_t* raw,
+                               size_t raw_size,
+                               bool compress) {
+  if (failed_)
+    return Status::Error(fmt::format("trace file {} is no longer writable", path_));
   ChunkHeader h;
   std::memset(&h, 0, sizeof h);
   h.magic = kChunkMagic;
@@ -98,7 +112,8 @@ Status TraceWriter::WriteChunk(ChunkType type, uint32_t location, Source source,
   h.codec = static_cast<uint16_t>(Codec::kRaw);
   if (compress && raw_size > 64) {
     size_t bound = ZSTD_compressBound(raw_size);
-    if (compressed_.size() < bound) compressed_.resize(bound);
+    if (compressed_.size() < bound)
+      compressed_.resize(bound);
     size_t n = ZSTD_compress2(cctx_, compressed_.data(), compressed_.size(), raw, raw_size);
     if (!ZSTD_isError(n) && n < raw_size) {
       stored = compressed_.data();
@@ -115,7 +130,8 @@ Status TraceWriter::WriteChunk(ChunkType type, uint32_t location, Source source,
   size_t done = 0;
   while (done < total) {
     ssize_t n = writev(fd_, iov, 2);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINTR)
+      continue;
     if (n <= 0) {
       failed_ = true;
       int err = n < 0 ? errno : EIO;
@@ -142,7 +158,8 @@ Status TraceWriter::WriteChunk(ChunkType type, uint32_t location, Source source,
 }
 
 Status TraceWriter::Finish(const std::vector<std::pair<std::string, std::string>>& end_kv) {
-  if (finished_) return Status::Ok();
+  if (finished_)
+    return Status::Ok();
   finished_ = true;
   ByteBuffer index;
   for (const auto& e : index_) {
@@ -170,8 +187,8 @@ Status TraceWriter::Finish(const std::vector<std::pair<std::string, std::string>
   ByteBuffer end;
   EncodeKeyValues(kv, &end);
   uint64_t end_offset = offset_;
-  PARMON_RETURN_IF_ERROR(WriteChunk(ChunkType::kEnd, 0, Source::kDefinitions, 0, 0, 0, end.data(),
-                                    end.size(), false));
+  PARMON_RETURN_IF_ERROR(
+      WriteChunk(ChunkType::kEnd, 0, Source::kDefinitions, 0, 0, 0, end.data(), end.size(), false));
   Trailer t;
   t.end_chunk_offset = end_offset;
   t.magic = kTrailerMagic;

@@ -41,8 +41,13 @@ class TraceWriter {
   // Compresses and writes the encoder's events as one chunk, then resets the encoder.
   Status Flush(StreamEncoder* encoder);
   // Writes already-encoded events (a StreamEncoder's bytes) as one chunk.
-  Status WriteEncoded(uint32_t location, Source source, uint64_t first_ts, uint64_t last_ts,
-                      uint32_t count, const uint8_t* bytes, size_t size);
+  Status WriteEncoded(uint32_t location,
+                      Source source,
+                      uint64_t first_ts,
+                      uint64_t last_ts,
+                      uint32_t count,
+                      const uint8_t* bytes,
+                      size_t size);
   // Writes the index, the END chunk (with extra key/values) and the trailer, and closes the file.
   Status Finish(const std::vector<std::pair<std::string, std::string>>& end_kv = {});
 
@@ -52,8 +57,14 @@ class TraceWriter {
 
  private:
   TraceWriter(int fd, std::string path, WriterOptions options);
-  Status WriteChunk(ChunkType type, uint32_t location, Source source, uint64_t first_ts,
-                    uint64_t last_ts, uint32_t count, const uint8_t* raw, size_t raw_size,
+  Status WriteChunk(ChunkType type,
+                    uint32_t location,
+                    Source source,
+                    uint64_t first_ts,
+                    uint64_t last_ts,
+                    uint32_t count,
+                    const uint8_t* raw,
+                    size_t raw_size,
                     bool compress);
 
   struct IndexEntry {

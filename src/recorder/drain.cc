@@ -12,12 +12,15 @@ RingDrainer::RingDrainer(const Segment& segment) : segment_(segment) {
   }
 }
 
-void RingDrainer::DecodeGeneral(const shm::Slot* slots, uint64_t pos, uint16_t nslots,
+void RingDrainer::DecodeGeneral(const shm::Slot* slots,
+                                uint64_t pos,
+                                uint16_t nslots,
                                 format::Event* e) {
   const uint64_t ring_slots = segment_.ring_slots();
   const uint64_t mask = ring_slots - 1;
   const uint64_t bytes = uint64_t{nslots - 1u} * sizeof(shm::Slot);
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  if (scratch_.size() < bytes)
+    scratch_.resize(bytes);
   const uint64_t first = (pos + 1) & mask;
   const uint64_t n1 = std::min<uint64_t>(ring_slots - first, nslots - 1u);
   std::memcpy(scratch_.data(), slots + first, n1 * sizeof(shm::Slot));

@@ -81,11 +81,13 @@ size_t RingDrainer::Drain(uint32_t index, const TickConversion& clock, Sink& sin
       e.ts = ts;
       if ((shm::WordFlags(word) & shm::kFlagGeneral) == 0) {
         e.nargs = info.nargs;
-        if (e.nargs > 0) e.args[0] = shm::WordField(word);
+        if (e.nargs > 0)
+          e.args[0] = shm::WordField(word);
       } else {
         DecodeGeneral(slots, tail, nslots, &e);
         for (int i = 0; i < e.nargs; ++i)
-          if (info.time_mask & (1u << i)) e.args[i] = clock.ToNs(e.args[i]);
+          if (info.time_mask & (1u << i))
+            e.args[i] = clock.ToNs(e.args[i]);
       }
       sink.OnEvent(e);
     }

@@ -38,7 +38,8 @@ namespace {
 std::string ExeDir() {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
+  if (n <= 0)
+    return ".";
   buf[n] = '\0';
   std::string path(buf);
   return path.substr(0, path.rfind('/'));
@@ -52,17 +53,20 @@ bool FileExists(const std::string& p) {
 // Where libparmon.so is: $PARMON_LIB_DIR, <exe>/../lib (build tree), <exe>/../<install libdir>,
 // <exe>.
 std::string LibDir() {
-  if (const char* d = getenv("PARMON_LIB_DIR")) return d;
+  if (const char* d = getenv("PARMON_LIB_DIR"))
+    return d;
   std::string exe = ExeDir();
   for (const std::string& d : {exe + "/../lib", exe + "/../" PARMON_INSTALL_LIBDIR, exe})
-    if (FileExists(d + "/libparmon.so")) return d;
+    if (FileExists(d + "/libparmon.so"))
+      return d;
   return exe + "/../lib";
 }
 
 std::string ReadSmallFile(const std::string& path) {
   std::ifstream f(path);
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0'))
+    s.pop_back();
   return s;
 }
 
@@ -76,48 +80,67 @@ uint64_t CpuTimeNs(int who) {
 }
 
 std::string HumanBytes(uint64_t b) {
-  if (b >= (1ull << 30)) return fmt::format("{:.1f} GB", b / 1073741824.0);
-  if (b >= (1ull << 20)) return fmt::format("{:.1f} MB", b / 1048576.0);
+  if (b >= (1ull << 30))
+    return fmt::format("{:.1f} GB", b / 1073741824.0);
+  if (b >= (1ull << 20))
+    return fmt::format("{:.1f} MB", b / 1048576.0);
   return fmt::format("{:.1f} KB", b / 1024.0);
 }
 
 std::string HumanCount(uint64_t n) {
-  if (n >= 1000000) return fmt::format("{:.1f}M", n / 1e6);
-  if (n >= 1000) return fmt::format("{:.1f}k", n / 1e3);
+  if (n >= 1000000)
+    return fmt::format("{:.1f}M", n / 1e6);
+  if (n >= 1000)
+    return fmt::format("{:.1f}k", n / 1e3);
   return std::to_string(n);
 }
 
 }  // namespace
 
 bool ParseSize(const std::string& text, uint64_t* out) {
-  if (text.empty()) return false;
+  if (text.empty())
+    return false;
   char* end = nullptr;
   double v = strtod(text.c_str(), &end);
-  if (end == text.c_str() || v < 0) return false;
+  if (end == text.c_str() || v < 0)
+    return false;
   std::string unit(end);
   uint64_t mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "KB" || unit == "k" || unit == "KiB") mult = 1ull << 10;
-  else if (unit == "M" || unit == "MB" || unit == "m" || unit == "MiB") mult = 1ull << 20;
-  else if (unit == "G" || unit == "GB" || unit == "g" || unit == "GiB") mult = 1ull << 30;
-  else return false;
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "K" || unit == "KB" || unit == "k" || unit == "KiB")
+    mult = 1ull << 10;
+  else if (unit == "M" || unit == "MB" || unit == "m" || unit == "MiB")
+    mult = 1ull << 20;
+  else if (unit == "G" || unit == "GB" || unit == "g" || unit == "GiB")
+    mult = 1ull << 30;
+  else
+    return false;
   *out = static_cast<uint64_t>(v * static_cast<double>(mult));
   return true;
 }
 
 bool ParseDuration(const std::string& text, uint64_t* out_ns) {
-  if (text.empty()) return false;
+  if (text.empty())
+    return false;
   char* end = nullptr;
   double v = strtod(text.c_str(), &end);
-  if (end == text.c_str() || v < 0) return false;
+  if (end == text.c_str() || v < 0)
+    return false;
   std::string unit(end);
   double mult;
-  if (unit == "ns") mult = 1;
-  else if (unit == "us") mult = 1e3;
-  else if (unit == "ms") mult = 1e6;
-  else if (unit == "s" || unit.empty()) mult = 1e9;
-  else if (unit == "m" || unit == "min") mult = 60e9;
-  else return false;
+  if (unit == "ns")
+    mult = 1;
+  else if (unit == "us")
+    mult = 1e3;
+  else if (unit == "ms")
+    mult = 1e6;
+  else if (unit == "s" || unit.empty())
+    mult = 1e9;
+  else if (unit == "m" || unit == "min")
+    mult = 60e9;
+  else
+    return false;
   *out_ns = static_cast<uint64_t>(v * mult);
   return true;
 }
@@ -125,7 +148,8 @@ bool ParseDuration(const std::string& text, uint64_t* out_ns) {
 Recorder::Recorder(RecordOptions options) : options_(std::move(options)) {}
 
 Recorder::~Recorder() {
-  if (signal_fd_ >= 0) close(signal_fd_);
+  if (signal_fd_ >= 0)
+    close(signal_fd_);
 }
 
 void Recorder::AddSource(std::unique_ptr<RecorderSource> source) {
@@ -135,13 +159,15 @@ void Recorder::AddSource(std::unique_ptr<RecorderSource> source) {
 format::StreamEncoder* Recorder::EncoderFor(uint32_t location, Source source) {
   uint64_t key = uint64_t{location} << 8 | static_cast<uint8_t>(source);
   auto& slot = encoders_[key];
-  if (!slot) slot = std::make_unique<format::StreamEncoder>(location, source);
+  if (!slot)
+    slot = std::make_unique<format::StreamEncoder>(location, source);
   return slot.get();
 }
 
 uint32_t Recorder::ThreadLocation(uint32_t pid, uint32_t tid) {
   auto [it, inserted] = thread_locations_.emplace(std::make_pair(pid, tid), next_location_);
-  if (!inserted) return it->second;
+  if (!inserted)
+    return it->second;
   uint32_t loc = next_location_++;
   std::string name = ReadSmallFile(fmt::format("/proc/{}/task/{}/comm", pid, tid));
   Event d;
@@ -159,7 +185,8 @@ uint32_t Recorder::ThreadLocation(uint32_t pid, uint32_t tid) {
 
 uint32_t Recorder::CpuLocation(uint32_t cpu) {
   auto [it, inserted] = cpu_locations_.emplace(cpu, next_location_);
-  if (!inserted) return it->second;
+  if (!inserted)
+    return it->second;
   uint32_t loc = next_location_++;
   std::string name = fmt::format("cpu{}", cpu);
   Event d;
@@ -177,7 +204,8 @@ uint32_t Recorder::CpuLocation(uint32_t cpu) {
 
 void Recorder::NoteProcess(uint32_t pid, uint32_t ppid, const std::string& command) {
   auto [it, inserted] = processes_.emplace(pid, ppid);
-  if (!inserted && command.empty()) return;
+  if (!inserted && command.empty())
+    return;
   Event d;
   d.kind = static_cast<uint16_t>(Kind::kDefProcess);
   d.nargs = 2;
@@ -197,10 +225,13 @@ void Recorder::Append(uint32_t location, Source source, const Event& e) {
   EncoderFor(location, source)->Append(e);
 }
 
-void Recorder::AppendDefinition(const Event& e) { defs_.Append(e); }
+void Recorder::AppendDefinition(const Event& e) {
+  defs_.Append(e);
+}
 
 void Recorder::NoteWriteError(const Status& s) {
-  if (write_failed_) return;
+  if (write_failed_)
+    return;
   write_failed_ = true;
   write_error_ = s.message();
   fmt::print(stderr,
@@ -210,7 +241,8 @@ void Recorder::NoteWriteError(const Status& s) {
 }
 
 void Recorder::FlushEncoder(format::StreamEncoder* enc) {
-  if (enc->count() == 0) return;
+  if (enc->count() == 0)
+    return;
   if (write_failed_) {
     events_unwritten_ += enc->count();
     if (enc->source() != Source::kDefinitions)
@@ -220,8 +252,13 @@ void Recorder::FlushEncoder(format::StreamEncoder* enc) {
   }
   if (options_.overflow == shm::Overflow::kOverwrite && enc->source() != Source::kDefinitions) {
     // Flight recorder: keep the newest encoded bytes in memory; write them at the end.
-    Held h{enc->location(), enc->source(), enc->first_ts(), enc->last_ts(), enc->count(),
-           lost_in_encoder_[enc].count, lost_in_encoder_[enc].records,
+    Held h{enc->location(),
+           enc->source(),
+           enc->first_ts(),
+           enc->last_ts(),
+           enc->count(),
+           lost_in_encoder_[enc].count,
+           lost_in_encoder_[enc].records,
            std::vector<uint8_t>(enc->bytes().data(), enc->bytes().data() + enc->bytes().size())};
     lost_in_encoder_[enc] = PendingLost{};
     held_bytes_ += h.bytes.size();
@@ -242,13 +279,15 @@ void Recorder::FlushEncoder(format::StreamEncoder* enc) {
     return;
   }
   Status s = writer_->Flush(enc);
-  if (!s.ok()) NoteWriteError(s);
+  if (!s.ok())
+    NoteWriteError(s);
 }
 
 void Recorder::FlushAll() {
   // Definitions first, so a reader of a file cut short has the names its events refer to.
   FlushEncoder(&defs_);
-  for (auto& [key, enc] : encoders_) FlushEncoder(enc.get());
+  for (auto& [key, enc] : encoders_)
+    FlushEncoder(enc.get());
 }
 
 void Recorder::HandleSpecial(RingCursor& cur, shm::RingControl& ctl, Event& e) {
@@ -305,7 +344,8 @@ class RecorderSink {
   }
   void OnEvent(Event& e) {
     special_(e);
-    if (encoder_->raw_size() >= limit_) cut_();
+    if (encoder_->raw_size() >= limit_)
+      cut_();
   }
 
  private:
@@ -323,7 +363,8 @@ size_t Recorder::DrainRing(uint32_t index, bool final_pass) {
   // after Retired the head we load next is final.
   uint32_t state = ctl.state.load(std::memory_order_acquire);
   RingCursor& cur = cursors_[index];
-  if (state == shm::kFree || state == shm::kClaiming) return 0;
+  if (state == shm::kFree || state == shm::kClaiming)
+    return 0;
   if (!cur.active || cur.generation != ctl.generation) {
     cur = RingCursor{};
     cur.generation = ctl.generation;
@@ -348,7 +389,8 @@ size_t Recorder::DrainRing(uint32_t index, bool final_pass) {
     lost_by_location_[cur.location] += drainer_->corruptions() - corrupt_before;
   events_seen_ += n;
   (void)final_pass;
-  if (state == shm::kRetired) RetireRing(index);
+  if (state == shm::kRetired)
+    RetireRing(index);
   return n;
 }
 
@@ -384,7 +426,8 @@ void Recorder::RetireRing(uint32_t index) {
 
 size_t Recorder::DrainAll(bool final_pass) {
   size_t n = 0;
-  for (uint32_t i = 0; i < segment_->header()->ring_count; ++i) n += DrainRing(i, final_pass);
+  for (uint32_t i = 0; i < segment_->header()->ring_count; ++i)
+    n += DrainRing(i, final_pass);
   return n;
 }
 
@@ -392,8 +435,10 @@ void Recorder::CheckDeadThreads() {
   // A thread killed with its process never retires its ring: free rings whose thread is gone.
   for (uint32_t i = 0; i < segment_->header()->ring_count; ++i) {
     shm::RingControl& ctl = segment_->rings()[i];
-    if (ctl.state.load(std::memory_order_acquire) != shm::kClaimed) continue;
-    if (syscall(SYS_tgkill, ctl.pid, ctl.tid, 0) == 0 || errno != ESRCH) continue;
+    if (ctl.state.load(std::memory_order_acquire) != shm::kClaimed)
+      continue;
+    if (syscall(SYS_tgkill, ctl.pid, ctl.tid, 0) == 0 || errno != ESRCH)
+      continue;
     DrainRing(i, false);
     if (ctl.state.load(std::memory_order_acquire) == shm::kClaimed) {
       // The thread is gone for good; its committed events are drained above.
@@ -407,7 +452,8 @@ void Recorder::ReapChildren() {
   for (;;) {
     int status;
     pid_t p = waitpid(-1, &status, WNOHANG | __WALL);
-    if (p <= 0) break;
+    if (p <= 0)
+      break;
     if (p == child_pid_) {
       child_exited_ = true;
       child_status_ = status;
@@ -420,19 +466,22 @@ Status Recorder::StartChild(const std::vector<std::string>& argv) {
   std::string lib_dir = LibDir();
   std::string preload = lib_dir + "/libparmon.so";
   if (!FileExists(preload))
-    return Status::Error(fmt::format("cannot find libparmon.so (looked in {}); set PARMON_LIB_DIR "
-                                     "to the directory that holds it",
-                                     lib_dir));
+    return Status::Error(
+        fmt::format("cannot find libparmon.so (looked in {}); set PARMON_LIB_DIR "
+                    "to the directory that holds it",
+                    lib_dir));
   for (const auto& extra : options_.extra_preload) {
     std::string p = extra.find('/') == std::string::npos ? lib_dir + "/" + extra : extra;
     if (!FileExists(p)) {
       // The communication libraries are optional (libparmon_mpi needs an MPI at build time).
-      if (extra.rfind("libparmon_", 0) == 0) continue;
+      if (extra.rfind("libparmon_", 0) == 0)
+        continue;
       return Status::Error(fmt::format("cannot find preload library {}", p));
     }
     preload = p + ":" + preload;
   }
-  if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  if (const char* old = getenv("LD_PRELOAD"); old && *old)
+    preload += std::string(":") + old;
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0)
     return Status::Error(fmt::format("cannot create a pipe: {}", strerror(errno)));
@@ -443,11 +492,13 @@ Status Recorder::StartChild(const std::vector<std::string>& argv) {
     return Status::Error(fmt::format("cannot create a pipe: {}", strerror(errno)));
   }
   std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv)
+    cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   std::string seg_name = segment_->name();
   pid_t pid = fork();
-  if (pid < 0) return Status::Error(fmt::format("cannot fork: {}", strerror(errno)));
+  if (pid < 0)
+    return Status::Error(fmt::format("cannot fork: {}", strerror(errno)));
   if (pid == 0) {
     sigset_t none;
     sigemptyset(&none);
@@ -468,7 +519,8 @@ Status Recorder::StartChild(const std::vector<std::string>& argv) {
   close(go_pipe[0]);
   for (auto& src : sources_) {
     Status s = src->ChildCreated(*this, pid);
-    if (!s.ok()) fmt::print(stderr, "parmon record: {}: {}\n", src->name(), s.message());
+    if (!s.ok())
+      fmt::print(stderr, "parmon record: {}: {}\n", src->name(), s.message());
   }
   close(go_pipe[1]);  // end of file: the child goes on to exec
   int child_errno = 0;
@@ -487,22 +539,27 @@ Status Recorder::StartChild(const std::vector<std::string>& argv) {
 
 // A process we did not start: followed until it is gone (or a zombie nobody reaped yet).
 static bool ProcessAlive(pid_t pid) {
-  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  if (kill(pid, 0) != 0 && errno != EPERM)
+    return false;
   std::string stat = ReadSmallFile(fmt::format("/proc/{}/stat", pid));
   size_t close = stat.rfind(')');
   return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
 }
 
 Status Recorder::AttachTo(pid_t pid) {
-  if (pid == getpid()) return Status::Error("parmon cannot follow itself");
+  if (pid == getpid())
+    return Status::Error("parmon cannot follow itself");
   if (kill(pid, 0) != 0) {
-    if (errno == ESRCH) return Status::Error(fmt::format("there is no process {}", pid));
+    if (errno == ESRCH)
+      return Status::Error(fmt::format("there is no process {}", pid));
     if (errno == EPERM)
-      return Status::Error(fmt::format("process {} belongs to another user; run parmon as that "
-                                       "user or as root",
-                                       pid));
+      return Status::Error(
+          fmt::format("process {} belongs to another user; run parmon as that "
+                      "user or as root",
+                      pid));
   }
-  if (!ProcessAlive(pid)) return Status::Error(fmt::format("process {} has already exited", pid));
+  if (!ProcessAlive(pid))
+    return Status::Error(fmt::format("process {} has already exited", pid));
   child_pid_ = pid;
   return Status::Ok();
 }
@@ -511,14 +568,15 @@ std::vector<std::pair<std::string, std::string>> Recorder::SessionValues(
     const std::vector<std::string>& argv) const {
   std::string command;
   for (const auto& a : argv) {
-    if (!command.empty()) command += ' ';
+    if (!command.empty())
+      command += ' ';
     command += a.find(' ') == std::string::npos ? a : "'" + a + "'";
   }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  const char* overflow = options_.overflow == shm::Overflow::kBlock   ? "block"
+  const char* overflow = options_.overflow == shm::Overflow::kBlock  ? "block"
                          : options_.overflow == shm::Overflow::kDrop ? "drop"
-                                                                      : "overwrite";
+                                                                     : "overwrite";
   std::vector<std::pair<std::string, std::string>> kv = {
       {"parmon_version", PARMON_VERSION},
       {"command", command},
@@ -533,19 +591,23 @@ std::vector<std::pair<std::string, std::string>> Recorder::SessionValues(
       {"ring_count", std::to_string(segment_->header()->ring_count)},
       {"cpus", std::to_string(sysconf(_SC_NPROCESSORS_ONLN))},
   };
-  for (const auto& kv2 : options_.extra_session) kv.push_back(kv2);
+  for (const auto& kv2 : options_.extra_session)
+    kv.push_back(kv2);
   return kv;
 }
 
 void Recorder::PrintStatus(bool final_line) {
-  if (!status_line_) return;
+  if (!status_line_)
+    return;
   uint64_t lost = 0;
-  for (const auto& [loc, n] : lost_by_location_) lost += n;
+  for (const auto& [loc, n] : lost_by_location_)
+    lost += n;
   for (uint32_t i = 0; i < segment_->header()->ring_count; ++i) {
     const auto& ctl = segment_->rings()[i];
     if (ctl.state.load(std::memory_order_relaxed) == shm::kClaimed && cursors_[i].active) {
       uint64_t d = ctl.dropped.load(std::memory_order_relaxed);
-      if (d > cursors_[i].lost_reported) lost += d - cursors_[i].lost_reported;
+      if (d > cursors_[i].lost_reported)
+        lost += d - cursors_[i].lost_reported;
     }
   }
   double elapsed = static_cast<double>(clock_.NowNs() - start_ns_) / 1e9;
@@ -583,19 +645,22 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   // Signals arrive through a signalfd; the child gets them unblocked and forwarded.
   sigset_t mask;
   sigemptyset(&mask);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    sigaddset(&mask, s);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   // Orphaned grandchildren come to us, so the session follows every process the command starts.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   PARMON_RETURN_IF_ERROR(options_.attach_pid > 0 ? AttachTo(options_.attach_pid)
-                                                  : StartChild(argv));
+                                                 : StartChild(argv));
   Status ws = writer_->WriteSession(SessionValues(argv));
-  if (!ws.ok()) NoteWriteError(ws);
+  if (!ws.ok())
+    NoteWriteError(ws);
   for (auto& src : sources_) {
     Status s = src->Start(*this);
-    if (!s.ok()) fmt::print(stderr, "parmon record: {}: {}\n", src->name(), s.message());
+    if (!s.ok())
+      fmt::print(stderr, "parmon record: {}: {}\n", src->name(), s.message());
   }
   status_line_ = !options_.quiet && isatty(STDERR_FILENO);
   last_flush_ns_ = start_ns_;
@@ -622,7 +687,8 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
     }
     size_t drained = DrainAll(false);
     uint64_t now = clock_.NowNs();
-    for (auto& src : sources_) src->Poll(*this, now);
+    for (auto& src : sources_)
+      src->Poll(*this, now);
     if (now - last_dead_check_ns_ > 100'000'000) {
       if (clock_.base == ClockBase::kMonotonic && clock_.ticks_are_tsc) {
         // Re-anchor the measured TSC rate: the baseline grows, the error near now stays small.
@@ -675,11 +741,14 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
       DrainRing(i, true);
     }
   }
-  for (auto& src : sources_) src->Stop(*this);
+  for (auto& src : sources_)
+    src->Stop(*this);
 
   RecordResult result;
-  if (WIFEXITED(child_status_)) result.exit_code = WEXITSTATUS(child_status_);
-  else if (WIFSIGNALED(child_status_)) result.exit_code = 128 + WTERMSIG(child_status_);
+  if (WIFEXITED(child_status_))
+    result.exit_code = WEXITSTATUS(child_status_);
+  else if (WIFSIGNALED(child_status_))
+    result.exit_code = 128 + WTERMSIG(child_status_);
 
   // Flight recorder: the newest chunks go to the file now, oldest first.
   FlushAll();
@@ -706,7 +775,8 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
       enc.Append(e);
       if (!write_failed_) {
         Status s = writer_->Flush(&enc);
-        if (!s.ok()) NoteWriteError(s);
+        if (!s.ok())
+          NoteWriteError(s);
       }
     }
   }
@@ -718,7 +788,8 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
     lost_list += fmt::format("{}:{};", loc, n);
   }
   uint64_t overwritten = 0;
-  for (const auto& [key, n] : overwritten_) overwritten += n;
+  for (const auto& [key, n] : overwritten_)
+    overwritten += n;
   uint64_t unattached = segment_->header()->unattached_dropped.load(std::memory_order_relaxed);
   uint64_t end_ns = clock_.NowNs();
   std::vector<std::pair<std::string, std::string>> end_kv = {
@@ -732,10 +803,12 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
       {"recorder_cpu_ns", std::to_string(CpuTimeNs(RUSAGE_SELF))},
       {"children_cpu_ns", std::to_string(CpuTimeNs(RUSAGE_CHILDREN))},
   };
-  for (auto& kv : end_values_) end_kv.push_back(kv);
+  for (auto& kv : end_values_)
+    end_kv.push_back(kv);
   if (!write_failed_) {
     Status s = writer_->Finish(end_kv);
-    if (!s.ok()) NoteWriteError(s);
+    if (!s.ok())
+      NoteWriteError(s);
   }
   result.events = writer_->events_written();
   result.lost = lost + unattached + events_unwritten_;

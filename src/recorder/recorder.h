@@ -54,13 +54,13 @@ struct RecordOptions {
   uint64_t window_ns = 5'000'000;     // drain period when the rings are not filling
   uint64_t flush_ns = 500'000'000;    // longest time an event waits in the recorder's memory
   int zstd_level = 1;
-  bool quiet = false;  // no status line even on a terminal
+  bool quiet = false;              // no status line even on a terminal
   double children_grace_s = 10.0;  // after the command exits, how long to follow its children
   std::vector<std::string> extra_preload;  // more LD_PRELOAD libraries (preload families)
   std::vector<std::pair<std::string, std::string>> extra_session;  // more SESSION key/values
   uint32_t first_string_id = 1;  // see SegmentOptions::first_string_id
-  pid_t attach_pid = 0;      // -p: follow this running process instead of starting a command
-  uint64_t duration_ns = 0;  // with attach_pid: stop after this long (0: until it exits)
+  pid_t attach_pid = 0;          // -p: follow this running process instead of starting a command
+  uint64_t duration_ns = 0;      // with attach_pid: stop after this long (0: until it exits)
 };
 
 struct RecordResult {
@@ -110,7 +110,7 @@ class Recorder {
     format::Source source;
     uint64_t first_ts, last_ts;
     uint32_t count;
-    uint64_t lost_inside;  // counts of the Lost events among them
+    uint64_t lost_inside;   // counts of the Lost events among them
     uint64_t lost_records;  // how many Lost events are among them
     std::vector<uint8_t> bytes;
   };

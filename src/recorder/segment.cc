@@ -14,9 +14,12 @@ namespace parmon::recorder {
 
 StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) {
   uint64_t slots = 1;
-  while (slots * sizeof(shm::Slot) < options.ring_bytes) slots <<= 1;
-  if (slots < 2 * shm::kMaxEventSlots) slots = 1;
-  while (slots < 2 * shm::kMaxEventSlots) slots <<= 1;
+  while (slots * sizeof(shm::Slot) < options.ring_bytes)
+    slots <<= 1;
+  if (slots < 2 * shm::kMaxEventSlots)
+    slots = 1;
+  while (slots < 2 * shm::kMaxEventSlots)
+    slots <<= 1;
   const uint64_t header_bytes = 4096;
   const uint64_t controls_bytes =
       (uint64_t{options.ring_count} * sizeof(shm::RingControl) + 4095) / 4096 * 4096;
@@ -31,14 +34,15 @@ StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options
     fd = shm_open(("/" + seg->name_).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   }
   if (fd < 0)
-    return Status::Error(fmt::format("cannot create shared memory in /dev/shm: {}", strerror(errno)));
+    return Status::Error(
+        fmt::format("cannot create shared memory in /dev/shm: {}", strerror(errno)));
   // The file is sparse: only ring pages that threads touch take memory.
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     int err = errno;
     close(fd);
     shm_unlink(("/" + seg->name_).c_str());
-    return Status::Error(fmt::format("cannot size shared memory to {} MB: {}", size >> 20,
-                                     strerror(err)));
+    return Status::Error(
+        fmt::format("cannot size shared memory to {} MB: {}", size >> 20, strerror(err)));
   }
   void* map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
   close(fd);
@@ -74,13 +78,15 @@ StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options
 }
 
 void Segment::Unlink() {
-  if (!unlinked_ && !name_.empty()) shm_unlink(("/" + name_).c_str());
+  if (!unlinked_ && !name_.empty())
+    shm_unlink(("/" + name_).c_str());
   unlinked_ = true;
 }
 
 Segment::~Segment() {
   Unlink();
-  if (header_) munmap(header_, size_);
+  if (header_)
+    munmap(header_, size_);
 }
 
 }  // namespace parmon::recorder

@@ -18,11 +18,18 @@ const int* parmon_x_enabled_flag(void);
 uint64_t parmon_x_now(void);
 // Writes one event with the current time. kind < 256 (see format/kinds.h); nargs <= 8.
 // Returns PARMON_OK or a PARMON_E_* code from parmon.h.
-int parmon_x_emit(uint16_t kind, const uint64_t* args, unsigned nargs, const void* payload,
+int parmon_x_emit(uint16_t kind,
+                  const uint64_t* args,
+                  unsigned nargs,
+                  const void* payload,
                   uint32_t payload_size);
 // The same with a timestamp taken earlier with parmon_x_now().
-int parmon_x_emit_at(uint64_t ticks, uint16_t kind, const uint64_t* args, unsigned nargs,
-                     const void* payload, uint32_t payload_size);
+int parmon_x_emit_at(uint64_t ticks,
+                     uint16_t kind,
+                     const uint64_t* args,
+                     unsigned nargs,
+                     const void* payload,
+                     uint32_t payload_size);
 // Interns a name: the same (name, category) gives the same id within the process; ids are unique
 // in the session. category: format::StringCategory (extend it for new name families).
 uint32_t parmon_x_intern(const char* name, uint32_t category);

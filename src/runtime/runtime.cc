@@ -60,9 +60,9 @@ struct ThreadRing {
   uint64_t limit;  // cached tail + capacity: head may reach it without reading tail
   RingControl* ctl;
   uint8_t state;
-  uint8_t in_slow_path;     // guards against re-entry from a signal handler in the slow path
-  uint64_t drop_first;      // time of the first event of the current streak of drops
-  uint64_t drop_pending;    // drops not yet reported in a Lost event
+  uint8_t in_slow_path;   // guards against re-entry from a signal handler in the slow path
+  uint64_t drop_first;    // time of the first event of the current streak of drops
+  uint64_t drop_pending;  // drops not yet reported in a Lost event
 };
 
 __thread ThreadRing t_ring __attribute__((tls_model("initial-exec")));
@@ -75,15 +75,25 @@ PARMON_HOT uint64_t Now() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-long RawOpen(const char* path, int flags) { return syscall(SYS_openat, AT_FDCWD, path, flags, 0); }
+long RawOpen(const char* path, int flags) {
+  return syscall(SYS_openat, AT_FDCWD, path, flags, 0);
+}
 
-pid_t GetTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+pid_t GetTid() {
+  return static_cast<pid_t>(syscall(SYS_gettid));
+}
 
 bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver);
 
 // Writes a general event (args and payload in the slots after slot 0). Caller ensured room.
-void WriteGeneral(ThreadRing* r, uint64_t ticks, uint8_t kind, const uint64_t* args,
-                  unsigned nargs, const void* payload, uint32_t size, uint32_t nslots) {
+void WriteGeneral(ThreadRing* r,
+                  uint64_t ticks,
+                  uint8_t kind,
+                  const uint64_t* args,
+                  unsigned nargs,
+                  const void* payload,
+                  uint32_t size,
+                  uint32_t nslots) {
   const uint64_t capacity_bytes = (r->mask + 1) * sizeof(Slot);
   char* base = reinterpret_cast<char*>(r->slots);
   Slot* s0 = r->slots + (r->head & r->mask);
@@ -102,7 +112,8 @@ void WriteGeneral(ThreadRing* r, uint64_t ticks, uint8_t kind, const uint64_t* a
     }
   };
   put(args, uint64_t{nargs} * 8);
-  if (size > 0) put(payload, size);
+  if (size > 0)
+    put(payload, size);
   r->head += nslots;
   // Publishes slots [old head, head): pairs with the recorder's acquire load of head.
   r->ctl->head.store(r->head, std::memory_order_release);
@@ -117,12 +128,13 @@ uint32_t GeneralSlots(unsigned nargs, uint32_t size) {
 void ReportDrops(ThreadRing* r, uint32_t reserve) {
   const uint32_t n = GeneralSlots(2, 0);
   uint64_t free_slots = r->limit - r->head;
-  if (free_slots < uint64_t{n} + reserve) return;
+  if (free_slots < uint64_t{n} + reserve)
+    return;
   uint64_t args[2] = {r->drop_pending, r->drop_first};
   WriteGeneral(r, Now(), static_cast<uint8_t>(Kind::kLost), args, 2, nullptr, 0, n);
-  r->ctl->dropped_reported.store(r->ctl->dropped_reported.load(std::memory_order_relaxed) +
-                                     r->drop_pending,
-                                 std::memory_order_relaxed);
+  r->ctl->dropped_reported.store(
+      r->ctl->dropped_reported.load(std::memory_order_relaxed) + r->drop_pending,
+      std::memory_order_relaxed);
   r->drop_pending = 0;
 }
 
@@ -133,7 +145,8 @@ PARMON_HOT void Emit1(uint8_t kind, uint32_t field, const uint64_t* ticks = null
     return;
   ThreadRing* r = &t_ring;
   if (r->head >= r->limit) [[unlikely]] {
-    if (!MakeRoom(r, 1, false)) return;
+    if (!MakeRoom(r, 1, false))
+      return;
   }
   Slot* s = r->slots + (r->head & r->mask);
   s->tsc = ticks != nullptr ? *ticks : Now();
@@ -143,16 +156,25 @@ PARMON_HOT void Emit1(uint8_t kind, uint32_t field, const uint64_t* ticks = null
   r->ctl->head.store(r->head, std::memory_order_release);
 }
 
-int EmitGeneral(uint64_t ticks, bool have_ticks, uint16_t kind, const uint64_t* args,
-                unsigned nargs, const void* payload, uint32_t size, bool must_deliver) {
+int EmitGeneral(uint64_t ticks,
+                bool have_ticks,
+                uint16_t kind,
+                const uint64_t* args,
+                unsigned nargs,
+                const void* payload,
+                uint32_t size,
+                bool must_deliver) {
   if (g_enabled.load(std::memory_order_relaxed) == 0 && !(must_deliver && g_segment))
     return PARMON_E_INACTIVE;
-  if (kind > 255 || nargs > 8 || (size > 0 && payload == nullptr)) return PARMON_E_INVALID;
-  if (size > PARMON_TRACE_DATA_MAX) return PARMON_E_TOO_LARGE;
+  if (kind > 255 || nargs > 8 || (size > 0 && payload == nullptr))
+    return PARMON_E_INVALID;
+  if (size > PARMON_TRACE_DATA_MAX)
+    return PARMON_E_TOO_LARGE;
   ThreadRing* r = &t_ring;
   uint32_t n = GeneralSlots(nargs, size);
   if (r->limit - r->head < n || r->state != kAttached) {
-    if (!MakeRoom(r, n, must_deliver)) return PARMON_E_DROPPED;
+    if (!MakeRoom(r, n, must_deliver))
+      return PARMON_E_DROPPED;
   }
   WriteGeneral(r, have_ticks ? ticks : Now(), static_cast<uint8_t>(kind), args, nargs, payload,
                size, n);
@@ -160,7 +182,8 @@ int EmitGeneral(uint64_t ticks, bool have_ticks, uint16_t kind, const uint64_t* 
 }
 
 void RetireRing(ThreadRing* r) {
-  if (r->state != kAttached) return;
+  if (r->state != kAttached)
+    return;
   if (r->drop_pending > 0) {
     uint64_t tail = r->ctl->tail.load(std::memory_order_acquire);
     r->limit = tail + r->mask + 1;
@@ -173,7 +196,9 @@ void RetireRing(ThreadRing* r) {
   r->head = 0;
 }
 
-void OnThreadExit(void*) { RetireRing(&t_ring); }
+void OnThreadExit(void*) {
+  RetireRing(&t_ring);
+}
 
 void AnnounceProcess(ThreadRing* r);
 
@@ -185,13 +210,15 @@ constexpr int kMadvPopulateWrite = 23;  // <linux/mman.h>, Linux 5.14
 
 PARMON_COLD bool Attach(ThreadRing* r) {
   SegmentHeader* seg = g_segment;
-  if (seg == nullptr) return false;
+  if (seg == nullptr)
+    return false;
   RingControl* rings = shm::Rings(seg);
   pid_t pid = getpid();
   pid_t tid = GetTid();
   for (uint32_t i = 0; i < seg->ring_count; ++i) {
     uint32_t expected = shm::kFree;
-    if (rings[i].state.load(std::memory_order_relaxed) != shm::kFree) continue;
+    if (rings[i].state.load(std::memory_order_relaxed) != shm::kFree)
+      continue;
     if (!rings[i].state.compare_exchange_strong(expected, shm::kClaiming,
                                                 std::memory_order_acquire))
       continue;
@@ -217,7 +244,8 @@ PARMON_COLD bool Attach(ThreadRing* r) {
     // Release: the recorder that sees Claimed (acquire) sees pid/tid/generation.
     c->state.store(shm::kClaimed, std::memory_order_release);
     pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
-    if (g_announced_pid != pid) AnnounceProcess(r);
+    if (g_announced_pid != pid)
+      AnnounceProcess(r);
     return true;
   }
   return false;
@@ -225,15 +253,18 @@ PARMON_COLD bool Attach(ThreadRing* r) {
 
 // Slow path: attach, refresh the cached limit, report drops, and apply the overflow policy.
 PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
-  if (r->in_slow_path) return false;  // a signal handler interrupted our own slow path
+  if (r->in_slow_path)
+    return false;  // a signal handler interrupted our own slow path
   r->in_slow_path = 1;
   // The program's errno survives whatever system calls attaching or waiting makes.
   const int saved_errno = errno;
   bool ok = false;
   SegmentHeader* seg = g_segment;
-  if (r->state == kUnattached && !Attach(r)) r->state = kNoRing;
+  if (r->state == kUnattached && !Attach(r))
+    r->state = kNoRing;
   if (r->state != kAttached) {
-    if (seg) seg->unattached_dropped.fetch_add(1, std::memory_order_relaxed);
+    if (seg)
+      seg->unattached_dropped.fetch_add(1, std::memory_order_relaxed);
     r->in_slow_path = 0;
     errno = saved_errno;
     return false;
@@ -243,7 +274,8 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
   for (unsigned spins = 0;; ++spins) {
     // Acquire pairs with the recorder's release store of tail: the slots below tail are free.
     r->limit = r->ctl->tail.load(std::memory_order_acquire) + capacity;
-    if (r->drop_pending > 0) ReportDrops(r, need);
+    if (r->drop_pending > 0)
+      ReportDrops(r, need);
     if (r->limit - r->head >= need) {
       ok = true;
       break;
@@ -252,7 +284,8 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
     bool wait = must_deliver || policy == shm::Overflow::kBlock;
     if (!wait || seg->session_state.load(std::memory_order_relaxed) == shm::kFinishing ||
         (must_deliver && spins > 20000)) {
-      if (r->drop_pending == 0) r->drop_first = Now();
+      if (r->drop_pending == 0)
+        r->drop_first = Now();
       ++r->drop_pending;
       r->ctl->dropped.store(r->ctl->dropped.load(std::memory_order_relaxed) + 1,
                             std::memory_order_relaxed);
@@ -288,10 +321,13 @@ void AnnounceProcess(ThreadRing* r) {
     n = syscall(SYS_read, fd, cmdline, sizeof cmdline);
     syscall(SYS_close, fd);
   }
-  if (n < 0) n = 0;
+  if (n < 0)
+    n = 0;
   for (ssize_t i = 0; i + 1 < n; ++i)
-    if (cmdline[i] == '\0') cmdline[i] = ' ';
-  if (n > 0 && cmdline[n - 1] == '\0') --n;
+    if (cmdline[i] == '\0')
+      cmdline[i] = ' ';
+  if (n > 0 && cmdline[n - 1] == '\0')
+    --n;
   uint64_t args[2] = {static_cast<uint64_t>(pid), static_cast<uint64_t>(getppid())};
   uint32_t slots = GeneralSlots(2, static_cast<uint32_t>(n));
   if (r->limit - r->head >= slots)
@@ -329,14 +365,17 @@ uint32_t g_local_ids = 1u << 31;  // ids handed out while not recording
 
 uint64_t HashName(const char* s, uint32_t category) {
   uint64_t h = 1469598103934665603ull ^ category;
-  for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
+  for (; *s; ++s)
+    h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
   return h | 1;
 }
 
 uint32_t Intern(const char* name, uint32_t category) {
-  if (name == nullptr) name = "";
+  if (name == nullptr)
+    name = "";
   uint64_t h = HashName(name, category);
-  while (g_intern_lock.exchange(true, std::memory_order_acquire)) sched_yield();
+  while (g_intern_lock.exchange(true, std::memory_order_acquire))
+    sched_yield();
   uint32_t id = 0;
   uint32_t i = static_cast<uint32_t>(h % kInternSlots);
   for (uint32_t probe = 0; probe < kInternSlots; ++probe, i = (i + 1) % kInternSlots) {
@@ -367,22 +406,27 @@ uint32_t Intern(const char* name, uint32_t category) {
 
 void Init() {
   const char* name = getenv(shm::kEnvSegment);
-  if (name == nullptr || *name == '\0') return;
+  if (name == nullptr || *name == '\0')
+    return;
   char path[PATH_MAX];
-  if (std::strlen(name) + 10 >= sizeof path) return;
+  if (std::strlen(name) + 10 >= sizeof path)
+    return;
   std::strcpy(path, "/dev/shm/");
   std::strcat(path, name);
   long fd = RawOpen(path, O_RDWR | O_CLOEXEC);
-  if (fd < 0) return;  // the recorder is gone: run unrecorded
+  if (fd < 0)
+    return;  // the recorder is gone: run unrecorded
   struct stat st;
-  if (fstat(static_cast<int>(fd), &st) != 0 || st.st_size < static_cast<off_t>(sizeof(SegmentHeader))) {
+  if (fstat(static_cast<int>(fd), &st) != 0 ||
+      st.st_size < static_cast<off_t>(sizeof(SegmentHeader))) {
     syscall(SYS_close, fd);
     return;
   }
   void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
                    static_cast<int>(fd), 0);
   syscall(SYS_close, fd);
-  if (map == MAP_FAILED) return;
+  if (map == MAP_FAILED)
+    return;
   auto* seg = static_cast<SegmentHeader*>(map);
   if (seg->magic != shm::kSegmentMagic || seg->abi_version != shm::kAbiVersion ||
       seg->segment_size != static_cast<uint64_t>(st.st_size)) {
@@ -401,7 +445,9 @@ void Init() {
   MakeRoom(r, 1, false);
 }
 
-__attribute__((constructor)) void Construct() { Init(); }
+__attribute__((constructor)) void Construct() {
+  Init();
+}
 
 __attribute__((destructor)) void Destruct() {
   // exit() does not run pthread key destructors for the thread calling it.
@@ -430,7 +476,8 @@ PARMON_EXPORT void parmon_region_leave(parmon_id region) {
 PARMON_EXPORT void parmon_event_name(uint32_t event_id, const char* name) {
   // Event ids are the program's own numbers; the name travels as a DefString of category kEvent,
   // which readers keep apart from interned ids.
-  if (name == nullptr) return;
+  if (name == nullptr)
+    return;
   uint64_t args[2] = {event_id, static_cast<uint64_t>(parmon::format::StringCategory::kEvent)};
   EmitGeneral(0, false, static_cast<uint16_t>(Kind::kDefString), args, 2, name,
               static_cast<uint32_t>(strnlen(name, 4096)), true);
@@ -439,8 +486,10 @@ PARMON_EXPORT void parmon_trace_event(uint32_t event_id) {
   Emit1(static_cast<uint8_t>(Kind::kTraceEvent), event_id);
 }
 PARMON_EXPORT int parmon_trace_data(uint32_t event_id, const void* data, size_t size) {
-  if (size > PARMON_TRACE_DATA_MAX) return PARMON_E_TOO_LARGE;
-  if (size > 0 && data == nullptr) return PARMON_E_INVALID;
+  if (size > PARMON_TRACE_DATA_MAX)
+    return PARMON_E_TOO_LARGE;
+  if (size > 0 && data == nullptr)
+    return PARMON_E_INVALID;
   uint64_t arg = event_id;
   return EmitGeneral(0, false, static_cast<uint16_t>(Kind::kTraceData), &arg, 1, data,
                      static_cast<uint32_t>(size), false);
@@ -468,47 +517,63 @@ PARMON_EXPORT void parmon_marker(parmon_id marker) {
 }
 
 PARMON_EXPORT void parmon_thread_name(const char* name) {
-  if (name == nullptr) return;
+  if (name == nullptr)
+    return;
   EmitGeneral(0, false, static_cast<uint16_t>(Kind::kThreadName), nullptr, 0, name,
               static_cast<uint32_t>(strnlen(name, 256)), true);
 }
 PARMON_EXPORT void parmon_process_name(const char* name) {
-  if (name == nullptr) return;
+  if (name == nullptr)
+    return;
   EmitGeneral(0, false, static_cast<uint16_t>(Kind::kProcessName), nullptr, 0, name,
               static_cast<uint32_t>(strnlen(name, 256)), true);
 }
 
 PARMON_EXPORT void parmon_pause(void) {
-  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) == 0) return;
+  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) == 0)
+    return;
   Emit1(static_cast<uint8_t>(Kind::kPause), 0);
   g_enabled.store(0, std::memory_order_relaxed);
 }
 PARMON_EXPORT void parmon_resume(void) {
-  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) != 0) return;
+  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) != 0)
+    return;
   g_enabled.store(1, std::memory_order_relaxed);
   Emit1(static_cast<uint8_t>(Kind::kResume), 0);
 }
 
-PARMON_EXPORT int parmon_x_enabled(void) { return g_enabled.load(std::memory_order_relaxed); }
+PARMON_EXPORT int parmon_x_enabled(void) {
+  return g_enabled.load(std::memory_order_relaxed);
+}
 static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
 PARMON_EXPORT const int* parmon_x_enabled_flag(void) {
   return reinterpret_cast<const int*>(&g_enabled);
 }
-PARMON_EXPORT uint64_t parmon_x_now(void) { return Now(); }
-PARMON_EXPORT int parmon_x_emit(uint16_t kind, const uint64_t* args, unsigned nargs,
-                                const void* payload, uint32_t payload_size) {
-  if (nargs <= 1 && payload_size == 0 && kind < 256 &&
-      (nargs == 0 || args[0] <= 0xffffffffu)) {
-    if (g_enabled.load(std::memory_order_relaxed) == 0) return PARMON_E_INACTIVE;
+PARMON_EXPORT uint64_t parmon_x_now(void) {
+  return Now();
+}
+PARMON_EXPORT int parmon_x_emit(uint16_t kind,
+                                const uint64_t* args,
+                                unsigned nargs,
+                                const void* payload,
+                                uint32_t payload_size) {
+  if (nargs <= 1 && payload_size == 0 && kind < 256 && (nargs == 0 || args[0] <= 0xffffffffu)) {
+    if (g_enabled.load(std::memory_order_relaxed) == 0)
+      return PARMON_E_INACTIVE;
     Emit1(static_cast<uint8_t>(kind), nargs ? static_cast<uint32_t>(args[0]) : 0);
     return PARMON_OK;
   }
   return EmitGeneral(0, false, kind, args, nargs, payload, payload_size, false);
 }
-PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks, uint16_t kind, const uint64_t* args,
-                                   unsigned nargs, const void* payload, uint32_t payload_size) {
+PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks,
+                                   uint16_t kind,
+                                   const uint64_t* args,
+                                   unsigned nargs,
+                                   const void* payload,
+                                   uint32_t payload_size) {
   if (nargs <= 1 && payload_size == 0 && kind < 256 && (nargs == 0 || args[0] <= 0xffffffffu)) {
-    if (g_enabled.load(std::memory_order_relaxed) == 0) return PARMON_E_INACTIVE;
+    if (g_enabled.load(std::memory_order_relaxed) == 0)
+      return PARMON_E_INACTIVE;
     Emit1(static_cast<uint8_t>(kind), nargs ? static_cast<uint32_t>(args[0]) : 0, &ticks);
     return PARMON_OK;
   }

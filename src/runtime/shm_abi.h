@@ -11,8 +11,8 @@
 //     reads tail (acquire) only when its cached limit says the ring may be full, so the hot path
 //     touches no shared cache line but its own head.
 //   - The consumer reads head (acquire), copies slots [tail, head), then tail.store(release), which
-//     hands the space back; the producer's acquire load of tail pairs with it, so the producer never
-//     overwrites a slot the consumer is still reading.
+//     hands the space back; the producer's acquire load of tail pairs with it, so the producer
+//     never overwrites a slot the consumer is still reading.
 // Ring states: Free -> Claiming (a thread won the CAS and fills in pid/tid) -> Claimed (release:
 // pid/tid visible) -> Retired (the thread exited; release after its last head store, so a consumer
 // that sees Retired with acquire and then loads head sees the final head) -> Free (set by the
@@ -42,15 +42,25 @@ static_assert(sizeof(Slot) == 16);
 
 constexpr uint8_t kFlagGeneral = 1;  // args and payload follow in the next slots
 // In a general event, flags bits 4-7 hold the number of u64 args.
-inline uint8_t WordArgCount(uint64_t w) { return static_cast<uint8_t>(w >> 12) & 0xf; }
+inline uint8_t WordArgCount(uint64_t w) {
+  return static_cast<uint8_t>(w >> 12) & 0xf;
+}
 
 inline uint64_t MakeWord(uint8_t kind, uint8_t flags, uint16_t nslots, uint32_t field) {
   return uint64_t{kind} | uint64_t{flags} << 8 | uint64_t{nslots} << 16 | uint64_t{field} << 32;
 }
-inline uint8_t WordKind(uint64_t w) { return static_cast<uint8_t>(w); }
-inline uint8_t WordFlags(uint64_t w) { return static_cast<uint8_t>(w >> 8); }
-inline uint16_t WordSlots(uint64_t w) { return static_cast<uint16_t>(w >> 16); }
-inline uint32_t WordField(uint64_t w) { return static_cast<uint32_t>(w >> 32); }
+inline uint8_t WordKind(uint64_t w) {
+  return static_cast<uint8_t>(w);
+}
+inline uint8_t WordFlags(uint64_t w) {
+  return static_cast<uint8_t>(w >> 8);
+}
+inline uint16_t WordSlots(uint64_t w) {
+  return static_cast<uint16_t>(w >> 16);
+}
+inline uint32_t WordField(uint64_t w) {
+  return static_cast<uint32_t>(w >> 32);
+}
 
 enum RingState : uint32_t { kFree = 0, kClaiming = 1, kClaimed = 2, kRetired = 3 };
 

@@ -7,9 +7,9 @@
 namespace parmon::sched {
 
 const char* ThreadStateName(ThreadState s) {
-  static const char* const kNames[kThreadStateCount] = {
-      "running", "runnable", "comm-wait", "lock-wait", "timer-wait", "io-wait", "stopped",
-      "other-wait"};
+  static const char* const kNames[kThreadStateCount] = {"running",   "runnable",   "comm-wait",
+                                                        "lock-wait", "timer-wait", "io-wait",
+                                                        "stopped",   "other-wait"};
   return kNames[static_cast<int>(s)];
 }
 
@@ -117,9 +117,11 @@ void ThreadAccount::Begin(uint64_t start_ns, const SchedStat& baseline) {
   last_ = baseline;
 }
 
-StateSplit ThreadAccount::Update(const Reading& r, const std::function<bool()>& blocked_since_last) {
+StateSplit ThreadAccount::Update(const Reading& r,
+                                 const std::function<bool()>& blocked_since_last) {
   StateSplit split{};
-  if (r.now_ns <= last_ns_) return split;
+  if (r.now_ns <= last_ns_)
+    return split;
   const uint64_t interval = r.now_ns - last_ns_;
   // Counters never go back; a task reusing a tid would, so start it over.
   if (r.sched.cpu_ns < last_.cpu_ns || r.sched.run_delay_ns < last_.run_delay_ns) {
@@ -152,13 +154,15 @@ StateSplit ThreadAccount::Update(const Reading& r, const std::function<bool()>& 
     ThreadState where;
     if (!seen_runnable) {
       where = WaitState(r.state, r.syscall);
-      if (where != ThreadState::kRunnable) last_wait_ = where;
+      if (where != ThreadState::kRunnable)
+        last_wait_ = where;
     } else if (rest > interval / 50 && blocked_since_last && blocked_since_last()) {
       where = last_wait_;  // woke up since; it waited where it was last seen waiting
     } else {
       where = ThreadState::kRunnable;  // queued now, or the CPU counter's lag
     }
-    if (where == ThreadState::kRunnable) runnable_credit_ += rest;
+    if (where == ThreadState::kRunnable)
+      runnable_credit_ += rest;
     split[static_cast<int>(where)] += rest;
   }
   split[static_cast<int>(ThreadState::kRunning)] += running;
@@ -170,7 +174,8 @@ StateSplit ThreadAccount::Update(const Reading& r, const std::function<bool()>& 
 
 StateSplit ThreadAccount::Assume(uint64_t now_ns, ThreadState state) {
   StateSplit split{};
-  if (now_ns <= last_ns_) return split;
+  if (now_ns <= last_ns_)
+    return split;
   const uint64_t interval = now_ns - last_ns_;
   split[static_cast<int>(state)] = interval;
   if (state == ThreadState::kRunning) {

@@ -10,14 +10,16 @@
 
 namespace parmon::sched {
 
-inline format::Event MakeEvent(format::Kind kind, uint64_t ts,
+inline format::Event MakeEvent(format::Kind kind,
+                               uint64_t ts,
                                std::initializer_list<uint64_t> args) {
   format::Event e;
   e.kind = static_cast<uint16_t>(kind);
   e.ts = ts;
   e.nargs = static_cast<uint8_t>(args.size());
   int i = 0;
-  for (uint64_t a : args) e.args[i++] = a;
+  for (uint64_t a : args)
+    e.args[i++] = a;
   return e;
 }
 

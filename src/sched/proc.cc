@@ -14,7 +14,8 @@ ProcFile::ProcFile(const std::string& path) : buf_(4096) {
 }
 
 ProcFile::~ProcFile() {
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0)
+    close(fd_);
 }
 
 ProcFile::ProcFile(ProcFile&& other) noexcept : fd_(other.fd_), buf_(std::move(other.buf_)) {
@@ -23,7 +24,8 @@ ProcFile::ProcFile(ProcFile&& other) noexcept : fd_(other.fd_), buf_(std::move(o
 
 ProcFile& ProcFile::operator=(ProcFile&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) close(fd_);
+    if (fd_ >= 0)
+      close(fd_);
     fd_ = other.fd_;
     buf_ = std::move(other.buf_);
     other.fd_ = -1;
@@ -32,19 +34,23 @@ ProcFile& ProcFile::operator=(ProcFile&& other) noexcept {
 }
 
 std::string_view ProcFile::Read() {
-  if (fd_ < 0) return {};
+  if (fd_ < 0)
+    return {};
   ssize_t n = pread(fd_, buf_.data(), buf_.size(), 0);
-  if (n <= 0) return {};
+  if (n <= 0)
+    return {};
   return std::string_view(buf_.data(), static_cast<size_t>(n));
 }
 
 std::string ReadProcFile(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
+  if (fd < 0)
+    return {};
   std::string out;
   char buf[8192];
   ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  while ((n = read(fd, buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<size_t>(n));
   close(fd);
   return out;
 }
@@ -59,7 +65,8 @@ std::string_view NextField(std::string_view* text) {
     return {};
   }
   size_t e = text->find_first_of(" \t\n", b);
-  if (e == std::string_view::npos) e = text->size();
+  if (e == std::string_view::npos)
+    e = text->size();
   std::string_view f = text->substr(b, e - b);
   text->remove_prefix(e);
   return f;
@@ -67,7 +74,8 @@ std::string_view NextField(std::string_view* text) {
 
 template <typename T>
 bool ToNumber(std::string_view s, T* out, int base = 10) {
-  if (s.empty()) return false;
+  if (s.empty())
+    return false;
   auto r = std::from_chars(s.data(), s.data() + s.size(), *out, base);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
@@ -77,12 +85,14 @@ bool ToNumber(std::string_view s, T* out, int base = 10) {
 bool ParseTaskStat(std::string_view text, TaskStat* out) {
   // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
   size_t close = text.rfind(')');
-  if (close == std::string_view::npos) return false;
+  if (close == std::string_view::npos)
+    return false;
   std::string_view rest = text.substr(close + 1);
   std::string_view f[37];  // fields 3..39
   for (auto& x : f) {
     x = NextField(&rest);
-    if (x.empty()) return false;
+    if (x.empty())
+      return false;
   }
   auto at = [&](int field) { return f[field - 3]; };
   out->state = at(3)[0];
@@ -115,11 +125,15 @@ bool ParseStatusSwitches(std::string_view text, SwitchCounters* out) {
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     uint64_t* target = nullptr;
-    if (line.starts_with("voluntary_ctxt_switches:")) target = &out->voluntary;
-    else if (line.starts_with("nonvoluntary_ctxt_switches:")) target = &out->involuntary;
-    if (!target) continue;
+    if (line.starts_with("voluntary_ctxt_switches:"))
+      target = &out->voluntary;
+    else if (line.starts_with("nonvoluntary_ctxt_switches:"))
+      target = &out->involuntary;
+    if (!target)
+      continue;
     line.remove_prefix(line.find(':') + 1);
-    if (!ToNumber(NextField(&line), target)) return false;
+    if (!ToNumber(NextField(&line), target))
+      return false;
     ++found;
   }
   return found == 2;
@@ -131,14 +145,17 @@ bool ParseProcStat(std::string_view text, std::vector<CpuTimes>* out) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    if (!line.starts_with("cpu") || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
+    if (!line.starts_with("cpu") || line.size() < 4 || line[3] < '0' || line[3] > '9')
+      continue;
     std::string_view name = NextField(&line);
     CpuTimes c;
-    if (!ToNumber(name.substr(3), &c.cpu)) return false;
+    if (!ToNumber(name.substr(3), &c.cpu))
+      return false;
     // user nice system idle iowait irq softirq steal [guest guest_nice: already in user/nice]
     uint64_t v[8] = {};
     for (auto& x : v)
-      if (!ToNumber(NextField(&line), &x)) return false;
+      if (!ToNumber(NextField(&line), &x))
+        return false;
     c.busy = v[0] + v[1] + v[2] + v[5] + v[6];
     c.idle = v[3];
     c.iowait = v[4];
@@ -160,10 +177,12 @@ std::vector<uint32_t> ListTasks(uint32_t pid) {
   std::vector<uint32_t> out;
   std::string path = "/proc/" + std::to_string(pid) + "/task";
   DIR* d = opendir(path.c_str());
-  if (!d) return out;
+  if (!d)
+    return out;
   while (dirent* de = readdir(d)) {
     uint32_t tid;
-    if (ToNumber(std::string_view(de->d_name), &tid)) out.push_back(tid);
+    if (ToNumber(std::string_view(de->d_name), &tid))
+      out.push_back(tid);
   }
   closedir(d);
   return out;
@@ -176,7 +195,8 @@ std::vector<uint32_t> ListChildren(uint32_t pid, uint32_t tid) {
   std::string_view rest = text;
   for (std::string_view f = NextField(&rest); !f.empty(); f = NextField(&rest)) {
     uint32_t child;
-    if (ToNumber(f, &child)) out.push_back(child);
+    if (ToNumber(f, &child))
+      out.push_back(child);
   }
   return out;
 }

@@ -42,19 +42,22 @@ std::string TaskPath(uint32_t pid, uint32_t tid, const char* file) {
 
 SamplerCore::SamplerCore(SamplerOptions options, uint64_t session_start_ns)
     : options_(std::move(options)), session_start_ns_(session_start_ns), proc_stat_("/proc/stat") {
-  boot_minus_now_ns_ = static_cast<int64_t>(ClockNs(CLOCK_BOOTTIME)) -
-                       static_cast<int64_t>(MonotonicNs());
+  boot_minus_now_ns_ =
+      static_cast<int64_t>(ClockNs(CLOCK_BOOTTIME)) - static_cast<int64_t>(MonotonicNs());
 }
 
 void SamplerCore::AddProcess(uint32_t pid) {
-  if (pid == 0 || ended_.count(pid)) return;
+  if (pid == 0 || ended_.count(pid))
+    return;
   auto [it, inserted] = processes_.try_emplace(pid);
-  if (inserted) it->second.stat = ProcFile(fmt::format("/proc/{}/stat", pid));
+  if (inserted)
+    it->second.stat = ProcFile(fmt::format("/proc/{}/stat", pid));
 }
 
 size_t SamplerCore::thread_count() const {
   size_t n = 0;
-  for (const auto& [pid, p] : processes_) n += p.threads.size();
+  for (const auto& [pid, p] : processes_)
+    n += p.threads.size();
   return n;
 }
 
@@ -68,11 +71,14 @@ void SamplerCore::DiscoverChildren() {
   std::vector<uint32_t> found;
   for (auto& [pid, p] : processes_)
     for (auto& [tid, t] : p.threads) {
-      if (!t.ran_since_discovery && pass_ > 1) continue;
+      if (!t.ran_since_discovery && pass_ > 1)
+        continue;
       t.ran_since_discovery = false;
-      for (uint32_t child : ListChildren(pid, tid)) found.push_back(child);
+      for (uint32_t child : ListChildren(pid, tid))
+        found.push_back(child);
     }
-  for (uint32_t child : found) AddProcess(child);
+  for (uint32_t child : found)
+    AddProcess(child);
 }
 
 void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
@@ -81,7 +87,8 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
   // the thread is read then: no switch between two collections means the state a read saw
   // between them held all along.
   switches_live_ = false;
-  if (!options_.activity) last_unlive_pass_ = pass_;
+  if (!options_.activity)
+    last_unlive_pass_ = pass_;
   if (options_.activity) {
     changes_.clear();
     switches_live_ = options_.activity->Collect(&changes_);
@@ -91,7 +98,8 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
     }
     // Events opened with enable_on_exec record nothing before the exec: a read before the first
     // record may predate them.
-    if (switches_live_ && !changes_.empty() && flowing_pass_ == 0) flowing_pass_ = pass_;
+    if (switches_live_ && !changes_.empty() && flowing_pass_ == 0)
+      flowing_pass_ = pass_;
     for (const SwitchChange& c : changes_) {
       SwitchSeen& seen = switches_[c.tid];
       seen.pass = pass_;
@@ -101,16 +109,19 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
       }
       // A thread of a process we do not know: the recorder follows every process the session
       // creates (inherited events), so this is a new child, found without a scan.
-      if (c.last != LastSwitch::kGone && !processes_.count(c.pid)) AddProcess(c.pid);
+      if (c.last != LastSwitch::kGone && !processes_.count(c.pid))
+        AddProcess(c.pid);
       if (c.last == LastSwitch::kUnknown) {  // a FORK record: a new thread to list
         auto p = processes_.find(c.pid);
-        if (p != processes_.end()) p->second.forked = true;
+        if (p != processes_.end())
+          p->second.forked = true;
       }
     }
   }
   // Scanning every thread's children file costs more than the rest of a pass. The records
   // show each process the session creates; scan only until they flow, or after some were lost.
-  if (!switches_live_ || flowing_pass_ == 0) scan_children_ = true;
+  if (!switches_live_ || flowing_pass_ == 0)
+    scan_children_ = true;
   if (pass_ == 1 || (pass_ % kDiscoverEvery == 0 && scan_children_)) {
     DiscoverChildren();
     scan_children_ = !switches_live_ || flowing_pass_ == 0;
@@ -125,19 +136,24 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
     }
   }
   // Children found now are sampled from the next pass, with their start time as the interval start.
-  if (pass_ == 1) DiscoverChildren();
+  if (pass_ == 1)
+    DiscoverChildren();
   std::erase_if(switches_, [](const auto& kv) { return kv.second.last == LastSwitch::kGone; });
   // /proc/stat counts in clock ticks (10 ms) and costs ~15 us: read it every 50 ms at most.
-  if (cpu_prev_.empty() || now_ns - cpu_prev_ns_ >= 50'000'000) SampleCpus(now_ns, out);
+  if (cpu_prev_.empty() || now_ns - cpu_prev_ns_ >= 50'000'000)
+    SampleCpus(now_ns, out);
   prev_pass_ns_ = now_ns;
 }
 
-void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
+void SamplerCore::SampleProcess(uint32_t pid,
+                                Process& p,
+                                uint64_t now_ns,
                                 std::vector<Output>* out) {
   // Listing the task directory costs as much as reading ten threads' schedstat; its link count
   // (threads + 2) is one stat() call. List again only when that count changed or a thread we
   // know could not be read (it ended; another may have started in its place).
-  if (p.task_dir.empty()) p.task_dir = fmt::format("/proc/{}/task", pid);
+  if (p.task_dir.empty())
+    p.task_dir = fmt::format("/proc/{}/task", pid);
   // With complete switch records since a listing (made after they began to flow), FORK records
   // name every thread created since, so not even the stat() is needed.
   const bool records_tell = switches_live_ && flowing_pass_ != 0 && p.listed_pass != 0 &&
@@ -154,7 +170,8 @@ void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
     p.listed = tids.size();
     p.listed_pass = pass_;
     for (uint32_t tid : tids) {
-      if (!options_.only_tids.empty() && !options_.only_tids.count(tid)) continue;
+      if (!options_.only_tids.empty() && !options_.only_tids.count(tid))
+        continue;
       auto [it, inserted] = p.threads.try_emplace(tid);
       if (inserted) {
         it->second.fresh = true;
@@ -172,13 +189,15 @@ void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
     if (!is_new && CanAssume(it->first, t, &assumed)) {
       ++t.assumed_passes;
       ++assumed_;
-      if (assumed == ThreadState::kRunning) t.ran_since_discovery = true;
+      if (assumed == ThreadState::kRunning)
+        t.ran_since_discovery = true;
       StateSplit split = t.account.Assume(now_ns, assumed);
       Event e;
       e.kind = static_cast<uint16_t>(Kind::kThreadStates);
       e.ts = now_ns;
       e.nargs = kThreadStateCount;
-      for (int i = 0; i < kThreadStateCount; ++i) e.args[i] = split[i];
+      for (int i = 0; i < kThreadStateCount; ++i)
+        e.args[i] = split[i];
       out->push_back({pid, it->first, -1, e});
       live_cpu += t.account.last().cpu_ns;
       ++it;
@@ -204,12 +223,14 @@ void SamplerCore::SampleProcess(uint32_t pid, Process& p, uint64_t now_ns,
     uint64_t cpu = t.account.last().cpu_ns;
     p.exited_cpu_seen += cpu;
     switches_.erase(it->first);
-    if (!is_new) out->push_back({pid, it->first, -1, MakeEvent(Kind::kTaskExit, now_ns, {cpu})});
+    if (!is_new)
+      out->push_back({pid, it->first, -1, MakeEvent(Kind::kTaskExit, now_ns, {cpu})});
     it = p.threads.erase(it);
   }
   // The process's own counters (every thread that ever ran, in clock ticks) cost a walk over all
   // its threads in the kernel: read them every kProcessEvery passes only.
-  if (pass_ % kProcessEvery != 1 && kProcessEvery != 1) return;
+  if (pass_ % kProcessEvery != 1 && kProcessEvery != 1)
+    return;
   TaskStat ps;
   if (ParseTaskStat(p.stat.Read(), &ps)) {
     uint64_t cpu = (ps.utime_ticks + ps.stime_ticks) * NsPerClockTick();
@@ -229,12 +250,14 @@ bool SamplerCore::CanAssume(uint32_t tid, const Thread& t, ThreadState* state) c
   if (!switches_live_ || flowing_pass_ == 0 || !t.read_live || t.read_pass < flowing_pass_)
     return false;
   auto seen = switches_.find(tid);
-  if (seen != switches_.end() && seen->second.pass == pass_) return false;  // switched: read it
+  if (seen != switches_.end() && seen->second.pass == pass_)
+    return false;  // switched: read it
   const LastSwitch last = seen == switches_.end() ? LastSwitch::kUnknown : seen->second.last;
   if (t.state == 'R') {
     // Running or queued: only its latest record tells which. The letter may also be one the
     // read kept from before (a thread that blocked at the very end of an interval).
-    if (t.assumed_passes >= kAssumeRunningPasses) return false;
+    if (t.assumed_passes >= kAssumeRunningPasses)
+      return false;
     if (last == LastSwitch::kIn) {
       *state = ThreadState::kRunning;
       return true;
@@ -253,14 +276,19 @@ bool SamplerCore::CanAssume(uint32_t tid, const Thread& t, ThreadState* state) c
   return *state != ThreadState::kRunnable && *state != ThreadState::kRunning;
 }
 
-bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_new,
-                               uint64_t now_ns, std::vector<Output>* out) {
+bool SamplerCore::SampleThread(uint32_t pid,
+                               uint32_t tid,
+                               Thread& t,
+                               bool is_new,
+                               uint64_t now_ns,
+                               std::vector<Output>* out) {
   ++reads_;
   t.read_pass = pass_;
   t.read_live = switches_live_;
   Reading r;
   r.now_ns = now_ns;
-  if (!ParseSchedStat(t.schedstat.Read(), &r.sched)) return false;
+  if (!ParseSchedStat(t.schedstat.Read(), &r.sched))
+    return false;
   const bool ran = is_new || r.sched.run_count != t.account.last().run_count ||
                    r.sched.cpu_ns != t.account.last().cpu_ns;
   t.idle_passes = ran ? 0 : t.idle_passes + 1;
@@ -288,7 +316,8 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
     // new thread's start time, and every kStatEvery passes for the CPU it last ran on.
     bool need_stat = is_new || !t.syscall_readable || pass_ % kStatEvery == 0;
     if (t.syscall_readable) {
-      if (!t.syscall.is_open()) t.syscall = ProcFile(TaskPath(pid, tid, "syscall"));
+      if (!t.syscall.is_open())
+        t.syscall = ProcFile(TaskPath(pid, tid, "syscall"));
       std::string_view text = t.syscall.Read();
       uint64_t nr = kNoSyscall;
       if (text.empty() || !ParseSyscall(text, &nr)) {
@@ -305,10 +334,12 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
     }
     if (need_stat) {
       TaskStat ts;
-      if (!ParseTaskStat(t.stat.Read(), &ts)) return false;
+      if (!ParseTaskStat(t.stat.Read(), &ts))
+        return false;
       t.state = ts.state;
       t.cpu = ts.processor;
-      if (!t.syscall_readable) t.syscall_nr = kNoSyscall;
+      if (!t.syscall_readable)
+        t.syscall_nr = kNoSyscall;
       if (is_new) {
         if (options_.attached && pass_ == 1) {
           // Already running when we attached: its past is not ours to split.
@@ -327,9 +358,11 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
   auto blocked = [&] {
     // Reading status is dearer than the rest; only asked for a runnable thread with time
     // unaccounted for: did it block since (voluntary switches grew)?
-    if (!t.status.is_open()) t.status = ProcFile(TaskPath(pid, tid, "status"));
+    if (!t.status.is_open())
+      t.status = ProcFile(TaskPath(pid, tid, "status"));
     SwitchCounters now;
-    if (!ParseStatusSwitches(t.status.Read(), &now)) return false;
+    if (!ParseStatusSwitches(t.status.Read(), &now))
+      return false;
     bool grew = t.switches_known && now.voluntary != t.switches.voluntary;
     t.switches = now;
     t.switches_known = true;
@@ -342,28 +375,33 @@ bool SamplerCore::SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_ne
     e.kind = static_cast<uint16_t>(Kind::kThreadStates);
     e.ts = now_ns;
     e.nargs = kThreadStateCount;
-    for (int i = 0; i < kThreadStateCount; ++i) e.args[i] = split[i];
+    for (int i = 0; i < kThreadStateCount; ++i)
+      e.args[i] = split[i];
     out->push_back({pid, tid, -1, e});
   }
-  out->push_back({pid, tid, -1,
-                  MakeEvent(Kind::kThreadSample, now_ns,
-                            {r.sched.cpu_ns, static_cast<uint64_t>(std::max(t.cpu, 0)),
-                             t.state == 'R' ? kNoSyscall : t.syscall_nr,
-                             static_cast<uint64_t>(static_cast<unsigned char>(t.state)),
-                             r.sched.run_count})});
+  out->push_back(
+      {pid, tid, -1,
+       MakeEvent(Kind::kThreadSample, now_ns,
+                 {r.sched.cpu_ns, static_cast<uint64_t>(std::max(t.cpu, 0)),
+                  t.state == 'R' ? kNoSyscall : t.syscall_nr,
+                  static_cast<uint64_t>(static_cast<unsigned char>(t.state)), r.sched.run_count})});
   return true;
 }
 
 void SamplerCore::SampleCpus(uint64_t now_ns, std::vector<Output>* out) {
   std::vector<CpuTimes> cur;
-  if (!ParseProcStat(proc_stat_.Read(), &cur)) return;
+  if (!ParseProcStat(proc_stat_.Read(), &cur))
+    return;
   if (!cpu_prev_.empty()) {
     const uint64_t tick = NsPerClockTick();
     for (const CpuTimes& c : cur) {
       auto prev = std::find_if(cpu_prev_.begin(), cpu_prev_.end(),
                                [&](const CpuTimes& p) { return p.cpu == c.cpu; });
-      if (prev == cpu_prev_.end()) continue;  // came online: from the next pass
-      auto d = [&](uint64_t now, uint64_t before) { return now > before ? (now - before) * tick : 0; };
+      if (prev == cpu_prev_.end())
+        continue;  // came online: from the next pass
+      auto d = [&](uint64_t now, uint64_t before) {
+        return now > before ? (now - before) * tick : 0;
+      };
       out->push_back({0, 0, static_cast<int32_t>(c.cpu),
                       MakeEvent(Kind::kCpuSample, now_ns,
                                 {d(c.busy, prev->busy), d(c.idle, prev->idle),
@@ -384,14 +422,17 @@ ProcSampler::~ProcSampler() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable())
+    thread_.join();
 }
 
 Status ProcSampler::Start(recorder::Recorder& recorder) {
   clock_ = recorder.clock();
   if (clock_.base != ClockBase::kMonotonic && !clock_.ticks_are_tsc)
     return Status::Error("the session clock cannot be read from here; sampling is off");
-  auto now = [this] { return clock_.base == ClockBase::kMonotonic ? MonotonicNs() : clock_.NowNs(); };
+  auto now = [this] {
+    return clock_.base == ClockBase::kMonotonic ? MonotonicNs() : clock_.NowNs();
+  };
   core_ = std::make_unique<SamplerCore>(options_, now());
   if (recorder.child_pid() > 0) {
     core_->AddProcess(static_cast<uint32_t>(recorder.child_pid()));
@@ -410,10 +451,12 @@ void ProcSampler::Loop() {
     std::set<uint32_t> pids;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) break;
+      if (stop_)
+        break;
       pids.swap(new_pids_);
     }
-    for (uint32_t pid : pids) core_->AddProcess(pid);
+    for (uint32_t pid : pids)
+      core_->AddProcess(pid);
     core_->Sample(now(), &batch);
     passes_.fetch_add(1, std::memory_order_relaxed);
     cpu_ns_.store(ClockNs(CLOCK_THREAD_CPUTIME_ID), std::memory_order_relaxed);
@@ -433,7 +476,8 @@ void ProcSampler::Loop() {
     std::unique_lock<std::mutex> lock(mu_);
     auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next_ns));
     cv_.wait_until(lock, deadline, [&] { return stop_; });
-    if (stop_) break;
+    if (stop_)
+      break;
   }
 }
 
@@ -443,7 +487,8 @@ void ProcSampler::Deliver(recorder::Recorder& recorder) {
     std::lock_guard<std::mutex> lock(mu_);
     batch.swap(ready_);
     for (const auto& [pid, ppid] : recorder.processes())
-      if (known_pids_.insert(pid).second) new_pids_.insert(pid);
+      if (known_pids_.insert(pid).second)
+        new_pids_.insert(pid);
   }
   for (const auto& o : batch) {
     uint32_t loc = o.tid != 0 ? recorder.ThreadLocation(o.pid, o.tid)
@@ -452,7 +497,9 @@ void ProcSampler::Deliver(recorder::Recorder& recorder) {
   }
 }
 
-void ProcSampler::Poll(recorder::Recorder& recorder, uint64_t) { Deliver(recorder); }
+void ProcSampler::Poll(recorder::Recorder& recorder, uint64_t) {
+  Deliver(recorder);
+}
 
 void ProcSampler::Stop(recorder::Recorder& recorder) {
   {
@@ -460,7 +507,8 @@ void ProcSampler::Stop(recorder::Recorder& recorder) {
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable())
+    thread_.join();
   Deliver(recorder);
   recorder.AddEndValue("sampler_passes", std::to_string(passes_.load()));
   recorder.AddEndValue("sampler_overruns", std::to_string(overruns_.load()));

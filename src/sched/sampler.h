@@ -71,12 +71,12 @@ class SamplerCore {
     char state = '?';
     uint64_t syscall_nr = kNoSyscall;
     int32_t cpu = -1;
-    bool fresh = false;  // listed, not yet sampled
-    uint32_t idle_passes = 0;  // reads in a row that found it had not run
+    bool fresh = false;               // listed, not yet sampled
+    uint32_t idle_passes = 0;         // reads in a row that found it had not run
     bool ran_since_discovery = true;  // may have started a process since we last looked
-    uint32_t assumed_passes = 0;  // passes in a row booked without reading
-    uint64_t read_pass = 0;       // the pass of its latest read
-    bool read_live = false;       // ... and whether that pass had complete switch records
+    uint32_t assumed_passes = 0;      // passes in a row booked without reading
+    uint64_t read_pass = 0;           // the pass of its latest read
+    bool read_live = false;           // ... and whether that pass had complete switch records
   };
   // The latest context-switch record of a thread, as far as the sampler has collected them.
   struct SwitchSeen {
@@ -88,9 +88,9 @@ class SamplerCore {
     ProcFile stat;
     std::map<uint32_t, Thread> threads;
     std::string task_dir;
-    uint64_t listed = 0;     // entries of task_dir at the last listing
-    bool lost_one = false;   // a known thread could not be read: list again
-    bool forked = false;     // the switch records showed a thread created since the last listing
+    uint64_t listed = 0;       // entries of task_dir at the last listing
+    bool lost_one = false;     // a known thread could not be read: list again
+    bool forked = false;       // the switch records showed a thread created since the last listing
     uint64_t listed_pass = 0;  // the pass of the last listing
     uint64_t exited_cpu_seen = 0;  // CPU time of its ended threads, as far as we saw it
   };
@@ -98,7 +98,11 @@ class SamplerCore {
   void SampleProcess(uint32_t pid, Process& p, uint64_t now_ns, std::vector<Output>* out);
   // Whether the thread's interval ending now can be booked without reading it, and as what.
   bool CanAssume(uint32_t tid, const Thread& t, ThreadState* state) const;
-  bool SampleThread(uint32_t pid, uint32_t tid, Thread& t, bool is_new, uint64_t now_ns,
+  bool SampleThread(uint32_t pid,
+                    uint32_t tid,
+                    Thread& t,
+                    bool is_new,
+                    uint64_t now_ns,
                     std::vector<Output>* out);
   void SampleCpus(uint64_t now_ns, std::vector<Output>* out);
   void DiscoverChildren();
@@ -114,9 +118,9 @@ class SamplerCore {
   uint64_t cpu_prev_ns_ = 0;
   uint64_t pass_ = 0;
   uint64_t prev_pass_ns_ = 0;
-  bool switches_live_ = false;  // this pass's switch records are complete
-  uint64_t flowing_pass_ = 0;   // the first pass that collected a record: the events are enabled
-  bool scan_children_ = true;   // children may have been created unseen since the last scan
+  bool switches_live_ = false;     // this pass's switch records are complete
+  uint64_t flowing_pass_ = 0;      // the first pass that collected a record: the events are enabled
+  bool scan_children_ = true;      // children may have been created unseen since the last scan
   uint64_t last_unlive_pass_ = 0;  // the latest pass without complete switch records
   std::vector<SwitchChange> changes_;
   std::unordered_map<uint32_t, SwitchSeen> switches_;  // by tid
@@ -143,13 +147,13 @@ class ProcSampler : public recorder::RecorderSource {
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;                        // guarded by mu_
-  std::vector<SamplerCore::Output> ready_;   // guarded by mu_
-  std::set<uint32_t> new_pids_;              // guarded by mu_
-  std::set<uint32_t> known_pids_;            // recorder thread only
+  bool stop_ = false;                       // guarded by mu_
+  std::vector<SamplerCore::Output> ready_;  // guarded by mu_
+  std::set<uint32_t> new_pids_;             // guarded by mu_
+  std::set<uint32_t> known_pids_;           // recorder thread only
   std::atomic<uint64_t> passes_{0};
   std::atomic<uint64_t> overruns_{0};
-  std::atomic<uint64_t> cpu_ns_{0};          // the sampler thread's own CPU time
+  std::atomic<uint64_t> cpu_ns_{0};  // the sampler thread's own CPU time
 };
 
 }  // namespace parmon::sched

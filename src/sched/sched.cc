@@ -16,9 +16,11 @@ void AddSchedSources(recorder::Recorder& recorder, const SchedOptions& options) 
   so.only_tids = options.only_tids;
   so.attached = options.attached;
   // The sampler skips reading threads the switch records show did not change state.
-  if (options.switches) so.activity = std::make_shared<SwitchActivity>();
+  if (options.switches)
+    so.activity = std::make_shared<SwitchActivity>();
   recorder.AddSource(std::make_unique<ProcSampler>(so));
-  if (!options.switches) return;
+  if (!options.switches)
+    return;
   SwitchOptions wo;
   wo.activity = so.activity;
   wo.periodic = options.periodic;
@@ -33,13 +35,15 @@ bool ParseThreadList(const std::string& text, std::set<uint32_t>* out, std::stri
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
+    if (comma == std::string::npos)
+      comma = text.size();
     std::string_view item(text.data() + pos, comma - pos);
     uint32_t tid = 0;
     auto r = std::from_chars(item.data(), item.data() + item.size(), tid);
     if (item.empty() || r.ec != std::errc() || r.ptr != item.data() + item.size() || tid == 0) {
-      *error = fmt::format("'{}' is not a thread id (give a comma-separated list such as 1234,1240)",
-                           std::string(item));
+      *error =
+          fmt::format("'{}' is not a thread id (give a comma-separated list such as 1234,1240)",
+                      std::string(item));
       return false;
     }
     out->insert(tid);

@@ -18,7 +18,8 @@ SchedSummary Summarize(const format::TraceReader& reader) {
     switch (e.kind_enum()) {
       case Kind::kThreadStates: {
         auto& t = s.threads[e.location];
-        for (int i = 0; i < kThreadStateCount && i < e.nargs; ++i) t.state_ns[i] += e.args[i];
+        for (int i = 0; i < kThreadStateCount && i < e.nargs; ++i)
+          t.state_ns[i] += e.args[i];
         break;
       }
       case Kind::kThreadSample:
@@ -70,18 +71,22 @@ double Percent(uint64_t part, uint64_t whole) {
 }  // namespace
 
 void PrintSummary(const format::TraceReader& reader, const SchedSummary& s) {
-  if (s.empty()) return;
+  if (s.empty())
+    return;
   fmt::print("\nthread states (% of sampled time; switches: blocked/preempted)\n");
-  fmt::print("{:>5} {:>8} {:<16} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>13} {:>6}\n",
-             "LOC", "TID", "NAME", "RUN", "QUEUE", "COMM", "LOCK", "TIMER", "IO", "STOP", "OTHER",
-             "CPU(s)", "SWITCHES", "MIGR");
+  fmt::print(
+      "{:>5} {:>8} {:<16} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>13} {:>6}\n",
+      "LOC", "TID", "NAME", "RUN", "QUEUE", "COMM", "LOCK", "TIMER", "IO", "STOP", "OTHER",
+      "CPU(s)", "SWITCHES", "MIGR");
   for (const auto& [loc, t] : s.threads) {
     const format::LocationDef* l = Location(reader, loc);
     uint64_t total = 0;
-    for (uint64_t v : t.state_ns) total += v;
-    std::string row = fmt::format("{:>5} {:>8} {:<16}", loc, l ? l->tid : 0,
-                                  l ? l->name.substr(0, 16) : "");
-    for (uint64_t v : t.state_ns) row += fmt::format(" {:>6.1f}", Percent(v, total));
+    for (uint64_t v : t.state_ns)
+      total += v;
+    std::string row =
+        fmt::format("{:>5} {:>8} {:<16}", loc, l ? l->tid : 0, l ? l->name.substr(0, 16) : "");
+    for (uint64_t v : t.state_ns)
+      row += fmt::format(" {:>6.1f}", Percent(v, total));
     fmt::print("{} {:>9.3f} {:>13} {:>6}\n", row, static_cast<double>(t.cpu_time_ns) / 1e9,
                fmt::format("{}/{}", t.switches_blocked, t.switches_preempted), t.migrations);
   }
@@ -118,8 +123,12 @@ nlohmann::json SummaryJson(const format::TraceReader& reader, const SchedSummary
   nlohmann::json cpus = nlohmann::json::array();
   for (const auto& [loc, c] : s.cpus) {
     const format::LocationDef* l = Location(reader, loc);
-    cpus.push_back({{"location", loc}, {"cpu", l ? l->tid : 0}, {"busy_ns", c.busy_ns},
-                    {"idle_ns", c.idle_ns}, {"iowait_ns", c.iowait_ns}, {"steal_ns", c.steal_ns}});
+    cpus.push_back({{"location", loc},
+                    {"cpu", l ? l->tid : 0},
+                    {"busy_ns", c.busy_ns},
+                    {"idle_ns", c.idle_ns},
+                    {"iowait_ns", c.iowait_ns},
+                    {"steal_ns", c.steal_ns}});
   }
   j["threads"] = threads;
   j["cpus"] = cpus;

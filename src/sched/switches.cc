@@ -42,9 +42,10 @@ std::string RefusalMessage(int err) {
   while (!paranoid.empty() && (paranoid.back() == '\n' || paranoid.back() == ' '))
     paranoid.pop_back();
   if (err == EACCES || err == EPERM)
-    return fmt::format("not recorded: the kernel refused perf_event_open ({}; "
-                       "kernel.perf_event_paranoid = {}); sampling goes on without them",
-                       strerror(err), paranoid.empty() ? "?" : paranoid);
+    return fmt::format(
+        "not recorded: the kernel refused perf_event_open ({}; "
+        "kernel.perf_event_paranoid = {}); sampling goes on without them",
+        strerror(err), paranoid.empty() ? "?" : paranoid);
   if (err == ENOSYS)
     return "not recorded: this kernel has no perf_event_open; sampling goes on without them";
   if (err == EINVAL)
@@ -54,11 +55,11 @@ std::string RefusalMessage(int err) {
                      strerror(err));
 }
 
-
 }  // namespace
 
 SwitchRecorder::SwitchRecorder(SwitchOptions options) : options_(std::move(options)) {
-  if (!options_.activity) options_.activity = std::make_shared<SwitchActivity>();
+  if (!options_.activity)
+    options_.activity = std::make_shared<SwitchActivity>();
   std::lock_guard<std::mutex> lock(options_.activity->mu_);
   options_.activity->recorder_ = this;
 }
@@ -69,15 +70,19 @@ SwitchRecorder::~SwitchRecorder() {
     options_.activity->recorder_ = nullptr;
   }
   for (auto& b : buffers_)
-    if (b.base) munmap(b.base, b.size);
-  for (int fd : fds_) close(fd);
+    if (b.base)
+      munmap(b.base, b.size);
+  for (int fd : fds_)
+    close(fd);
 }
 
 bool SwitchRecorder::Wanted(uint32_t tid) const {
   return options_.only_tids.empty() || options_.only_tids.count(tid) != 0;
 }
 
-Status SwitchRecorder::Open(const std::vector<pid_t>& tasks, bool inherit, bool enable_on_exec,
+Status SwitchRecorder::Open(const std::vector<pid_t>& tasks,
+                            bool inherit,
+                            bool enable_on_exec,
                             bool monotonic_clock) {
   std::lock_guard<std::mutex> lock(options_.activity->mu_);
   perf_event_attr attr;
@@ -100,21 +105,23 @@ Status SwitchRecorder::Open(const std::vector<pid_t>& tasks, bool inherit, bool 
   }
   const long page = sysconf(_SC_PAGESIZE);
   const int ncpu = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  if (buffers_.empty()) buffers_.resize(static_cast<size_t>(ncpu));
+  if (buffers_.empty())
+    buffers_.resize(static_cast<size_t>(ncpu));
   for (pid_t task : tasks) {
     for (int cpu = 0; cpu < ncpu; ++cpu) {
       int fd = static_cast<int>(PerfEventOpen(&attr, task, cpu));
       if (fd < 0) {
         int err = errno;
-        if (err == ESRCH) break;  // the thread ended meanwhile
+        if (err == ESRCH)
+          break;  // the thread ended meanwhile
         return Status::Error(RefusalMessage(err));
       }
       fds_.push_back(fd);
       Buffer& b = buffers_[static_cast<size_t>(cpu)];
       if (b.fd >= 0) {
         if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, b.fd) != 0)
-          return Status::Error(fmt::format("not recorded: cannot share a CPU buffer ({})",
-                                           strerror(errno)));
+          return Status::Error(
+              fmt::format("not recorded: cannot share a CPU buffer ({})", strerror(errno)));
         continue;
       }
       // Smaller buffers when the locked-memory allowance (perf_event_mlock_kb) is short.
@@ -127,8 +134,8 @@ Status SwitchRecorder::Open(const std::vector<pid_t>& tasks, bool inherit, bool 
         }
       }
       if (!b.base)
-        return Status::Error(fmt::format("not recorded: cannot map a perf buffer ({})",
-                                         strerror(errno)));
+        return Status::Error(
+            fmt::format("not recorded: cannot map a perf buffer ({})", strerror(errno)));
     }
   }
   opened_ = true;
@@ -136,23 +143,30 @@ Status SwitchRecorder::Open(const std::vector<pid_t>& tasks, bool inherit, bool 
 }
 
 Status SwitchRecorder::ChildCreated(recorder::Recorder& recorder, pid_t pid) {
-  if (opened_ || !open_error_.empty()) return Status::Ok();
+  if (opened_ || !open_error_.empty())
+    return Status::Ok();
   // The child waits for us before exec: enable_on_exec starts the records at its first
   // instruction, and inherit follows every thread and process it creates.
   Status s = Open({pid}, true, true, recorder.clock().base == ClockBase::kMonotonic);
-  if (!s.ok()) open_error_ = s.message();
+  if (!s.ok())
+    open_error_ = s.message();
   return Status::Ok();
 }
 
 Status SwitchRecorder::Start(recorder::Recorder& recorder) {
-  if (!open_error_.empty()) return Status::Error(open_error_);
-  if (opened_) return Status::Ok();
+  if (!open_error_.empty())
+    return Status::Error(open_error_);
+  if (opened_)
+    return Status::Ok();
   pid_t pid = recorder.child_pid();
-  if (pid <= 0) return Status::Error("not recorded: no process to follow");
+  if (pid <= 0)
+    return Status::Error("not recorded: no process to follow");
   std::vector<pid_t> tasks;
   for (uint32_t tid : ListTasks(static_cast<uint32_t>(pid)))
-    if (Wanted(tid)) tasks.push_back(static_cast<pid_t>(tid));
-  if (tasks.empty()) return Status::Error("not recorded: none of the selected threads exist");
+    if (Wanted(tid))
+      tasks.push_back(static_cast<pid_t>(tid));
+  if (tasks.empty())
+    return Status::Error("not recorded: none of the selected threads exist");
   // Attached to a running process: one event per thread and CPU; threads they create inherit
   // them. With --threads only the chosen threads, and nothing they create.
   Status s = Open(tasks, options_.only_tids.empty(), false,
@@ -182,11 +196,13 @@ void SwitchRecorder::ReadBuffer(Buffer& b) {
       std::memcpy(static_cast<uint8_t*>(dst) + first, data, n - first);
     };
     copy(tail, &hdr, sizeof hdr);
-    if (hdr.size < sizeof hdr || tail + hdr.size > head) break;
+    if (hdr.size < sizeof hdr || tail + hdr.size > head)
+      break;
     scratch_.resize(hdr.size);
     copy(tail, scratch_.data(), hdr.size);
     tail += hdr.size;
-    if (hdr.size < sizeof hdr + sizeof(SampleId)) continue;
+    if (hdr.size < sizeof hdr + sizeof(SampleId))
+      continue;
     SampleId id;
     std::memcpy(&id, scratch_.data() + hdr.size - sizeof id, sizeof id);
     Record r{id.time, id.pid, id.tid, id.cpu, static_cast<uint16_t>(hdr.type), hdr.misc, 0, 0};
@@ -219,11 +235,11 @@ void SwitchRecorder::ReadBuffer(Buffer& b) {
     if (r.type == PERF_RECORD_LOST) {
       options_.activity->lost_ = true;
     } else if (r.tid != 0 && Wanted(r.tid)) {
-      LastSwitch last = r.type == PERF_RECORD_EXIT   ? LastSwitch::kGone
-                        : r.type == PERF_RECORD_FORK ? LastSwitch::kUnknown
-                        : !(r.misc & PERF_RECORD_MISC_SWITCH_OUT) ? LastSwitch::kIn
+      LastSwitch last = r.type == PERF_RECORD_EXIT                       ? LastSwitch::kGone
+                        : r.type == PERF_RECORD_FORK                     ? LastSwitch::kUnknown
+                        : !(r.misc & PERF_RECORD_MISC_SWITCH_OUT)        ? LastSwitch::kIn
                         : (r.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? LastSwitch::kPreempted
-                                                                          : LastSwitch::kBlocked;
+                                                                         : LastSwitch::kBlocked;
       options_.activity->changes_.push_back({r.ts, r.pid, r.tid, last});
     }
   }
@@ -232,7 +248,8 @@ void SwitchRecorder::ReadBuffer(Buffer& b) {
 
 void SwitchRecorder::ReadBuffers() {
   for (auto& b : buffers_)
-    if (b.base) ReadBuffer(b);
+    if (b.base)
+      ReadBuffer(b);
 }
 
 void SwitchRecorder::Drain(recorder::Recorder* recorder, uint64_t until_ns) {
@@ -244,16 +261,19 @@ void SwitchRecorder::Drain(recorder::Recorder* recorder, uint64_t until_ns) {
     std::stable_sort(pending_.begin(), pending_.end(),
                      [](const Record& x, const Record& y) { return x.ts < y.ts; });
     size_t n = 0;
-    while (n < pending_.size() && pending_[n].ts < until_ns) ++n;
+    while (n < pending_.size() && pending_[n].ts < until_ns)
+      ++n;
     ready.assign(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(n));
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(n));
   }
-  for (const Record& r : ready) Handle(recorder, r);
+  for (const Record& r : ready)
+    Handle(recorder, r);
 }
 
 bool SwitchActivity::Collect(std::vector<SwitchChange>* changes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recorder_ || !recorder_->opened_) return false;
+  if (!recorder_ || !recorder_->opened_)
+    return false;
   recorder_->ReadBuffers();
   if (lost_) {
     lost_ = false;
@@ -271,12 +291,14 @@ bool SwitchActivity::Collect(std::vector<SwitchChange>* changes) {
 
 void SwitchRecorder::Handle(recorder::Recorder* recorder, const Record& r) {
   if (options_.periodic) {
-    if (interval_start_ == 0) interval_start_ = r.ts;
+    if (interval_start_ == 0)
+      interval_start_ = r.ts;
     while (r.ts >= interval_start_ + options_.period_ns)
       FlushInterval(recorder, interval_start_ + options_.period_ns);
   }
   auto emit = [&](uint32_t pid, uint32_t tid, const Event& e) {
-    if (recorder) recorder->Append(recorder->ThreadLocation(pid, tid), format::Source::kSched, e);
+    if (recorder)
+      recorder->Append(recorder->ThreadLocation(pid, tid), format::Source::kSched, e);
   };
   if (r.type == PERF_RECORD_LOST) {
     lost_ += r.a;
@@ -285,9 +307,11 @@ void SwitchRecorder::Handle(recorder::Recorder* recorder, const Record& r) {
                        MakeEvent(Kind::kSchedLost, r.ts, {r.a}));
     return;
   }
-  if (r.tid == 0 || !Wanted(r.tid)) return;  // the idle task; threads not selected
+  if (r.tid == 0 || !Wanted(r.tid))
+    return;  // the idle task; threads not selected
   if (r.type == PERF_RECORD_FORK) {
-    if (r.pid != r.a && recorder) recorder->NoteProcess(r.pid, static_cast<uint32_t>(r.a), "");
+    if (r.pid != r.a && recorder)
+      recorder->NoteProcess(r.pid, static_cast<uint32_t>(r.a), "");
     emit(r.pid, r.tid, MakeEvent(Kind::kTaskStart, r.ts, {r.b}));
     return;
   }
@@ -300,11 +324,13 @@ void SwitchRecorder::Handle(recorder::Recorder* recorder, const Record& r) {
   t.active = true;
   if (r.misc & PERF_RECORD_MISC_SWITCH_OUT) {
     bool preempt = (r.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
-    if (t.on_cpu) t.on_cpu_ns += r.ts - std::max(t.in_ts, interval_start_);
+    if (t.on_cpu)
+      t.on_cpu_ns += r.ts - std::max(t.in_ts, interval_start_);
     t.on_cpu = false;
     t.last_cpu = static_cast<int32_t>(r.cpu);
     ++(preempt ? t.preempted : t.blocked);
-    if (!options_.periodic) emit(r.pid, r.tid, MakeEvent(Kind::kSwitchOut, r.ts, {r.cpu, preempt}));
+    if (!options_.periodic)
+      emit(r.pid, r.tid, MakeEvent(Kind::kSwitchOut, r.ts, {r.cpu, preempt}));
   } else {
     if (t.last_cpu >= 0 && static_cast<uint32_t>(t.last_cpu) != r.cpu) {
       ++t.migrations;
@@ -316,19 +342,21 @@ void SwitchRecorder::Handle(recorder::Recorder* recorder, const Record& r) {
     t.in_ts = r.ts;
     t.last_cpu = static_cast<int32_t>(r.cpu);
     ++t.switch_ins;
-    if (!options_.periodic) emit(r.pid, r.tid, MakeEvent(Kind::kSwitchIn, r.ts, {r.cpu}));
+    if (!options_.periodic)
+      emit(r.pid, r.tid, MakeEvent(Kind::kSwitchIn, r.ts, {r.cpu}));
   }
 }
 
 void SwitchRecorder::FlushInterval(recorder::Recorder* recorder, uint64_t end_ns) {
   for (auto it = threads_.begin(); it != threads_.end();) {
     ThreadTrack& t = it->second;
-    if (t.on_cpu) t.on_cpu_ns += end_ns - std::max(t.in_ts, interval_start_);
+    if (t.on_cpu)
+      t.on_cpu_ns += end_ns - std::max(t.in_ts, interval_start_);
     if ((t.active || t.on_cpu) && recorder)
-      recorder->Append(recorder->ThreadLocation(t.pid, it->first), format::Source::kSched,
-                       MakeEvent(Kind::kSwitchCounts, end_ns,
-                                 {t.switch_ins, t.preempted, t.blocked, t.migrations,
-                                  t.on_cpu_ns}));
+      recorder->Append(
+          recorder->ThreadLocation(t.pid, it->first), format::Source::kSched,
+          MakeEvent(Kind::kSwitchCounts, end_ns,
+                    {t.switch_ins, t.preempted, t.blocked, t.migrations, t.on_cpu_ns}));
     t.switch_ins = t.preempted = t.blocked = t.migrations = t.on_cpu_ns = 0;
     // Memory stays bounded: a thread quiet and off the CPU for a whole interval is forgotten
     // (all that is lost is its last CPU, so its next migration goes uncounted).
@@ -343,18 +371,22 @@ void SwitchRecorder::FlushInterval(recorder::Recorder* recorder, uint64_t end_ns
 }
 
 void SwitchRecorder::Poll(recorder::Recorder& recorder, uint64_t now_ns) {
-  if (!opened_) return;
+  if (!opened_)
+    return;
   // Another CPU's buffer may still be receiving records a few microseconds old; 20 ms is ample.
   constexpr uint64_t kHoldBack = 20'000'000;
-  if (now_ns > kHoldBack) Drain(&recorder, now_ns - kHoldBack);
+  if (now_ns > kHoldBack)
+    Drain(&recorder, now_ns - kHoldBack);
 }
 
 void SwitchRecorder::Stop(recorder::Recorder& recorder) {
-  if (!opened_) return;
+  if (!opened_)
+    return;
   Drain(&recorder, ~uint64_t{0});
   if (options_.periodic && interval_start_ != 0) {
     uint64_t last = interval_start_;
-    for (const auto& [tid, t] : threads_) last = std::max(last, t.in_ts);
+    for (const auto& [tid, t] : threads_)
+      last = std::max(last, t.in_ts);
     FlushInterval(&recorder, std::max(last, interval_start_ + 1));
   }
   recorder.AddEndValue("switch_records", std::to_string(records_));

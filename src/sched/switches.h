@@ -28,11 +28,11 @@
 namespace parmon::sched {
 
 struct SwitchOptions {
-  bool periodic = false;          // --mode periodic: SwitchCounts per interval, no single switches
+  bool periodic = false;  // --mode periodic: SwitchCounts per interval, no single switches
   uint64_t period_ns = 10'000'000;
-  std::set<uint32_t> only_tids;   // --threads: empty = every thread
+  std::set<uint32_t> only_tids;  // --threads: empty = every thread
   bool attached = false;
-  uint32_t buffer_pages = 64;     // data pages per CPU buffer (a power of two)
+  uint32_t buffer_pages = 64;                // data pages per CPU buffer (a power of two)
   std::shared_ptr<SwitchActivity> activity;  // shared with the sampler; made here when null
 };
 
@@ -50,7 +50,9 @@ class SwitchRecorder : public recorder::RecorderSource {
   uint64_t records() const { return records_; }
   uint64_t lost() const { return lost_; }
   // Opens the events for tasks (per CPU); inherit: follow what they create.
-  Status Open(const std::vector<pid_t>& tasks, bool inherit, bool enable_on_exec,
+  Status Open(const std::vector<pid_t>& tasks,
+              bool inherit,
+              bool enable_on_exec,
               bool monotonic_clock);
   // Reads every buffer into pending_ and emits records older than until_ns.
   void Drain(recorder::Recorder* recorder, uint64_t until_ns);

@@ -107,7 +107,8 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
     double uncertainty = ((static_cast<double>(r0.t_recv) - static_cast<double>(r0.t_send)) -
                           (static_cast<double>(s.t_send) - static_cast<double>(s.t_recv))) /
                          2.0;
-    if (off <= uncertainty && off >= -uncertainty) off = 0;
+    if (off <= uncertainty && off >= -uncertainty)
+      off = 0;
     offsets[rank].emplace_back(s.t_recv, off);
     if (!t.clock_offset_ns.count(rank))
       t.clock_offset_ns[rank] = off;

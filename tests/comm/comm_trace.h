@@ -38,7 +38,7 @@ struct CommTrace {
   std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, uint64_t>> peer_stats;
   std::map<std::string, uint64_t> stats_calls;
   std::map<int64_t, double> clock_offset_ns;  // rank -> offset at the first sync epoch
-  std::string error;  // non-empty when the trace could not be read
+  std::string error;                          // non-empty when the trace could not be read
 };
 
 // Reads the trace; when `align` is set, MPI times are moved to rank 0's time base using the

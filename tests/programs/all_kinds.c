@@ -22,7 +22,8 @@ int main(void) {
   int too_large = parmon_trace_data(43, big, sizeof big);
   parmon_region_leave(region);
   parmon_pause();
-  for (int i = 0; i < 1000; ++i) parmon_trace_event(99); /* not recorded */
+  for (int i = 0; i < 1000; ++i)
+    parmon_trace_event(99); /* not recorded */
   parmon_resume();
   parmon_trace_event(100);
   printf("trace_data=%d too_large=%d active=%d\n", rc, too_large, parmon_is_active());

@@ -10,11 +10,14 @@
 #include <unistd.h>
 
 int main(int argc, char** argv) {
-  if (argc < 2) return 2;
+  if (argc < 2)
+    return 2;
   int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0 || ftruncate(fd, 4096) != 0) return 1;
+  if (fd < 0 || ftruncate(fd, 4096) != 0)
+    return 1;
   volatile uint64_t* count = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (count == MAP_FAILED) return 1;
+  if (count == MAP_FAILED)
+    return 1;
   parmon_id r = parmon_region_register("tick");
   for (uint64_t i = 0;; ++i) {
     parmon_region_enter(r);

@@ -31,7 +31,9 @@ std::vector<std::string> MpiRun(int ranks) {
 }
 
 // Records argv and returns the report's JSON (null on failure, with the reason in *why).
-json RecordAndReport(const TempDir& dir, const std::vector<std::string>& argv, std::string* why,
+json RecordAndReport(const TempDir& dir,
+                     const std::vector<std::string>& argv,
+                     std::string* why,
                      std::string* text = nullptr) {
   std::string trace = dir.File("run.ptrace");
   std::vector<std::string> args = {"record", "-q", "-o", trace, "--"};
@@ -46,23 +48,28 @@ json RecordAndReport(const TempDir& dir, const std::vector<std::string>& argv, s
     *why = "parmon report failed: " + rep.err;
     return nullptr;
   }
-  if (text) *text = Parmon({"report", trace}).out;
+  if (text)
+    *text = Parmon({"report", trace}).out;
   return json::parse(rep.out);
 }
 
 const json* Finding(const json& report, const std::string& id) {
   for (const auto& f : report["diagnosis"])
-    if (f["id"] == id) return &f;
+    if (f["id"] == id)
+      return &f;
   return nullptr;
 }
 
-bool HasMpi() { return Exists(LibDir() + "/libparmon_mpi.so") && Exists(BinDir() + "/ring_search"); }
+bool HasMpi() {
+  return Exists(LibDir() + "/libparmon_mpi.so") && Exists(BinDir() + "/ring_search");
+}
 
 std::vector<std::string> Ring(const std::string& form) {
   auto argv = MpiRun(4);
   argv.push_back(BinDir() + "/ring_search");
   // Large enough that the ring's work, not MPI start-up, fills most of the run (about 4 s).
-  for (const char* a : {"--form", form.c_str(), "--words", "200", "--db-kb", "8192"}) argv.push_back(a);
+  for (const char* a : {"--form", form.c_str(), "--words", "200", "--db-kb", "8192"})
+    argv.push_back(a);
   return argv;
 }
 
@@ -76,7 +83,8 @@ std::vector<std::string> Ring(const std::string& form) {
 // machine at the last rule change). The pipe form (ring_search_pipes) does show the finding.
 // Run it with --gtest_also_run_disabled_tests.
 TEST(ReportE2E, DISABLED_RingSlowFormNamesTheMasterAndTheLastLink) {
-  if (!HasMpi()) GTEST_SKIP() << "needs libparmon_mpi and the ring_search example (MPI)";
+  if (!HasMpi())
+    GTEST_SKIP() << "needs libparmon_mpi and the ring_search example (MPI)";
   TempDir dir;
   std::string why, text;
   json slow = RecordAndReport(dir, Ring("slow"), &why, &text);
@@ -90,27 +98,32 @@ TEST(ReportE2E, DISABLED_RingSlowFormNamesTheMasterAndTheLastLink) {
 }
 
 TEST(ReportE2E, RingFixedFormHasNoSuchFinding) {
-  if (!HasMpi()) GTEST_SKIP() << "needs libparmon_mpi and the ring_search example (MPI)";
+  if (!HasMpi())
+    GTEST_SKIP() << "needs libparmon_mpi and the ring_search example (MPI)";
   TempDir dir;
   std::string why, text;
   json fixed = RecordAndReport(dir, Ring("fixed"), &why, &text);
   ASSERT_FALSE(fixed.is_null()) << why;
   EXPECT_EQ(Finding(fixed, "serialised-cycle"), nullptr) << text;
   for (const auto& f : fixed["diagnosis"])
-    EXPECT_EQ(f["text"].get<std::string>().find("extra synchronisation"), std::string::npos) << text;
+    EXPECT_EQ(f["text"].get<std::string>().find("extra synchronisation"), std::string::npos)
+        << text;
 }
 
 // More spinning threads than CPUs: the sampler sees them queued, and the diagnosis says so.
 TEST(ReportE2E, OversubscribedThreadsAreQueued) {
-  if (!Exists(BinDir() + "/matmul_gang")) GTEST_SKIP() << "needs the matmul_gang example";
+  if (!Exists(BinDir() + "/matmul_gang"))
+    GTEST_SKIP() << "needs the matmul_gang example";
   TempDir dir;
   std::string why, text;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = static_cast<int>(std::max(4L, 2 * cpus));
-  json r = RecordAndReport(dir, {BinDir() + "/matmul_gang", "--n", "360", "--threads", std::to_string(threads)},
-                           &why, &text);
+  json r = RecordAndReport(
+      dir, {BinDir() + "/matmul_gang", "--n", "360", "--threads", std::to_string(threads)}, &why,
+      &text);
   ASSERT_FALSE(r.is_null()) << why;
-  if (!r["summary"]["has_sched"].get<bool>()) GTEST_SKIP() << "the trace has no sampler data";
+  if (!r["summary"]["has_sched"].get<bool>())
+    GTEST_SKIP() << "the trace has no sampler data";
   const json* f = Finding(r, "queued");
   ASSERT_NE(f, nullptr) << text;
   EXPECT_NE((*f)["text"].get<std::string>().find("queued"), std::string::npos);
@@ -126,7 +139,8 @@ TEST(ReportE2E, MpiLateSenderWithinFivePercent) {
   TempDir dir;
   std::string trace = dir.File("run.ptrace");
   std::vector<std::string> args = {"record", "-o", trace, "--"};
-  for (const auto& a : MpiRun(2)) args.push_back(a);
+  for (const auto& a : MpiRun(2))
+    args.push_back(a);
   args.push_back(BinDir() + "/late_sender");
   args.push_back("10");
   args.push_back("20");
@@ -141,19 +155,22 @@ TEST(ReportE2E, MpiLateSenderWithinFivePercent) {
   json r = json::parse(rep.out);
   double found = -1;
   for (const auto& l : r["locations"])
-    if (l["label"] == "rank 1") found = l["late_sender_ns"].get<double>();
+    if (l["label"] == "rank 1")
+      found = l["late_sender_ns"].get<double>();
   ASSERT_GE(found, 0) << rep.out;
   EXPECT_NEAR(found, injected, 0.05 * injected);
   // And the wait-state table names the call.
   bool named = false;
   for (const auto& w : r["wait_states"]["instances"])
-    named |= w["pattern"] == "late sender" && w["location_label"] == "rank 1" && w["call"] == "MPI_Recv";
+    named |=
+        w["pattern"] == "late sender" && w["location_label"] == "rank 1" && w["call"] == "MPI_Recv";
   EXPECT_TRUE(named);
 }
 
 // parmon scale runs the command per count and reports speedup and efficiency.
 TEST(ReportE2E, ScaleRunsEachCount) {
-  if (!Exists(BinDir() + "/matmul_gang")) GTEST_SKIP() << "needs the matmul_gang example";
+  if (!Exists(BinDir() + "/matmul_gang"))
+    GTEST_SKIP() << "needs the matmul_gang example";
   TempDir dir;
   RunResult r = Parmon({"scale", "-n", "1,2", "--dir", dir.path(), "--format", "json", "--",
                         BinDir() + "/matmul_gang", "--n", "120", "--threads", "{n}"},

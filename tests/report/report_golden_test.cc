@@ -37,7 +37,9 @@ constexpr uint64_t kNoRoot = UINT64_MAX;
 //          MPI_Barrier 9.8-9.9; compute 9.9-10. 5 events lost.
 void BuildMpiTrace(const std::string& path) {
   TraceBuilder b(path);
-  b.Session({{"command", "golden-mpi 2"}, {"host", "test"}, {"start_ts", std::to_string(kT0)},
+  b.Session({{"command", "golden-mpi 2"},
+             {"host", "test"},
+             {"start_ts", std::to_string(kT0)},
              {"cpus", "2"}});
   b.Process(100, 1, "golden-mpi");
   b.Process(200, 1, "golden-mpi");
@@ -94,7 +96,8 @@ analysis::Results AnalyzeFile(const std::string& path, analysis::Options o = {})
 
 const json* FindBy(const json& arr, const char* key, const json& value) {
   for (const auto& x : arr)
-    if (x.contains(key) && x[key] == value) return &x;
+    if (x.contains(key) && x[key] == value)
+      return &x;
   return nullptr;
 }
 
@@ -183,7 +186,8 @@ TEST_F(MpiGolden, CommunicationMatrixAndWaitStates) {
   EXPECT_EQ(b.time_ns, 100 * kUs + 2300 * kUs);
   // Wait states: per location and call.
   std::map<std::string, uint64_t> ws;
-  for (const auto& w : r.wait_states) ws[w.pattern + "/" + w.location_label + "/" + w.call] = w.ns;
+  for (const auto& w : r.wait_states)
+    ws[w.pattern + "/" + w.location_label + "/" + w.call] = w.ns;
   EXPECT_EQ(ws.size(), 3u);
   EXPECT_EQ(ws["late receiver/rank 0/MPI_Send"], 2 * kMs);
   EXPECT_EQ(ws["late sender/rank 0/MPI_Recv"], 2 * kMs);
@@ -211,15 +215,19 @@ TEST_F(MpiGolden, Intervals) {
   ASSERT_EQ(iv.count, 10u);
   // rank 0: running 0-4 ms, MPI 4-6.2, running 6.2-7, MPI 7-9.3, running 9.3-9.5, 9.9-10.
   const std::vector<double> want0 = {1, 1, 1, 1, 0, 0, 0.8, 0, 0, 0.3};
-  for (size_t i = 0; i < 10; ++i) EXPECT_NEAR(iv.location_utilisation[0][i], want0[i], 1e-9) << i;
+  for (size_t i = 0; i < 10; ++i)
+    EXPECT_NEAR(iv.location_utilisation[0][i], want0[i], 1e-9) << i;
   // rank 1: MPI 6-6.2, 9-9.1, 9.8-9.9.
   const std::vector<double> want1 = {1, 1, 1, 1, 1, 1, 0.8, 1, 1, 0.8};
-  for (size_t i = 0; i < 10; ++i) EXPECT_NEAR(iv.location_utilisation[1][i], want1[i], 1e-9) << i;
+  for (size_t i = 0; i < 10; ++i)
+    EXPECT_NEAR(iv.location_utilisation[1][i], want1[i], 1e-9) << i;
   double mean0 = 0;
-  for (double x : want0) mean0 += x;
+  for (double x : want0)
+    mean0 += x;
   mean0 /= 10;
   double var0 = 0;
-  for (double x : want0) var0 += (x - mean0) * (x - mean0);
+  for (double x : want0)
+    var0 += (x - mean0) * (x - mean0);
   EXPECT_NEAR(iv.location_mean[0], mean0, 1e-9);
   EXPECT_NEAR(iv.location_stddev[0], std::sqrt(var0 / 10), 1e-9);
   // Imbalance per interval is max - min; the worst are intervals 4, 5, 7, 8 (1.0).
@@ -253,8 +261,10 @@ TEST_F(MpiGolden, Diagnosis) {
     if (f.id == "link-wait-send") {
       send_wait = true;
       EXPECT_EQ(f.time_at_stake_ns, 2 * kMs);
-      EXPECT_NE(f.text.find("rank 0 waits 20% of the run sending to rank 1"), std::string::npos) << f.text;
-      EXPECT_NE(f.text.find("rank 1 is the bottleneck, it computes 96%"), std::string::npos) << f.text;
+      EXPECT_NE(f.text.find("rank 0 waits 20% of the run sending to rank 1"), std::string::npos)
+          << f.text;
+      EXPECT_NE(f.text.find("rank 1 is the bottleneck, it computes 96%"), std::string::npos)
+          << f.text;
     }
   }
   EXPECT_TRUE(send_wait);
@@ -299,7 +309,8 @@ TEST_F(MpiGolden, JsonCarriesEveryField) {
   ASSERT_EQ(j["diagnosis"].size(), 2u);
   EXPECT_EQ(j["diagnosis"][0]["id"], "link-wait-send");
   EXPECT_EQ(j["diagnosis"][0]["time_at_stake_ns"].get<uint64_t>(), 2 * kMs);
-  EXPECT_NE(j["diagnosis"][0]["evidence"].get<std::string>().find("load imbalance"), std::string::npos);
+  EXPECT_NE(j["diagnosis"][0]["evidence"].get<std::string>().find("load imbalance"),
+            std::string::npos);
   EXPECT_EQ(j["diagnosis"][1]["id"], "link-wait-receive");
   EXPECT_EQ(j["diagnosis"][1]["text"],
             "rank 0 waits 20% of the run receiving from rank 1: rank 1 sends late: it is the "
@@ -312,22 +323,26 @@ TEST_F(MpiGolden, JsonCarriesEveryField) {
   ASSERT_FALSE(doc.empty());
   std::set<std::string> documented;
   std::regex field_re("`([a-z_0-9]+)`");
-  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), field_re); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), field_re);
+       it != std::sregex_iterator(); ++it)
     documented.insert((*it)[1]);
   std::set<std::string> present;
   std::function<void(const json&)> walk = [&](const json& x) {
     if (x.is_object()) {
       for (auto it = x.begin(); it != x.end(); ++it) {
         // lost_by_location is keyed by location id, not by field name.
-        if (!std::all_of(it.key().begin(), it.key().end(), ::isdigit)) present.insert(it.key());
+        if (!std::all_of(it.key().begin(), it.key().end(), ::isdigit))
+          present.insert(it.key());
         walk(it.value());
       }
     } else if (x.is_array()) {
-      for (const auto& y : x) walk(y);
+      for (const auto& y : x)
+        walk(y);
     }
   };
   walk(j);
-  for (const auto& k : present) EXPECT_TRUE(documented.count(k)) << "undocumented JSON field " << k;
+  for (const auto& k : present)
+    EXPECT_TRUE(documented.count(k)) << "undocumented JSON field " << k;
 }
 
 TEST_F(MpiGolden, TextTablesFitIn80Columns) {
@@ -339,7 +354,8 @@ TEST_F(MpiGolden, TextTablesFitIn80Columns) {
   ASSERT_NE(lost, std::string::npos) << t;
   EXPECT_LT(lost, t.find("Diagnosis"));
   EXPECT_NE(t.find("5 events were lost (rank 1 5)"), std::string::npos) << t;
-  for (const char* section : {"Diagnosis", "Locations", "Communication", "Intervals", "Wait states"})
+  for (const char* section :
+       {"Diagnosis", "Locations", "Communication", "Intervals", "Wait states"})
     EXPECT_NE(t.find(section), std::string::npos) << section;
   EXPECT_NE(t.find("late receiver"), std::string::npos);
   EXPECT_NE(t.find("wait at barrier"), std::string::npos);
@@ -350,7 +366,8 @@ TEST_F(MpiGolden, TextTablesFitIn80Columns) {
     std::string line = t.substr(start, end - start);
     // Columns, not bytes: the sparklines are 3-byte UTF-8 characters.
     size_t cols = 0;
-    for (unsigned char c : line) cols += (c & 0xC0) != 0x80;
+    for (unsigned char c : line)
+      cols += (c & 0xC0) != 0x80;
     EXPECT_LE(cols, 80u) << line;
     start = end + 1;
   }
@@ -361,9 +378,11 @@ TEST_F(MpiGolden, TextTablesFitIn80Columns) {
 TEST_F(MpiGolden, CsvAndHtml) {
   RunResult csv = Parmon({"report", path_, "--format", "csv"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
-  for (const char* table : {"summary", "locations", "regions", "links", "intervals", "wait_states", "diagnosis"})
+  for (const char* table :
+       {"summary", "locations", "regions", "links", "intervals", "wait_states", "diagnosis"})
     EXPECT_NE(csv.out.find(std::string("# table: ") + table + "\n"), std::string::npos) << table;
-  EXPECT_NE(csv.out.find("mpi,0,1,rank 0,rank 1,1,1000,2400000,2000000,400000,2000000,0\n"), std::string::npos)
+  EXPECT_NE(csv.out.find("mpi,0,1,rank 0,rank 1,1,1000,2400000,2000000,400000,2000000,0\n"),
+            std::string::npos)
       << csv.out;
   std::string html = dir_.File("r.html");
   RunResult h = Parmon({"report", path_, "--format", "html", "-o", html});
@@ -393,7 +412,8 @@ TEST(SampledGolden, QueuedFoundAndCpuUtilisation) {
   TraceBuilder b(path);
   b.Session({{"command", "spin 4"}, {"start_ts", std::to_string(kT0)}, {"cpus", "2"}});
   b.Process(300, 1, "spin");
-  for (uint32_t t = 0; t < 4; ++t) b.Thread(1 + t, 300, 301 + t, "spin");
+  for (uint32_t t = 0; t < 4; ++t)
+    b.Thread(1 + t, 300, 301 + t, "spin");
   b.Cpu(10, 0);
   b.Cpu(11, 1);
   for (uint32_t t = 0; t < 4; ++t) {
@@ -457,9 +477,10 @@ TEST(ChannelGolden, PipelineBottleneckIsTheLastStage) {
   ASSERT_FALSE(r.findings.empty());
   const auto& f = r.findings[0];
   EXPECT_EQ(f.id, "link-wait-send");
-  EXPECT_NE(f.text.find("stage-b (402) waits 80% of the run sending to stage-c (403): stage-c (403) is "
-                        "the bottleneck"),
-            std::string::npos)
+  EXPECT_NE(
+      f.text.find("stage-b (402) waits 80% of the run sending to stage-c (403): stage-c (403) is "
+                  "the bottleneck"),
+      std::string::npos)
       << f.text;
   // A's wait passes along B to the same bottleneck: one finding, with A's wait as evidence.
   EXPECT_NE(f.evidence.find("stage-a (401) waits 60%"), std::string::npos) << f.evidence;
@@ -513,7 +534,8 @@ TEST(BadInput, Truncated) {
   std::string bytes = ReadFile(path);
   ASSERT_GT(bytes.size(), 200u);
   // Cut inside the events: the END chunk and some events are gone.
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size() * 2 / 3));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size() * 2 / 3));
   ExpectOneSentence(Parmon({"report", path}), "--partial");
   // --partial reports what is intact and says at the top that the trace is damaged.
   RunResult partial = Parmon({"report", path, "--partial"});
@@ -540,7 +562,8 @@ TEST(BadInput, BadOptions) {
   BuildMpiTrace(path);
   ExpectOneSentence(Parmon({"report", path, "--from", "soon"}), "--from soon is not a duration");
   ExpectOneSentence(Parmon({"report", path, "--from", "5ms", "--to", "2ms"}), "--to must be later");
-  ExpectOneSentence(Parmon({"report", path, "--interval", "0s"}), "--interval 0s is not a positive");
+  ExpectOneSentence(Parmon({"report", path, "--interval", "0s"}),
+                    "--interval 0s is not a positive");
 }
 
 }  // namespace
@@ -569,7 +592,8 @@ TEST(RingGolden, SerialisedRingNamesTheMasterAndTheLastLink) {
   std::vector<uint64_t> posted(4, 0);  // when each rank entered its pending receive
   for (uint32_t r = 0; r < 4; ++r) {
     b.Ev(r + 1, 0, Kind::kMpiInit, {r, 4, 0});
-    if (r > 0) b.Ev(r + 1, 0, Kind::kMpiEnter, {kRecv});
+    if (r > 0)
+      b.Ev(r + 1, 0, Kind::kMpiEnter, {kRecv});
   }
   auto send = [&](uint32_t from, uint32_t to, uint64_t t, uint64_t tag) {
     b.Ev(from + 1, t, Kind::kMpiEnter, {kSend});
@@ -597,7 +621,8 @@ TEST(RingGolden, SerialisedRingNamesTheMasterAndTheLastLink) {
     receive(0, 3, arrive, k);
     t = arrive + h;
   }
-  for (uint32_t r = 1; r < 4; ++r) b.Ev(r + 1, t, Kind::kMpiLeave, {kRecv});
+  for (uint32_t r = 1; r < 4; ++r)
+    b.Ev(r + 1, t, Kind::kMpiLeave, {kRecv});
   b.Ev(1, t, Kind::kThreadEnd);
   ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + t)}}));
   analysis::Results r = AnalyzeFile(path);
@@ -605,10 +630,11 @@ TEST(RingGolden, SerialisedRingNamesTheMasterAndTheLastLink) {
   const auto& f = r.findings[0];
   EXPECT_EQ(f.id, "serialised-cycle");
   // Rank 1 waits 2e + 2c + h = 4.12 ms of every 6.14 ms word but the first.
-  EXPECT_EQ(f.text, "rank 0 waits 98% of the run receiving from rank 3 before it hands out more "
-                    "work, and rank 1 waits 64% of the run for that work: the work goes round "
-                    "rank 0 -> rank 1 -> rank 2 -> rank 3 -> rank 0 one item at a time; the extra "
-                    "synchronisation on link rank 3 -> rank 0 is the bottleneck");
+  EXPECT_EQ(f.text,
+            "rank 0 waits 98% of the run receiving from rank 3 before it hands out more "
+            "work, and rank 1 waits 64% of the run for that work: the work goes round "
+            "rank 0 -> rank 1 -> rank 2 -> rank 3 -> rank 0 one item at a time; the extra "
+            "synchronisation on link rank 3 -> rank 0 is the bottleneck");
   EXPECT_NE(f.text.find("link rank 3 -> rank 0 is the bottleneck"), std::string::npos) << f.text;
   EXPECT_EQ(f.time_at_stake_ns, words * (2 * e + 3 * c));
   // One finding for the loop, not one per member, and no "rank 3 sends late" beside it.

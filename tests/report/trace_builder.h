@@ -32,21 +32,27 @@ class TraceBuilder {
         {location, static_cast<uint64_t>(format::LocationType::kThread), pid, tid}, name);
   }
   void Cpu(uint32_t location, uint32_t cpu) {
-    Def(format::Kind::kDefLocation, {location, static_cast<uint64_t>(format::LocationType::kCpu), 0, cpu},
+    Def(format::Kind::kDefLocation,
+        {location, static_cast<uint64_t>(format::LocationType::kCpu), 0, cpu},
         "cpu" + std::to_string(cpu));
   }
   void Process(uint32_t pid, uint32_t ppid, const std::string& command) {
     Def(format::Kind::kDefProcess, {pid, ppid}, command);
   }
   // An event at kT0 + t on a location (times in args are absolute: use At()).
-  void Ev(uint32_t location, uint64_t t, format::Kind kind, std::vector<uint64_t> args = {},
-          const std::string& payload = "", format::Source source = format::Source::kRuntime) {
+  void Ev(uint32_t location,
+          uint64_t t,
+          format::Kind kind,
+          std::vector<uint64_t> args = {},
+          const std::string& payload = "",
+          format::Source source = format::Source::kRuntime) {
     format::Event e;
     e.ts = kT0 + t;
     e.location = location;
     e.kind = static_cast<uint16_t>(kind);
     e.nargs = static_cast<uint8_t>(args.size());
-    for (size_t i = 0; i < args.size(); ++i) e.args[i] = args[i];
+    for (size_t i = 0; i < args.size(); ++i)
+      e.args[i] = args[i];
     payloads_.push_back(std::make_unique<std::string>(payload));
     e.payload = *payloads_.back();
     auto key = std::make_pair(location, source);
@@ -60,11 +66,15 @@ class TraceBuilder {
   // Writes the file; returns false when the writer failed.
   bool Finish(KeyValues end_kv = {}) {
     auto w = format::TraceWriter::Create(path_);
-    if (!w.ok()) return false;
-    if (!(*w)->WriteSession(session_).ok()) return false;
-    if (defs_.count() && !(*w)->Flush(&defs_).ok()) return false;
+    if (!w.ok())
+      return false;
+    if (!(*w)->WriteSession(session_).ok())
+      return false;
+    if (defs_.count() && !(*w)->Flush(&defs_).ok())
+      return false;
     for (auto& [key, enc] : encoders_)
-      if (enc->count() && !(*w)->Flush(enc.get()).ok()) return false;
+      if (enc->count() && !(*w)->Flush(enc.get()).ok())
+        return false;
     return (*w)->Finish(end_kv).ok();
   }
 
@@ -75,7 +85,8 @@ class TraceBuilder {
     e.kind = static_cast<uint16_t>(kind);
     e.source = format::Source::kDefinitions;
     e.nargs = static_cast<uint8_t>(args.size());
-    for (size_t i = 0; i < args.size(); ++i) e.args[i] = args[i];
+    for (size_t i = 0; i < args.size(); ++i)
+      e.args[i] = args[i];
     e.payload = payload;
     defs_.Append(e);
   }

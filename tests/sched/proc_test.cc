@@ -56,9 +56,10 @@ TEST(ProcParse, SchedStatSyscallStatus) {
   EXPECT_FALSE(ParseSyscall("", &nr));
 
   SwitchCounters sc;
-  ASSERT_TRUE(ParseStatusSwitches("Name:\tx\nState:\tS\nvoluntary_ctxt_switches:\t12\n"
-                                  "nonvoluntary_ctxt_switches:\t3\n",
-                                  &sc));
+  ASSERT_TRUE(
+      ParseStatusSwitches("Name:\tx\nState:\tS\nvoluntary_ctxt_switches:\t12\n"
+                          "nonvoluntary_ctxt_switches:\t3\n",
+                          &sc));
   EXPECT_EQ(sc.voluntary, 12u);
   EXPECT_EQ(sc.involuntary, 3u);
   EXPECT_FALSE(ParseStatusSwitches("Name:\tx\n", &sc));
@@ -66,10 +67,11 @@ TEST(ProcParse, SchedStatSyscallStatus) {
 
 TEST(ProcParse, ProcStatCpus) {
   std::vector<CpuTimes> cpus;
-  ASSERT_TRUE(ParseProcStat("cpu  10 0 5 100 1 0 0 0 0 0\n"
-                            "cpu0 4 1 2 50 1 1 1 2 0 0\n"
-                            "cpu1 6 0 3 50 0 0 0 0 0 0\nintr 1 2 3\n",
-                            &cpus));
+  ASSERT_TRUE(
+      ParseProcStat("cpu  10 0 5 100 1 0 0 0 0 0\n"
+                    "cpu0 4 1 2 50 1 1 1 2 0 0\n"
+                    "cpu1 6 0 3 50 0 0 0 0 0 0\nintr 1 2 3\n",
+                    &cpus));
   ASSERT_EQ(cpus.size(), 2u);
   EXPECT_EQ(cpus[0].cpu, 0u);
   EXPECT_EQ(cpus[0].busy, 4u + 1 + 2 + 1 + 1);
@@ -99,7 +101,8 @@ std::string SchedStatPath(pid_t tid) {
 
 uint64_t Sum(const StateSplit& s) {
   uint64_t t = 0;
-  for (uint64_t v : s) t += v;
+  for (uint64_t v : s)
+    t += v;
   return t;
 }
 
@@ -222,9 +225,11 @@ TEST(SchedSamplerWithSwitches, UnswitchedThreadsAreBookedWithoutReadingAndStayRi
   std::thread spinner([&] {
     spinner_tid = static_cast<pid_t>(syscall(SYS_gettid));
     volatile uint64_t x = 0;
-    while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+    while (!stop.load(std::memory_order_relaxed))
+      x = x + 1;
   });
-  while (blocked_tid.load() == 0 || spinner_tid.load() == 0) std::this_thread::yield();
+  while (blocked_tid.load() == 0 || spinner_tid.load() == 0)
+    std::this_thread::yield();
   auto finish = [&] {
     stop = true;
     (void)!write(fds[1], "x", 1);
@@ -262,19 +267,21 @@ TEST(SchedSamplerWithSwitches, UnswitchedThreadsAreBookedWithoutReadingAndStayRi
       if (o.event.kind_enum() == format::Kind::kThreadSample && pass == 0 &&
           o.tid == static_cast<uint32_t>(spinner_tid.load()))
         spinner_cpu_begin = o.event.args[0];
-      if (o.event.kind_enum() != format::Kind::kThreadStates || pass == 0) continue;
-      for (int i = 0; i < kThreadStateCount; ++i) sums[o.tid][i] += o.event.args[i];
+      if (o.event.kind_enum() != format::Kind::kThreadStates || pass == 0)
+        continue;
+      for (int i = 0; i < kThreadStateCount; ++i)
+        sums[o.tid][i] += o.event.args[i];
       last_ts[o.tid] = o.event.ts;
     }
     if (pass == 0)
-      for (const auto& o : out) first_ts[o.tid] = o.event.ts;
+      for (const auto& o : out)
+        first_ts[o.tid] = o.event.ts;
     timespec d{0, 10'000'000};
     nanosleep(&d, nullptr);
   }
   // Read what /proc says of the spinner now, before it stops.
   SchedStat spin_end;
-  const bool spin_read =
-      ParseSchedStat(ReadProcFile(SchedStatPath(spinner_tid.load())), &spin_end);
+  const bool spin_read = ParseSchedStat(ReadProcFile(SchedStatPath(spinner_tid.load())), &spin_end);
   const uint64_t spin_end_ns = MonotonicNs();
   finish();
   ASSERT_TRUE(spin_read);
@@ -284,20 +291,19 @@ TEST(SchedSamplerWithSwitches, UnswitchedThreadsAreBookedWithoutReadingAndStayRi
   // The blocked thread: every nanosecond from the first pass to the last is a comm wait.
   const double b_span = static_cast<double>(last_ts[b] - first_ts[b]);
   EXPECT_NEAR(static_cast<double>(Sum(sums[b])), b_span, 1e3);
-  EXPECT_GE(static_cast<double>(sums[b][static_cast<int>(ThreadState::kCommWait)]),
-            0.99 * b_span);
+  EXPECT_GE(static_cast<double>(sums[b][static_cast<int>(ThreadState::kCommWait)]), 0.99 * b_span);
   // The spinner: running plus queued fill its span, and running is its CPU time within 5 points
   // of the span (the last few booked passes are repaid only at its next read).
   const double s_span = static_cast<double>(last_ts[sp] - first_ts[sp]);
   const StateSplit& ss = sums[sp];
   EXPECT_NEAR(static_cast<double>(Sum(ss)), s_span, 1e3);
   EXPECT_GE(static_cast<double>(ss[0] + ss[1]), 0.95 * s_span);
-  const double cpu = static_cast<double>(spin_end.cpu_ns - spinner_cpu_begin) *
-                     s_span / static_cast<double>(spin_end_ns - first_ts[sp]);
+  const double cpu = static_cast<double>(spin_end.cpu_ns - spinner_cpu_begin) * s_span /
+                     static_cast<double>(spin_end_ns - first_ts[sp]);
   EXPECT_NEAR(static_cast<double>(ss[0]), cpu, 0.05 * s_span);
   // And the skipping happened: far fewer reads than threads times passes.
-  std::printf("threads %zu passes %d reads %llu booked without reading %llu\n",
-              core.thread_count(), kPasses, static_cast<unsigned long long>(core.reads()),
+  std::printf("threads %zu passes %d reads %llu booked without reading %llu\n", core.thread_count(),
+              kPasses, static_cast<unsigned long long>(core.reads()),
               static_cast<unsigned long long>(core.assumed()));
   EXPECT_GE(core.assumed(), static_cast<uint64_t>(kPasses) / 2);
 }

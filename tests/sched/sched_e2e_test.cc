@@ -30,8 +30,8 @@ using format::Kind;
 struct Truth {
   std::string role;
   uint32_t tid = 0;
-  uint64_t start = 0, end = 0, cpu = 0, blocked = 0, read_begin = 0, read_end = 0,
-           cpu_at_read = 0, voluntary = 0, involuntary = 0;
+  uint64_t start = 0, end = 0, cpu = 0, blocked = 0, read_begin = 0, read_end = 0, cpu_at_read = 0,
+           voluntary = 0, involuntary = 0;
 };
 
 std::vector<Truth> ParseTruth(const std::string& out) {
@@ -39,26 +39,38 @@ std::vector<Truth> ParseTruth(const std::string& out) {
   std::istringstream in(out);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("thread ", 0) != 0) continue;
+    if (line.rfind("thread ", 0) != 0)
+      continue;
     Truth t;
     std::istringstream f(line.substr(7));
     std::string kv;
     while (f >> kv) {
       auto eq = kv.find('=');
       std::string k = kv.substr(0, eq), val = kv.substr(eq + 1);
-      if (k == "role") t.role = val;
-      else if (k == "tid") t.tid = static_cast<uint32_t>(std::stoul(val));
+      if (k == "role")
+        t.role = val;
+      else if (k == "tid")
+        t.tid = static_cast<uint32_t>(std::stoul(val));
       else {
         uint64_t n = std::stoull(val);
-        if (k == "start") t.start = n;
-        if (k == "end") t.end = n;
-        if (k == "cpu") t.cpu = n;
-        if (k == "blocked") t.blocked = n;
-        if (k == "read_begin") t.read_begin = n;
-        if (k == "read_end") t.read_end = n;
-        if (k == "cpu_at_read") t.cpu_at_read = n;
-        if (k == "voluntary") t.voluntary = n;
-        if (k == "involuntary") t.involuntary = n;
+        if (k == "start")
+          t.start = n;
+        if (k == "end")
+          t.end = n;
+        if (k == "cpu")
+          t.cpu = n;
+        if (k == "blocked")
+          t.blocked = n;
+        if (k == "read_begin")
+          t.read_begin = n;
+        if (k == "read_end")
+          t.read_end = n;
+        if (k == "cpu_at_read")
+          t.cpu_at_read = n;
+        if (k == "voluntary")
+          t.voluntary = n;
+        if (k == "involuntary")
+          t.involuntary = n;
       }
     }
     v.push_back(t);
@@ -75,14 +87,17 @@ struct Trace {
 
   size_t Count(uint32_t tid, Kind kind) const {
     auto it = by_tid.find(tid);
-    if (it == by_tid.end()) return 0;
+    if (it == by_tid.end())
+      return 0;
     size_t n = 0;
-    for (const auto& e : it->second) n += e.kind_enum() == kind;
+    for (const auto& e : it->second)
+      n += e.kind_enum() == kind;
     return n;
   }
   size_t CountAll(Kind kind) const {
     size_t n = 0;
-    for (const auto& [tid, v] : by_tid) n += Count(tid, kind);
+    for (const auto& [tid, v] : by_tid)
+      n += Count(tid, kind);
     return n;
   }
 };
@@ -91,15 +106,18 @@ Trace Load(const std::string& path) {
   Trace t;
   auto reader = format::TraceReader::Open(path);
   EXPECT_TRUE(reader.ok()) << reader.status().message();
-  if (!reader.ok()) return t;
+  if (!reader.ok())
+    return t;
   auto& r = **reader;
   t.session = r.session();
   for (const auto& s : r.streams()) {
     auto loc = r.definitions().locations.find(s.location);
-    if (loc == r.definitions().locations.end()) continue;
+    if (loc == r.definitions().locations.end())
+      continue;
     for (const auto& ref : s.chunks) {
       format::DecodedChunk chunk;
-      if (!r.ReadChunk(ref, &chunk).ok()) continue;
+      if (!r.ReadChunk(ref, &chunk).ok())
+        continue;
       for (Event e : chunk.events) {
         e.payload = {};
         e.source = s.source;
@@ -108,38 +126,50 @@ Trace Load(const std::string& path) {
           t.cpu_events.push_back(e);
           continue;
         }
-        if (s.source == format::Source::kSampler) t.sampled_tids.insert(loc->second.tid);
-        if (s.source == format::Source::kSched) t.switch_tids.insert(loc->second.tid);
+        if (s.source == format::Source::kSampler)
+          t.sampled_tids.insert(loc->second.tid);
+        if (s.source == format::Source::kSched)
+          t.switch_tids.insert(loc->second.tid);
         t.by_tid[loc->second.tid].push_back(e);
       }
     }
   }
   for (auto& [tid, v] : t.by_tid)
-    std::stable_sort(v.begin(), v.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const Event& a, const Event& b) { return a.ts < b.ts; });
   return t;
 }
 
-std::string DutyCycle() { return BinDir() + "/duty_cycle"; }
+std::string DutyCycle() {
+  return BinDir() + "/duty_cycle";
+}
 
 // Fractions of [from, to] per ThreadStates arg, intervals clipped proportionally.
 std::array<double, 8> StateFractions(const Trace& t, uint32_t tid, uint64_t from, uint64_t to) {
   std::array<double, 8> ns{};
   auto it = t.by_tid.find(tid);
-  if (it == t.by_tid.end() || to <= from) return ns;
+  if (it == t.by_tid.end() || to <= from)
+    return ns;
   double covered = 0;
   for (const auto& e : it->second) {
-    if (e.kind_enum() != Kind::kThreadStates || e.source != format::Source::kSampler) continue;
+    if (e.kind_enum() != Kind::kThreadStates || e.source != format::Source::kSampler)
+      continue;
     uint64_t len = 0;
-    for (int i = 0; i < 8; ++i) len += e.args[i];
-    if (len == 0) continue;
+    for (int i = 0; i < 8; ++i)
+      len += e.args[i];
+    if (len == 0)
+      continue;
     uint64_t b = e.ts - len, end = e.ts;
     uint64_t lo = std::max(b, from), hi = std::min(end, to);
-    if (hi <= lo) continue;
+    if (hi <= lo)
+      continue;
     double share = static_cast<double>(hi - lo) / static_cast<double>(len);
     covered += static_cast<double>(hi - lo);
-    for (int i = 0; i < 8; ++i) ns[i] += share * static_cast<double>(e.args[i]);
+    for (int i = 0; i < 8; ++i)
+      ns[i] += share * static_cast<double>(e.args[i]);
   }
-  for (auto& v : ns) v = covered > 0 ? v / covered : 0;
+  for (auto& v : ns)
+    v = covered > 0 ? v / covered : 0;
   // The samples must cover nearly the whole window, or the fractions mean little.
   EXPECT_GT(covered, 0.9 * static_cast<double>(to - from)) << "tid " << tid;
   return ns;
@@ -153,7 +183,8 @@ struct Recorded {
   std::vector<Truth> truth;
 };
 
-Recorded RecordDuty(const TempDir& dir, const std::vector<std::string>& opts,
+Recorded RecordDuty(const TempDir& dir,
+                    const std::vector<std::string>& opts,
                     const std::vector<std::string>& program_args) {
   Recorded r;
   std::vector<std::string> args = {"record", "-q", "-o", dir.File("t.ptrace")};
@@ -169,7 +200,8 @@ Recorded RecordDuty(const TempDir& dir, const std::vector<std::string>& opts,
 
 bool ClockIsMonotonic(const Trace& t) {
   auto it = t.session.find("clock_base");
-  if (it == t.session.end()) ADD_FAILURE() << "the trace's session has no clock_base";
+  if (it == t.session.end())
+    ADD_FAILURE() << "the trace's session has no clock_base";
   return it != t.session.end() && it->second == "monotonic";
 }
 
@@ -178,7 +210,8 @@ TEST(SchedE2E, StateFractionsMatchWhatTheThreadsDid) {
   Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--seconds", "3", "basic"});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   ASSERT_EQ(r.truth.size(), 5u) << r.run.out;
-  if (!ClockIsMonotonic(r.trace)) GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
+  if (!ClockIsMonotonic(r.trace))
+    GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
   for (const Truth& t : r.truth) {
     SCOPED_TRACE(t.role + " tid " + std::to_string(t.tid));
     double wall = static_cast<double>(t.end - t.start);
@@ -188,8 +221,9 @@ TEST(SchedE2E, StateFractionsMatchWhatTheThreadsDid) {
     auto f = StateFractions(r.trace, t.tid, t.start, t.end);
     int wait_state = t.role == "sleeper" ? kTimer : t.role == "pipe_reader" ? kComm : kLock;
     double parmon_wait = t.role == "spinner" ? f[kComm] + f[kLock] + f[kTimer] : f[wait_state];
-    std::printf("%-12s truth run %.3f queued %.3f wait %.3f | parmon run %.3f queued %.3f wait %.3f\n",
-                t.role.c_str(), running, runnable, waiting, f[kRunning], f[kRunnable], parmon_wait);
+    std::printf(
+        "%-12s truth run %.3f queued %.3f wait %.3f | parmon run %.3f queued %.3f wait %.3f\n",
+        t.role.c_str(), running, runnable, waiting, f[kRunning], f[kRunnable], parmon_wait);
     EXPECT_NEAR(f[kRunning], running, 0.05);
     EXPECT_NEAR(f[kRunnable], runnable, 0.05);
     EXPECT_NEAR(parmon_wait, waiting, 0.05);
@@ -201,7 +235,8 @@ TEST(SchedE2E, FourSpinnersOnTwoCpusAreQueuedForWhatTheyDidNotRun) {
   Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--seconds", "3", "oversub"});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   ASSERT_EQ(r.truth.size(), 4u) << r.run.out;
-  if (!ClockIsMonotonic(r.trace)) GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
+  if (!ClockIsMonotonic(r.trace))
+    GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
   for (const Truth& t : r.truth) {
     SCOPED_TRACE("tid " + std::to_string(t.tid));
     double running = static_cast<double>(t.cpu) / static_cast<double>(t.end - t.start);
@@ -227,9 +262,12 @@ void CheckSwitchesAgainstProc(const Recorded& r) {
     for (const Event& e : it->second) {
       if (e.kind_enum() == Kind::kSwitchOut) {
         bool preempt = e.args[1] != 0;
-        if (e.ts < t.read_begin) ++(preempt ? invol_before : vol_before);
-        if (e.ts <= t.read_end) ++(preempt ? invol_by_end : vol_by_end);
-        if (on && e.ts <= t.read_begin) on_cpu += e.ts - in_ts;
+        if (e.ts < t.read_begin)
+          ++(preempt ? invol_before : vol_before);
+        if (e.ts <= t.read_end)
+          ++(preempt ? invol_by_end : vol_by_end);
+        if (on && e.ts <= t.read_begin)
+          on_cpu += e.ts - in_ts;
         on = false;
       } else if (e.kind_enum() == Kind::kSwitchIn) {
         on = true;
@@ -243,12 +281,13 @@ void CheckSwitchesAgainstProc(const Recorded& r) {
         on = false;
       }
     }
-    std::printf("%-12s voluntary proc %llu perf %llu..%llu  involuntary proc %llu perf %llu..%llu  "
-                "cpu proc %.1f ms perf %.1f ms\n",
-                t.role.c_str(), (unsigned long long)t.voluntary, (unsigned long long)vol_before,
-                (unsigned long long)vol_by_end, (unsigned long long)t.involuntary,
-                (unsigned long long)invol_before, (unsigned long long)invol_by_end,
-                static_cast<double>(t.cpu_at_read) / 1e6, static_cast<double>(on_cpu) / 1e6);
+    std::printf(
+        "%-12s voluntary proc %llu perf %llu..%llu  involuntary proc %llu perf %llu..%llu  "
+        "cpu proc %.1f ms perf %.1f ms\n",
+        t.role.c_str(), (unsigned long long)t.voluntary, (unsigned long long)vol_before,
+        (unsigned long long)vol_by_end, (unsigned long long)t.involuntary,
+        (unsigned long long)invol_before, (unsigned long long)invol_by_end,
+        static_cast<double>(t.cpu_at_read) / 1e6, static_cast<double>(on_cpu) / 1e6);
     // Within 2% (one switch for small counts), the read's own few microseconds allowed for.
     auto near = [](uint64_t proc, uint64_t lo, uint64_t hi) {
       double slack = std::max(1.0, 0.02 * static_cast<double>(proc));
@@ -273,7 +312,8 @@ TEST(SchedE2E, SwitchCountsAndCpuTimeAgreeWithProc) {
   Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--seconds", "2", "basic"});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   ASSERT_EQ(r.truth.size(), 5u);
-  if (!ClockIsMonotonic(r.trace)) GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
+  if (!ClockIsMonotonic(r.trace))
+    GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
   if (r.trace.CountAll(Kind::kSwitchIn) == 0)
     GTEST_SKIP() << "perf_event_open context switches are not available here: " << r.run.err;
   EXPECT_EQ(r.trace.session.at("switch_records_lost"), "0");
@@ -283,7 +323,8 @@ TEST(SchedE2E, SwitchCountsAndCpuTimeAgreeWithProc) {
     int64_t last_out = -1;
     size_t expect = 0;
     for (const Event& e : r.trace.by_tid.at(t.tid)) {
-      if (e.kind_enum() == Kind::kSwitchOut) last_out = static_cast<int64_t>(e.args[0]);
+      if (e.kind_enum() == Kind::kSwitchOut)
+        last_out = static_cast<int64_t>(e.args[0]);
       if (e.kind_enum() == Kind::kSwitchIn && last_out >= 0 &&
           last_out != static_cast<int64_t>(e.args[0]))
         ++expect;
@@ -328,7 +369,8 @@ TEST(SchedE2E, StaticBinaryIsSampledWithoutInstrumentation) {
   Trace t = Load(dir.File("s.ptrace"));
   EXPECT_GT(t.Count(truth[0].tid, Kind::kThreadStates), 50u);
   auto f = StateFractions(t, truth[0].tid, truth[0].start, truth[0].end);
-  double running = static_cast<double>(truth[0].cpu) / static_cast<double>(truth[0].end - truth[0].start);
+  double running =
+      static_cast<double>(truth[0].cpu) / static_cast<double>(truth[0].end - truth[0].start);
   EXPECT_NEAR(f[kRunning], running, 0.05);
   EXPECT_FALSE(t.cpu_events.empty());
 }
@@ -353,7 +395,8 @@ TEST(SchedE2E, ThreadsThatComeAndGoBetweenSamplesAreAccountedFor) {
   ASSERT_NE(main_tid, 0u);
   uint64_t exited_seen = 0, sampled_threads = 0;
   for (const auto& [tid, events] : t.by_tid) {
-    if (tid == main_tid) continue;
+    if (tid == main_tid)
+      continue;
     for (const Event& e : events)
       if (e.kind_enum() == Kind::kTaskExit && e.source == format::Source::kSampler) {
         exited_seen += e.args[0];
@@ -367,13 +410,16 @@ TEST(SchedE2E, ThreadsThatComeAndGoBetweenSamplesAreAccountedFor) {
               static_cast<double>(exited_seen) / 1e6, static_cast<double>(exited_unseen) / 1e6);
   // /proc's process counters come in 10 ms clock ticks.
   EXPECT_NEAR(accounted, truth, 20e6 + 0.05 * truth);
-  if (t.CountAll(Kind::kSwitchIn) == 0) GTEST_SKIP() << "no context switches here: " << run.err;
+  if (t.CountAll(Kind::kSwitchIn) == 0)
+    GTEST_SKIP() << "no context switches here: " << run.err;
   // The kernel's fork and exit records name every one of them.
   size_t started = 0, ended = 0;
   for (const auto& [tid, events] : t.by_tid) {
-    if (tid == main_tid) continue;
+    if (tid == main_tid)
+      continue;
     for (const Event& e : events) {
-      if (e.source != format::Source::kSched) continue;
+      if (e.source != format::Source::kSched)
+        continue;
       started += e.kind_enum() == Kind::kTaskStart;
       ended += e.kind_enum() == Kind::kTaskExit;
     }
@@ -388,7 +434,8 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_file) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<char*> a;
-  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  for (const auto& s : argv)
+    a.push_back(const_cast<char*>(s.c_str()));
   a.push_back(nullptr);
   pid_t pid = -1;
   posix_spawn(&pid, a[0], &fa, nullptr, a.data(), environ);
@@ -404,8 +451,10 @@ std::vector<uint32_t> Tasks(pid_t pid) {
     RunResult r = parmon::testing::Run({"ls", dir});
     std::istringstream in(r.out);
     uint32_t tid;
-    while (in >> tid) v.push_back(tid);
-    if (v.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (in >> tid)
+      v.push_back(tid);
+    if (v.size() < 2)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return v;
 }
@@ -426,7 +475,8 @@ TEST(SchedE2E, AttachFollowsAProcessItDidNotStart) {
   EXPECT_EQ(t.session.at("attached_pid"), std::to_string(pid));
   EXPECT_GT(t.Count(truth[0].tid, Kind::kThreadStates), 50u);
   EXPECT_TRUE(t.sampled_tids.count(static_cast<uint32_t>(pid)));
-  if (t.CountAll(Kind::kSwitchIn) == 0) GTEST_SKIP() << "no context switches here: " << run.err;
+  if (t.CountAll(Kind::kSwitchIn) == 0)
+    GTEST_SKIP() << "no context switches here: " << run.err;
   EXPECT_GT(t.Count(truth[0].tid, Kind::kSwitchIn), 0u);
 }
 
@@ -448,17 +498,20 @@ TEST(SchedE2E, AttachWithDurationAndThreadsRecordsOnlyThoseThreads) {
   waitpid(pid, &status, 0);
   Trace t = Load(dir.File("a.ptrace"));
   EXPECT_EQ(t.sampled_tids, std::set<uint32_t>{chosen});
-  for (uint32_t tid : t.switch_tids) EXPECT_EQ(tid, chosen);
+  for (uint32_t tid : t.switch_tids)
+    EXPECT_EQ(tid, chosen);
   EXPECT_GT(t.Count(chosen, Kind::kThreadStates), 30u);
 }
 
 TEST(SchedE2E, RefusedPerfEventOpenIsSaidOnceAndSamplingGoesOn) {
   TempDir dir;
-  RunResult run = parmon::testing::Run({BinDir() + "/seccomp_no_perf", ParmonBin(), "record", "-q", "-o",
-                       dir.File("n.ptrace"), "--", DutyCycle(), "--seconds", "1", "spin"});
+  RunResult run =
+      parmon::testing::Run({BinDir() + "/seccomp_no_perf", ParmonBin(), "record", "-q", "-o",
+                            dir.File("n.ptrace"), "--", DutyCycle(), "--seconds", "1", "spin"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   size_t lines = 0, pos = 0;
-  while ((pos = run.err.find('\n', pos)) != std::string::npos) ++lines, ++pos;
+  while ((pos = run.err.find('\n', pos)) != std::string::npos)
+    ++lines, ++pos;
   EXPECT_EQ(lines, 1u) << run.err;
   EXPECT_NE(run.err.find("context switches"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("perf_event_open"), std::string::npos) << run.err;
@@ -480,22 +533,24 @@ TEST(SchedE2E, RunsAsAnOrdinaryUser) {
     prefix = {"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"};
   }
   std::vector<std::string> argv = prefix;
-  for (const std::string& a : {ParmonBin(), std::string("record"), std::string("-q"),
-                               std::string("-o"), dir.File("u.ptrace"), std::string("--"),
-                               DutyCycle(), std::string("--seconds"), std::string("2"),
-                               std::string("basic")})
+  for (const std::string& a :
+       {ParmonBin(), std::string("record"), std::string("-q"), std::string("-o"),
+        dir.File("u.ptrace"), std::string("--"), DutyCycle(), std::string("--seconds"),
+        std::string("2"), std::string("basic")})
     argv.push_back(a);
   RunResult run = parmon::testing::Run(argv);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   auto truth = ParseTruth(run.out);
   ASSERT_EQ(truth.size(), 5u);
   Trace t = Load(dir.File("u.ptrace"));
-  for (const Truth& th : truth) EXPECT_GT(t.Count(th.tid, Kind::kThreadStates), 50u) << th.role;
+  for (const Truth& th : truth)
+    EXPECT_GT(t.Count(th.tid, Kind::kThreadStates), 50u) << th.role;
   // perf_event_paranoid <= 2 lets a user see context switches of their own processes.
   std::string paranoid = ReadFile("/proc/sys/kernel/perf_event_paranoid");
   if (!paranoid.empty() && std::stoi(paranoid) <= 2) {
     EXPECT_TRUE(run.err.empty()) << run.err;
-    if (ClockIsMonotonic(t)) CheckSwitchesAgainstProc(Recorded{run, t, truth});
+    if (ClockIsMonotonic(t))
+      CheckSwitchesAgainstProc(Recorded{run, t, truth});
   }
 }
 

@@ -15,23 +15,33 @@
 
 namespace parmon::testing {
 
-std::string ParmonBin() { return PARMON_TEST_BIN_DIR "/parmon"; }
-std::string BinDir() { return PARMON_TEST_BIN_DIR; }
-std::string LibDir() { return PARMON_TEST_LIB_DIR; }
+std::string ParmonBin() {
+  return PARMON_TEST_BIN_DIR "/parmon";
+}
+std::string BinDir() {
+  return PARMON_TEST_BIN_DIR;
+}
+std::string LibDir() {
+  return PARMON_TEST_LIB_DIR;
+}
 
-RunResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+RunResult Run(const std::vector<std::string>& argv,
+              const std::vector<std::string>& env,
               double timeout_s) {
   RunResult result;
   int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) return result;
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+    return result;
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
     setpgid(0, 0);
-    for (const auto& e : env) putenv(strdup(e.c_str()));
+    for (const auto& e : env)
+      putenv(strdup(e.c_str()));
     std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
     fprintf(stderr, "cannot run %s: %s\n", args[0], strerror(errno));
@@ -54,9 +64,11 @@ RunResult Run(const std::vector<std::string>& argv, const std::vector<std::strin
       ms = 1000;
     }
     int n = poll(fds, 2, std::max(ms, 1));
-    if (n <= 0) continue;
+    if (n <= 0)
+      continue;
     for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
       ssize_t r = read(fds[i].fd, buf, sizeof buf);
       if (r <= 0) {
         close(fds[i].fd);
@@ -69,8 +81,10 @@ RunResult Run(const std::vector<std::string>& argv, const std::vector<std::strin
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  if (WIFEXITED(status))
+    result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    result.exit_code = 128 + WTERMSIG(status);
   return result;
 }
 

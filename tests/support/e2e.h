@@ -9,9 +9,9 @@
 namespace parmon::testing {
 
 // Paths of the build tree, set by CMake.
-std::string ParmonBin();   // the parmon executable
-std::string BinDir();      // where example and test programs are built
-std::string LibDir();      // where libparmon.so is
+std::string ParmonBin();  // the parmon executable
+std::string BinDir();     // where example and test programs are built
+std::string LibDir();     // where libparmon.so is
 
 struct RunResult {
   int exit_code = -1;  // 128+signal when killed by a signal
@@ -21,7 +21,8 @@ struct RunResult {
 
 // Runs argv (argv[0] is looked up in PATH if it has no '/') with extra environment variables
 // ("NAME=value"), waits at most timeout_s (then kills it: exit_code = 128+SIGKILL).
-RunResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
+RunResult Run(const std::vector<std::string>& argv,
+              const std::vector<std::string>& env = {},
               double timeout_s = 120);
 // parmon <args...>
 RunResult Parmon(const std::vector<std::string>& args, double timeout_s = 120);

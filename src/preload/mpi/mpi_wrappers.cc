@@ -17,6 +17,10 @@ namespace pm = parmon::preload::mpi;
 #include "mpi_wrappers.inc"
 
 namespace parmon::preload::mpi {
-const char* FunctionName(int fn) { return kFunctionNames[fn]; }
-int FunctionCount() { return PARMON_MPI_FUNCTION_COUNT; }
+const char* FunctionName(int fn) {
+  return kFunctionNames[fn];
+}
+int FunctionCount() {
+  return PARMON_MPI_FUNCTION_COUNT;
+}
 }  // namespace parmon::preload::mpi

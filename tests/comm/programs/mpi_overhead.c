@@ -21,7 +21,7 @@ static double Block(int iters, int rank) {
       MPI_Send(&b, 0, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
     }
   }
-  return (MPI_Wtime() - t0) / iters * 1e9;  /* ns per round trip */
+  return (MPI_Wtime() - t0) / iters * 1e9; /* ns per round trip */
 }
 
 int main(int argc, char** argv) {
@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int iters = argc > 1 ? atoi(argv[1]) : 20000;
   if (size != 2 || iters <= 0) {
-    if (rank == 0) fprintf(stderr, "mpi_overhead: run with 2 ranks and a positive count\n");
+    if (rank == 0)
+      fprintf(stderr, "mpi_overhead: run with 2 ranks and a positive count\n");
     MPI_Finalize();
     return 2;
   }
@@ -39,18 +40,23 @@ int main(int argc, char** argv) {
   void (*resume_fn)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "parmon_resume");
   double best_off = 1e30, best_on = 1e30;
   for (int rep = 0; rep < 5; ++rep) {
-    if (pause_fn) pause_fn();
+    if (pause_fn)
+      pause_fn();
     double off = Block(iters, rank);
-    if (resume_fn) resume_fn();
+    if (resume_fn)
+      resume_fn();
     double on = Block(iters, rank);
-    if (off < best_off) best_off = off;
-    if (on < best_on) best_on = on;
+    if (off < best_off)
+      best_off = off;
+    if (on < best_on)
+      best_on = on;
   }
   if (rank == 0)
     /* A round trip is 4 MPI calls (send+recv on each rank), 2 on the critical path per rank. */
-    printf("0-byte ping-pong round trip: uninstrumented %.0f ns, recorded %.0f ns, "
-           "added %.1f ns per MPI call\n",
-           best_off, best_on, (best_on - best_off) / 4.0);
+    printf(
+        "0-byte ping-pong round trip: uninstrumented %.0f ns, recorded %.0f ns, "
+        "added %.1f ns per MPI call\n",
+        best_off, best_on, (best_on - best_off) / 4.0);
   MPI_Finalize();
   return 0;
 }

@@ -23,7 +23,8 @@ static void Sent(int to, long bytes) {
 
 static void Report(void) {
   for (int to = 0; to < g_size && to < 64; ++to)
-    if (g_msgs[to] > 0) printf("sent %d %d %ld %ld\n", g_rank, to, g_msgs[to], g_bytes[to]);
+    if (g_msgs[to] > 0)
+      printf("sent %d %d %ld %ld\n", g_rank, to, g_msgs[to], g_bytes[to]);
   fflush(stdout);
 }
 
@@ -31,7 +32,8 @@ static void PingPong(void) {
   /* Rank 0 and 1: 10 round trips each of sizes 0, 8, 1000, 65536 bytes. */
   static char buf[65536];
   const int sizes[] = {0, 8, 1000, 65536};
-  if (g_rank > 1) return;
+  if (g_rank > 1)
+    return;
   int peer = 1 - g_rank;
   for (int s = 0; s < 4; ++s) {
     for (int i = 0; i < 10; ++i) {
@@ -70,11 +72,13 @@ static void AllToAll(void) {
   static char sbuf[64][1024], rbuf[64][1024];
   int n = 0;
   for (int p = 0; p < g_size; ++p) {
-    if (p == g_rank) continue;
+    if (p == g_rank)
+      continue;
     MPI_Irecv(rbuf[p], 1024, MPI_CHAR, p, 42, MPI_COMM_WORLD, &reqs[n++]);
   }
   for (int p = 0; p < g_size; ++p) {
-    if (p == g_rank) continue;
+    if (p == g_rank)
+      continue;
     int bytes = (g_rank + 1) * 100 + p;
     MPI_Isend(sbuf[p], bytes, MPI_CHAR, p, 42, MPI_COMM_WORLD, &reqs[n++]);
     Sent(p, bytes);
@@ -112,7 +116,8 @@ static void Halo(void) {
     MPI_Status st;
     MPI_Waitany(4, r, &idx, &st);
     int flag = 0;
-    while (!flag) MPI_Testall(4, r, &flag, MPI_STATUSES_IGNORE);
+    while (!flag)
+      MPI_Testall(4, r, &flag, MPI_STATUSES_IGNORE);
   }
   MPI_Group_free(&cg);
   MPI_Group_free(&wg);
@@ -128,7 +133,8 @@ static void Collectives(void) {
   const int n = g_size, me = g_rank;
   const long others = n - 1;
   int v[64], w[64], counts[64], displs[64];
-  for (int i = 0; i < 64; ++i) v[i] = w[i] = i;
+  for (int i = 0; i < 64; ++i)
+    v[i] = w[i] = i;
   MPI_Barrier(MPI_COMM_WORLD);
   Coll("MPI_Barrier", 0, 0);
   MPI_Bcast(v, 10, MPI_INT, 1, MPI_COMM_WORLD);
@@ -152,7 +158,8 @@ static void Collectives(void) {
     counts[i] = me + 1;
     rcounts[i] = i + 1;
     displs[i] = i * 8;
-    if (i != me) recvv += 4 * (i + 1);
+    if (i != me)
+      recvv += 4 * (i + 1);
   }
   MPI_Alltoallv(v, counts, displs, MPI_INT, w, rcounts, displs, MPI_INT, MPI_COMM_WORLD);
   Coll("MPI_Alltoallv", 4L * (me + 1) * others, recvv);
@@ -194,14 +201,21 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   const char* p = argv[1];
-  if (strcmp(p, "pingpong") == 0) PingPong();
-  else if (strcmp(p, "ring") == 0) Ring();
-  else if (strcmp(p, "alltoall") == 0) AllToAll();
-  else if (strcmp(p, "halo") == 0) Halo();
-  else if (strcmp(p, "collectives") == 0) Collectives();
-  else if (strcmp(p, "early") == 0) Early();
+  if (strcmp(p, "pingpong") == 0)
+    PingPong();
+  else if (strcmp(p, "ring") == 0)
+    Ring();
+  else if (strcmp(p, "alltoall") == 0)
+    AllToAll();
+  else if (strcmp(p, "halo") == 0)
+    Halo();
+  else if (strcmp(p, "collectives") == 0)
+    Collectives();
+  else if (strcmp(p, "early") == 0)
+    Early();
   else {
-    if (g_rank == 0) fprintf(stderr, "mpi_patterns: unknown pattern '%s'\n", p);
+    if (g_rank == 0)
+      fprintf(stderr, "mpi_patterns: unknown pattern '%s'\n", p);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   Report();

@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size != 2) {
-    if (rank == 0) fprintf(stderr, "late_sender: run with exactly 2 ranks\n");
+    if (rank == 0)
+      fprintf(stderr, "late_sender: run with exactly 2 ranks\n");
     MPI_Finalize();
     return 2;
   }
@@ -41,10 +42,12 @@ int main(int argc, char** argv) {
     } else {
       double posted = Now();
       MPI_Recv(&sent_at, 1, MPI_DOUBLE, 0, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      if (sent_at > posted) injected += sent_at - posted;
+      if (sent_at > posted)
+        injected += sent_at - posted;
     }
   }
-  if (rank == 1) printf("injected_late_sender_ns %.0f\n", injected * 1e9);
+  if (rank == 1)
+    printf("injected_late_sender_ns %.0f\n", injected * 1e9);
   MPI_Finalize();
   return 0;
 }
