@@ -357,7 +357,7 @@ class RecorderSink {
 
 }  // namespace
 
-size_t Recorder::DrainRing(uint32_t index, bool final_pass) {
+size_t Recorder::DrainRing(uint32_t index) {
   shm::RingControl& ctl = segment_->rings()[index];
   // Acquire pairs with the producer's release store of Claimed/Retired: pid/tid are visible, and
   // after Retired the head we load next is final.
@@ -388,7 +388,6 @@ size_t Recorder::DrainRing(uint32_t index, bool final_pass) {
   if (drainer_->corruptions() != corrupt_before)
     lost_by_location_[cur.location] += drainer_->corruptions() - corrupt_before;
   events_seen_ += n;
-  (void)final_pass;
   if (state == shm::kRetired)
     RetireRing(index);
   return n;
@@ -424,10 +423,10 @@ void Recorder::RetireRing(uint32_t index) {
   ctl.state.store(shm::kFree, std::memory_order_release);
 }
 
-size_t Recorder::DrainAll(bool final_pass) {
+size_t Recorder::DrainAll() {
   size_t n = 0;
   for (uint32_t i = 0; i < segment_->header()->ring_count; ++i)
-    n += DrainRing(i, final_pass);
+    n += DrainRing(i);
   return n;
 }
 
@@ -439,11 +438,11 @@ void Recorder::CheckDeadThreads() {
       continue;
     if (syscall(SYS_tgkill, ctl.pid, ctl.tid, 0) == 0 || errno != ESRCH)
       continue;
-    DrainRing(i, false);
+    DrainRing(i);
     if (ctl.state.load(std::memory_order_acquire) == shm::kClaimed) {
       // The thread is gone for good; its committed events are drained above.
       ctl.state.store(shm::kRetired, std::memory_order_release);
-      DrainRing(i, false);
+      DrainRing(i);
     }
   }
 }
@@ -685,7 +684,7 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
       child_exited_ = true;
       child_exit_ns_ = clock_.NowNs();
     }
-    size_t drained = DrainAll(false);
+    size_t drained = DrainAll();
     uint64_t now = clock_.NowNs();
     for (auto& src : sources_)
       src->Poll(*this, now);
@@ -732,13 +731,13 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
 
   segment_->header()->session_state.store(shm::kFinishing, std::memory_order_relaxed);
   CheckDeadThreads();
-  DrainAll(true);
+  DrainAll();
   // Every process has exited: rings still claimed are from threads killed with their process.
   for (uint32_t i = 0; i < segment_->header()->ring_count; ++i) {
     auto& ctl = segment_->rings()[i];
     if (ctl.state.load(std::memory_order_acquire) == shm::kClaimed) {
       ctl.state.store(shm::kRetired, std::memory_order_release);
-      DrainRing(i, true);
+      DrainRing(i);
     }
   }
   for (auto& src : sources_)

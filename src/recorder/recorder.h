@@ -117,8 +117,8 @@ class Recorder {
 
   Status StartChild(const std::vector<std::string>& argv);
   Status AttachTo(pid_t pid);
-  size_t DrainAll(bool final_pass);
-  size_t DrainRing(uint32_t index, bool final_pass);
+  size_t DrainAll();
+  size_t DrainRing(uint32_t index);
   void HandleSpecial(RingCursor& cur, shm::RingControl& ctl, format::Event& e);
   void RetireRing(uint32_t index);
   void CheckDeadThreads();
