@@ -31,6 +31,7 @@ enum class LastSwitch : uint8_t {
 struct SwitchChange {
   uint64_t ts = 0;
   uint32_t pid = 0, tid = 0;
+  uint32_t cpu = 0;  // where it was switched (a switch record's CPU)
   LastSwitch last = LastSwitch::kUnknown;
 };
 

@@ -194,4 +194,43 @@ StateSplit ThreadAccount::Assume(uint64_t now_ns, ThreadState state) {
   return split;
 }
 
+void ThreadAccount::Book(uint64_t now_ns, const StateSplit& split, uint64_t counted_runnable) {
+  if (now_ns <= last_ns_)
+    return;
+  auto pay = [](uint64_t amount, uint64_t* carry, uint64_t* credit) {
+    uint64_t paid = std::min(*carry, amount);
+    *carry -= paid;
+    *credit += amount - paid;
+  };
+  pay(split[static_cast<int>(ThreadState::kRunning)], &cpu_carry_, &cpu_credit_);
+  const uint64_t runnable = split[static_cast<int>(ThreadState::kRunnable)];
+  pay(runnable - std::min(runnable, counted_runnable), &delay_carry_, &runnable_credit_);
+  uint64_t most = 0;
+  for (int i = static_cast<int>(ThreadState::kCommWait); i < kThreadStateCount; ++i)
+    if (split[i] > most) {
+      most = split[i];
+      last_wait_ = static_cast<ThreadState>(i);
+    }
+  last_ns_ = now_ns;
+}
+
+uint64_t ThreadAccount::Reread(const SchedStat& s) {
+  if (s.cpu_ns < last_.cpu_ns || s.run_delay_ns < last_.run_delay_ns) {
+    // Not the task we knew (a reused tid): a new baseline, nothing to repay.
+    last_ = s;
+    cpu_credit_ = runnable_credit_ = cpu_carry_ = delay_carry_ = 0;
+    return 0;
+  }
+  // The records' running time is exact; the counter catches up with it but for its lag (a tick
+  // at most for a thread on a CPU), which stays as credit. Counted CPU time beyond the credit
+  // was booked already (before the records took over): no carry.
+  cpu_credit_ -= std::min(s.cpu_ns - last_.cpu_ns, cpu_credit_);
+  cpu_carry_ = 0;
+  uint64_t delay = s.run_delay_ns - last_.run_delay_ns;
+  uint64_t credited = std::min(delay, runnable_credit_);
+  runnable_credit_ -= credited;
+  last_ = s;
+  return delay - credited;
+}
+
 }  // namespace parmon::sched

@@ -70,6 +70,18 @@ class ThreadAccount {
   // counter's lag is; the counters' baseline stays at the last reading.
   StateSplit Assume(uint64_t now_ns, ThreadState state);
 
+  // Books (previous reading or booking, now_ns] as split, worked out by the caller from the
+  // context-switch records (their sum must be the interval). Like Assume, running and runnable
+  // time booked so are repaid from the counters' deltas at the next Update or Reread, except
+  // counted_runnable: runnable time a Reread returned, which the counters hold already.
+  void Book(uint64_t now_ns, const StateSplit& split, uint64_t counted_runnable);
+  // Takes a reading of the counters between bookings: repays what Book booked ahead and returns
+  // the run-queue delay the counters show beyond it (a woken thread's wait for a CPU, which the
+  // records book as blocked). The baseline moves to s.
+  uint64_t Reread(const SchedStat& s);
+
+  ThreadState last_wait() const { return last_wait_; }
+
   uint64_t last_ns() const { return last_ns_; }
   const SchedStat& last() const { return last_; }
 

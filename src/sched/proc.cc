@@ -9,7 +9,7 @@
 
 namespace parmon::sched {
 
-ProcFile::ProcFile(const std::string& path) : buf_(4096) {
+ProcFile::ProcFile(const std::string& path) {
   fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
 }
 
@@ -18,7 +18,7 @@ ProcFile::~ProcFile() {
     close(fd_);
 }
 
-ProcFile::ProcFile(ProcFile&& other) noexcept : fd_(other.fd_), buf_(std::move(other.buf_)) {
+ProcFile::ProcFile(ProcFile&& other) noexcept : fd_(other.fd_) {
   other.fd_ = -1;
 }
 
@@ -27,7 +27,6 @@ ProcFile& ProcFile::operator=(ProcFile&& other) noexcept {
     if (fd_ >= 0)
       close(fd_);
     fd_ = other.fd_;
-    buf_ = std::move(other.buf_);
     other.fd_ = -1;
   }
   return *this;
@@ -36,10 +35,13 @@ ProcFile& ProcFile::operator=(ProcFile&& other) noexcept {
 std::string_view ProcFile::Read() {
   if (fd_ < 0)
     return {};
-  ssize_t n = pread(fd_, buf_.data(), buf_.size(), 0);
+  // /proc/stat of a machine with hundreds of CPUs runs to tens of KiB; a thread's files to a few
+  // hundred bytes.
+  thread_local std::vector<char> buf(64 * 1024);
+  ssize_t n = pread(fd_, buf.data(), buf.size(), 0);
   if (n <= 0)
     return {};
-  return std::string_view(buf_.data(), static_cast<size_t>(n));
+  return std::string_view(buf.data(), static_cast<size_t>(n));
 }
 
 std::string ReadProcFile(const std::string& path) {

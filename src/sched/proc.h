@@ -1,6 +1,7 @@
 // Readers for the /proc files the sampler polls. Each parser takes the file's text and fills a
 // plain struct, so tests can feed it captured text; ProcFile keeps a file open and re-reads it
-// with pread(…, 0), which regenerates a /proc seq_file at a cost of one system call.
+// with pread(…, 0), which regenerates a /proc seq_file at a cost of one system call. All
+// ProcFiles of a thread read into one buffer of that thread (a sampler keeps hundreds open).
 #ifndef PARMON_SRC_SCHED_PROC_H_
 #define PARMON_SRC_SCHED_PROC_H_
 
@@ -25,12 +26,12 @@ class ProcFile {
   ProcFile& operator=(const ProcFile&) = delete;
 
   bool is_open() const { return fd_ >= 0; }
-  // The whole file (at most buf capacity); empty view when it cannot be read (the task is gone).
+  // The whole file (at most 64 KiB); empty view when it cannot be read (the task is gone). The
+  // view is valid until the next Read of any ProcFile on this thread.
   std::string_view Read();
 
  private:
   int fd_ = -1;
-  std::vector<char> buf_;
 };
 
 // Reads a small file in one go; empty when it cannot.

@@ -27,6 +27,12 @@ constexpr uint64_t kIdleEvery = 4;       // then: passes between reads
 // blocked one once a second in case a record went missing without a LOST record.
 constexpr uint32_t kAssumeRunningPasses = 4;
 constexpr uint32_t kAssumeWaitingPasses = 100;
+// A thread timed from the records that switches again and again: passes between reads of its
+// counters (for the run-queue delay after its wake-ups and its CPU time), and at most between
+// reads of what it blocks in (see ReadWait). Each read costs 1-3 us of the sampler's CPU per
+// thread; at 10 ms, 50 such threads read every pass would take 3% of a CPU.
+constexpr uint64_t kCountersEvery = 8;
+constexpr uint32_t kMaxWaitEvery = 32;
 
 uint64_t ClockNs(clockid_t id) {
   timespec ts;
@@ -117,6 +123,27 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
           p->second.forked = true;
       }
     }
+    // Threads timed from the records: each record books the time up to it. (A record stamped
+    // after now_ns, taken just before the Collect, counts from now_ns.) Records lost: every
+    // thread is read, then timed again.
+    for (const SwitchChange& c : switches_live_ ? changes_ : std::vector<SwitchChange>{}) {
+      if (c.last == LastSwitch::kUnknown)
+        continue;
+      auto p = processes_.find(c.pid);
+      if (p == processes_.end())
+        continue;
+      auto t = p->second.threads.find(c.tid);
+      if (t == p->second.threads.end() || !t->second.timed)
+        continue;
+      if (c.last == LastSwitch::kGone)
+        t->second.timed = false;  // read it: the read finds it gone
+      else
+        Advance(t->second, std::min(c.ts, now_ns), c.last, c.cpu);
+    }
+    if (!switches_live_)
+      for (auto& [pid, p] : processes_)
+        for (auto& [tid, t] : p.threads)
+          t.timed = false;
   }
   // Scanning every thread's children file costs more than the rest of a pass. The records
   // show each process the session creates; scan only until they flow, or after some were lost.
@@ -185,35 +212,9 @@ void SamplerCore::SampleProcess(uint32_t pid,
     Thread& t = it->second;
     bool is_new = t.fresh;
     t.fresh = false;
-    ThreadState assumed;
-    if (!is_new && CanAssume(it->first, t, &assumed)) {
-      ++t.assumed_passes;
-      ++assumed_;
-      if (assumed == ThreadState::kRunning)
-        t.ran_since_discovery = true;
-      StateSplit split = t.account.Assume(now_ns, assumed);
-      Event e;
-      e.kind = static_cast<uint16_t>(Kind::kThreadStates);
-      e.ts = now_ns;
-      e.nargs = kThreadStateCount;
-      for (int i = 0; i < kThreadStateCount; ++i)
-        e.args[i] = split[i];
-      out->push_back({pid, it->first, -1, e});
-      live_cpu += t.account.last().cpu_ns;
-      ++it;
-      continue;
-    }
-    t.assumed_passes = 0;
-    // A thread that has not run for kIdlePasses passes is read every kIdleEvery passes only
-    // (spread over passes by tid); its next ThreadStates covers the longer interval.
-    // (Without complete switch records only: with them, CanAssume above decides.)
-    if (!is_new && !switches_live_ && t.idle_passes >= kIdlePasses &&
-        (pass_ + it->first) % kIdleEvery != 0) {
-      live_cpu += t.account.last().cpu_ns;
-      ++it;
-      continue;
-    }
-    if (SampleThread(pid, it->first, t, is_new, now_ns, out)) {
+    const bool present = !is_new && t.timed ? BookFromRecords(pid, it->first, t, now_ns, out)
+                                            : SampleUntimed(pid, it->first, t, is_new, now_ns, out);
+    if (present) {
       live_cpu += t.account.last().cpu_ns;
       ++it;
       continue;
@@ -241,6 +242,199 @@ void SamplerCore::SampleProcess(uint32_t pid,
       out->push_back({pid, main_tid, -1,
                       MakeEvent(Kind::kProcessSample, now_ns, {cpu, ps.num_threads, unseen})});
   }
+}
+
+namespace {
+
+void PushStates(uint32_t pid,
+                uint32_t tid,
+                uint64_t now_ns,
+                const StateSplit& split,
+                std::vector<SamplerCore::Output>* out) {
+  Event e;
+  e.kind = static_cast<uint16_t>(Kind::kThreadStates);
+  e.ts = now_ns;
+  e.nargs = kThreadStateCount;
+  for (int i = 0; i < kThreadStateCount; ++i)
+    e.args[i] = split[i];
+  out->push_back({pid, tid, -1, e});
+}
+
+}  // namespace
+
+bool SamplerCore::SampleUntimed(uint32_t pid,
+                                uint32_t tid,
+                                Thread& t,
+                                bool is_new,
+                                uint64_t now_ns,
+                                std::vector<Output>* out) {
+  ThreadState assumed;
+  if (!is_new && CanAssume(tid, t, &assumed)) {
+    ++t.assumed_passes;
+    ++assumed_;
+    if (assumed == ThreadState::kRunning)
+      t.ran_since_discovery = true;
+    PushStates(pid, tid, now_ns, t.account.Assume(now_ns, assumed), out);
+    StartTiming(tid, t, now_ns);
+    return true;
+  }
+  t.assumed_passes = 0;
+  // A thread that has not run for kIdlePasses passes is read every kIdleEvery passes only
+  // (spread over passes by tid); its next ThreadStates covers the longer interval.
+  // (Without complete switch records only: with them, CanAssume above decides.)
+  if (!is_new && !switches_live_ && t.idle_passes >= kIdlePasses && (pass_ + tid) % kIdleEvery != 0)
+    return true;
+  if (!SampleThread(pid, tid, t, is_new, now_ns, out))
+    return false;
+  StartTiming(tid, t, now_ns);
+  return true;
+}
+
+void SamplerCore::StartTiming(uint32_t tid, Thread& t, uint64_t now_ns) {
+  // The state at now_ns must be known, and every record after it will be collected.
+  if (!switches_live_ || flowing_pass_ == 0 || !t.read_live || t.read_pass < flowing_pass_ ||
+      t.account.last_ns() != now_ns)
+    return;
+  auto seen = switches_.find(tid);
+  const LastSwitch last = seen == switches_.end() ? LastSwitch::kUnknown : seen->second.last;
+  if (t.state != 'R' && t.state != '?') {
+    // Seen blocked by a read after the latest collection: blocked from now until its next record.
+    t.rec_state = LastSwitch::kBlocked;
+    t.wait_state = WaitState(t.state, t.syscall_nr);
+    t.wait_known = true;
+    t.wait_pass = pass_;
+  } else if (t.state == 'R' && (last == LastSwitch::kIn || last == LastSwitch::kPreempted)) {
+    t.rec_state = last;  // runnable: the latest record says on a CPU or queued
+  } else {
+    return;  // runnable, but whether on a CPU or queued only its next record will tell
+  }
+  t.timed = true;
+  t.rec_since = now_ns;
+  t.run_ns = t.queue_ns = t.blocked_ns = 0;
+  t.switched = false;
+  t.blocked_anew = false;
+}
+
+void SamplerCore::Advance(Thread& t, uint64_t to_ns, LastSwitch next, uint32_t cpu) {
+  const uint64_t from = std::max(t.rec_since, t.account.last_ns());
+  if (to_ns > from) {
+    const uint64_t d = to_ns - from;
+    if (t.rec_state == LastSwitch::kIn)
+      t.run_ns += d;
+    else if (t.rec_state == LastSwitch::kPreempted)
+      t.queue_ns += d;
+    else
+      t.blocked_ns += d;
+    t.rec_since = to_ns;
+  }
+  if (next == LastSwitch::kUnknown)
+    return;  // the end of a pass: the state goes on
+  t.switched = true;
+  t.rec_state = next;
+  t.cpu = static_cast<int32_t>(cpu);
+  if (next == LastSwitch::kIn)
+    t.ran_since_discovery = true;
+  else if (next == LastSwitch::kBlocked)
+    t.blocked_anew = true;
+}
+
+bool SamplerCore::BookFromRecords(uint32_t pid,
+                                  uint32_t tid,
+                                  Thread& t,
+                                  uint64_t now_ns,
+                                  std::vector<Output>* out) {
+  ++timed_;
+  Advance(t, now_ns, LastSwitch::kUnknown, 0);
+  // A thread that switched: its counters, for the run-queue delay after its wake-ups (the
+  // records show when it blocked and when it next ran, not when it woke up in between) and its
+  // CPU time. One pread of schedstat, the cheapest of its files, every kCountersEvery passes
+  // (spread by tid); the delay found is booked from the thread's blocked time as it comes.
+  // A thread that stays on a CPU without switching is read as often: its ThreadSample carries
+  // the CPU time that `parmon info` shows.
+  SchedStat sched;
+  t.active_since_read = t.active_since_read || t.switched || t.run_ns > 0;
+  const bool read_counters = t.active_since_read && (pass_ >= t.read_pass + kCountersEvery ||
+                                                     (pass_ + tid) % kCountersEvery == 0);
+  if (read_counters) {
+    t.active_since_read = false;
+    if (!ParseSchedStat(t.schedstat.Read(), &sched))
+      return false;
+    t.wake_delay_ns += t.account.Reread(sched);
+    t.read_pass = pass_;
+    t.read_live = true;
+  }
+  // What a blocked thread waits in: read when not known, and again after it blocked anew, every
+  // t.wait_every passes (see ReadWait). Between reads its blocked time goes where it was last
+  // seen waiting.
+  const bool read_wait = t.rec_state == LastSwitch::kBlocked &&
+                         (!t.wait_known || (t.blocked_anew && pass_ >= t.wait_pass + t.wait_every));
+  if (read_wait && !ReadWait(pid, tid, t))
+    return false;
+  ++(read_counters || read_wait ? reads_ : assumed_);
+  StateSplit split{};
+  const uint64_t wake = std::min(t.wake_delay_ns, t.blocked_ns);
+  t.wake_delay_ns -= wake;
+  split[static_cast<int>(ThreadState::kRunning)] = t.run_ns;
+  split[static_cast<int>(ThreadState::kRunnable)] = t.queue_ns + wake;
+  const ThreadState wait = t.wait_known ? t.wait_state : t.account.last_wait();
+  split[static_cast<int>(wait)] += t.blocked_ns - wake;
+  t.account.Book(now_ns, split, wake);
+  PushStates(pid, tid, now_ns, split, out);
+  const bool blocked = t.rec_state == LastSwitch::kBlocked;
+  if (!blocked)
+    t.state = 'R';
+  else if (t.state == 'R' || t.state == '?')
+    t.state = 'S';
+  if (read_counters)
+    out->push_back(
+        {pid, tid, -1,
+         MakeEvent(Kind::kThreadSample, now_ns,
+                   {sched.cpu_ns, static_cast<uint64_t>(std::max(t.cpu, 0)),
+                    blocked ? t.syscall_nr : kNoSyscall,
+                    static_cast<uint64_t>(static_cast<unsigned char>(t.state)), sched.run_count})});
+  t.run_ns = t.queue_ns = t.blocked_ns = 0;
+  t.switched = false;
+  return true;
+}
+
+bool SamplerCore::ReadWait(uint32_t pid, uint32_t tid, Thread& t) {
+  bool need_stat = !t.syscall_readable;
+  uint64_t nr = kNoSyscall;
+  if (t.syscall_readable) {
+    if (!t.syscall.is_open())
+      t.syscall = ProcFile(TaskPath(pid, tid, "syscall"));
+    std::string_view text = t.syscall.Read();
+    if (text.empty() || !ParseSyscall(text, &nr)) {
+      t.syscall_readable = false;  // no ptrace access to it (Yama): the state letter only
+      need_stat = true;
+      nr = kNoSyscall;
+    } else if (text.starts_with("running")) {
+      return true;  // woke since the records were collected: nothing learnt this time
+    } else {
+      need_stat = MayBeUninterruptible(nr);
+    }
+  }
+  char letter = 'S';
+  if (need_stat) {
+    TaskStat ts;
+    if (!ParseTaskStat(t.stat.Read(), &ts))
+      return false;
+    if (ts.state == 'R')
+      return true;
+    letter = ts.state;
+  }
+  t.state = letter;
+  t.syscall_nr = nr;
+  // A thread found in the same kind of wait again is read half as often, up to every
+  // kMaxWaitEvery passes; one found in another is read again at its next block.
+  const ThreadState wait = WaitState(letter, nr);
+  t.wait_every =
+      t.wait_known && wait == t.wait_state ? std::min(2 * t.wait_every, kMaxWaitEvery) : 1;
+  t.wait_state = wait;
+  t.wait_known = true;
+  t.wait_pass = pass_;
+  t.blocked_anew = false;
+  return true;
 }
 
 bool SamplerCore::CanAssume(uint32_t tid, const Thread& t, ThreadState* state) const {
@@ -370,15 +564,8 @@ bool SamplerCore::SampleThread(uint32_t pid,
   };
   const bool first_of_attached = is_new && options_.attached && pass_ == 1;
   StateSplit split = t.account.Update(r, blocked);
-  if (!first_of_attached) {
-    Event e;
-    e.kind = static_cast<uint16_t>(Kind::kThreadStates);
-    e.ts = now_ns;
-    e.nargs = kThreadStateCount;
-    for (int i = 0; i < kThreadStateCount; ++i)
-      e.args[i] = split[i];
-    out->push_back({pid, tid, -1, e});
-  }
+  if (!first_of_attached)
+    PushStates(pid, tid, now_ns, split, out);
   out->push_back(
       {pid, tid, -1,
        MakeEvent(Kind::kThreadSample, now_ns,

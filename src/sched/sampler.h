@@ -1,7 +1,15 @@
-// The /proc sampler: every period, for every thread of the session, reads schedstat (and, for a
-// thread that ran, stat and syscall) and writes how it spent the interval (ThreadStates), its CPU
-// time, last CPU and blocking system call (ThreadSample); per process its CPU time including
-// threads gone between samples (ProcessSample); per CPU the busy and idle time (CpuSample).
+// The /proc sampler: every period, for every thread of the session, writes how it spent the
+// interval (ThreadStates), its CPU time, last CPU and blocking system call (ThreadSample); per
+// process its CPU time including threads gone between samples (ProcessSample); per CPU the busy
+// and idle time (CpuSample).
+//
+// Two ways to a thread's interval. Without complete context-switch records (perf_event_open
+// refused, records lost, a thread not yet seen switching) it reads schedstat (and, for a thread
+// that ran, syscall and if need be stat) and splits the interval with ThreadAccount::Update.
+// With them the thread is "timed": its switch-in, preempted and blocked records give running,
+// queued and blocked time to the nanosecond, and /proc is read only for what records cannot
+// tell: what a blocked thread waits in (syscall, re-read less often while it stays the same
+// kind of wait) and the run-queue delay after its wake-ups (schedstat, every few passes).
 //
 // Threads: sampling runs on its own thread so the period is kept whatever the recorder's loop is
 // doing. That thread owns every /proc file and account; it hands finished events, keyed by
@@ -13,6 +21,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -41,6 +50,38 @@ struct SamplerOptions {
   std::shared_ptr<SwitchActivity> activity;
 };
 
+// A map from tid kept as a vector sorted by tid: a pass walks every thread, and a walk over
+// contiguous entries costs a fraction of one over tree nodes scattered on the heap.
+template <typename V>
+class TidTable {
+ public:
+  using Entry = std::pair<uint32_t, V>;
+  using iterator = typename std::vector<Entry>::iterator;
+
+  iterator begin() { return v_.begin(); }
+  iterator end() { return v_.end(); }
+  size_t size() const { return v_.size(); }
+  bool empty() const { return v_.empty(); }
+  iterator find(uint32_t tid) {
+    auto it = LowerBound(tid);
+    return it != v_.end() && it->first == tid ? it : v_.end();
+  }
+  std::pair<iterator, bool> try_emplace(uint32_t tid) {
+    auto it = LowerBound(tid);
+    if (it != v_.end() && it->first == tid)
+      return {it, false};
+    return {v_.emplace(it, tid, V{}), true};
+  }
+  iterator erase(iterator it) { return v_.erase(it); }
+
+ private:
+  iterator LowerBound(uint32_t tid) {
+    return std::lower_bound(v_.begin(), v_.end(), tid,
+                            [](const Entry& e, uint32_t t) { return e.first < t; });
+  }
+  std::vector<Entry> v_;
+};
+
 // The sampling itself, without threads or a recorder (the benchmark and tests drive it directly).
 class SamplerCore {
  public:
@@ -56,10 +97,12 @@ class SamplerCore {
   // One pass at now_ns (CLOCK_MONOTONIC or the session clock): appends its events to *out.
   void Sample(uint64_t now_ns, std::vector<Output>* out);
   size_t thread_count() const;
-  // Threads read from /proc, and threads whose interval was booked from the switch records
-  // without reading, over all passes so far.
+  // Thread intervals for which /proc was read, and those booked from the context-switch records
+  // without reading /proc, over all passes so far.
   uint64_t reads() const { return reads_; }
   uint64_t assumed() const { return assumed_; }
+  // Thread intervals booked from the context-switch records, over all passes so far.
+  uint64_t timed() const { return timed_; }
 
  private:
   struct Thread {
@@ -77,6 +120,20 @@ class SamplerCore {
     uint32_t assumed_passes = 0;      // passes in a row booked without reading
     uint64_t read_pass = 0;           // the pass of its latest read
     bool read_live = false;           // ... and whether that pass had complete switch records
+    // Booked from the context-switch records (see BookFromRecords) while `timed`: every record
+    // of the thread since it became so has been collected, and its state then was known.
+    bool timed = false;
+    LastSwitch rec_state = LastSwitch::kUnknown;  // kIn, kPreempted or kBlocked since rec_since
+    uint64_t rec_since = 0;
+    uint64_t run_ns = 0, queue_ns = 0, blocked_ns = 0;  // this pass's, from the records
+    bool switched = false;                              // records this pass
+    bool active_since_read = false;  // ran or switched since its counters were last read
+    bool blocked_anew = false;       // a block record since the wait was last read
+    uint64_t wait_pass = 0;          // the pass the wait was last read
+    uint32_t wait_every = 1;         // passes from that read to the next (after a block)
+    bool wait_known = false;         // wait_state is what the thread was last seen blocked in
+    ThreadState wait_state = ThreadState::kOtherWait;
+    uint64_t wake_delay_ns = 0;  // run-queue delay after wake-ups not yet booked
   };
   // The latest context-switch record of a thread, as far as the sampler has collected them.
   struct SwitchSeen {
@@ -86,7 +143,7 @@ class SamplerCore {
   };
   struct Process {
     ProcFile stat;
-    std::map<uint32_t, Thread> threads;
+    TidTable<Thread> threads;
     std::string task_dir;
     uint64_t listed = 0;       // entries of task_dir at the last listing
     bool lost_one = false;     // a known thread could not be read: list again
@@ -98,6 +155,26 @@ class SamplerCore {
   void SampleProcess(uint32_t pid, Process& p, uint64_t now_ns, std::vector<Output>* out);
   // Whether the thread's interval ending now can be booked without reading it, and as what.
   bool CanAssume(uint32_t tid, const Thread& t, ThreadState* state) const;
+  // A collected record of a timed thread: books the time up to it and moves to its state.
+  void Advance(Thread& t, uint64_t to_ns, LastSwitch next, uint32_t cpu);
+  // The interval of a timed thread from its records; false when the thread is gone.
+  bool BookFromRecords(uint32_t pid,
+                       uint32_t tid,
+                       Thread& t,
+                       uint64_t now_ns,
+                       std::vector<Output>* out);
+  // After a read in a pass with complete records: whether the thread's state is known, so its
+  // next intervals can come from the records.
+  void StartTiming(uint32_t tid, Thread& t, uint64_t now_ns);
+  // Reads the system call (and if need be the state letter) of a blocked thread.
+  bool ReadWait(uint32_t pid, uint32_t tid, Thread& t);
+  // A thread not timed from the records: booked by CanAssume or read (SampleThread).
+  bool SampleUntimed(uint32_t pid,
+                     uint32_t tid,
+                     Thread& t,
+                     bool is_new,
+                     uint64_t now_ns,
+                     std::vector<Output>* out);
   bool SampleThread(uint32_t pid,
                     uint32_t tid,
                     Thread& t,
@@ -126,6 +203,7 @@ class SamplerCore {
   std::unordered_map<uint32_t, SwitchSeen> switches_;  // by tid
   uint64_t reads_ = 0;
   uint64_t assumed_ = 0;
+  uint64_t timed_ = 0;
 };
 
 class ProcSampler : public recorder::RecorderSource {

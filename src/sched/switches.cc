@@ -240,7 +240,7 @@ void SwitchRecorder::ReadBuffer(Buffer& b) {
                         : !(r.misc & PERF_RECORD_MISC_SWITCH_OUT)        ? LastSwitch::kIn
                         : (r.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? LastSwitch::kPreempted
                                                                          : LastSwitch::kBlocked;
-      options_.activity->changes_.push_back({r.ts, r.pid, r.tid, last});
+      options_.activity->changes_.push_back({r.ts, r.pid, r.tid, r.cpu, last});
     }
   }
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);

@@ -94,6 +94,7 @@ TEST(Classify, WaitStates) {
 }
 
 constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kUs = 1'000;
 
 std::string SchedStatPath(pid_t tid) {
   return "/proc/" + std::to_string(getpid()) + "/task/" + std::to_string(tid) + "/schedstat";
@@ -195,6 +196,39 @@ TEST(Classify, RunnableNowButBlockedMeanwhileIsAWait) {
   StateSplit s = a.Update({20 * kMs, {7 * kMs, 0, 4}, 'R', kNoSyscall}, yes);
   EXPECT_EQ(s[0], 5 * kMs);
   EXPECT_EQ(s[static_cast<int>(ThreadState::kTimerWait)], 5 * kMs);
+}
+
+TEST(Classify, BookedFromRecordsThenRereadFindsOnlyTheWakeUpDelay) {
+  // Timed from the switch records: ran 4 ms, preempted and queued 2 ms, ran 1 ms, slept 3 ms.
+  ThreadAccount a;
+  a.Begin(0, SchedStat{10 * kMs, 1 * kMs, 5});
+  StateSplit s{};
+  s[0] = 5 * kMs;
+  s[1] = 2 * kMs;
+  s[static_cast<int>(ThreadState::kTimerWait)] = 3 * kMs;
+  a.Book(10 * kMs, s, 0);
+  EXPECT_EQ(a.last_ns(), 10 * kMs);
+  EXPECT_EQ(a.last_wait(), ThreadState::kTimerWait);
+  // The counters then: 5 ms more CPU, 2.5 ms more delay: the 2 ms of the preemption and 0.5 ms
+  // between the timer's wake-up and the next switch-in, which the records booked as sleep.
+  EXPECT_EQ(a.Reread({15 * kMs, 3500 * kUs, 7}), 500 * kUs);
+  // Booked again (the 0.5 ms as runnable, counted already), then read with nothing new: the
+  // delay is not found twice.
+  StateSplit t{};
+  t[1] = 500 * kUs;
+  t[static_cast<int>(ThreadState::kTimerWait)] = 9500 * kUs;
+  a.Book(20 * kMs, t, 500 * kUs);
+  EXPECT_EQ(a.Reread({15 * kMs, 3500 * kUs, 7}), 0u);
+  // A CPU counter behind the records (its lag on a CPU) is no delay and no carry: the next
+  // reading repays it and an old-style Update after it books only what is new.
+  StateSplit r{};
+  r[0] = 10 * kMs;
+  a.Book(30 * kMs, r, 0);
+  EXPECT_EQ(a.Reread({22 * kMs, 3500 * kUs, 7}), 0u);
+  auto never = [] { return false; };
+  StateSplit u = a.Update({40 * kMs, {35 * kMs, 3500 * kUs, 8}, 'S', SYS_nanosleep}, never);
+  EXPECT_EQ(u[0], 10 * kMs);  // 13 ms counted, 3 of them booked at 30 ms
+  EXPECT_EQ(Sum(u), 10 * kMs);
 }
 
 TEST(ThreadList, Parses) {
