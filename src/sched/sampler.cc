@@ -32,7 +32,7 @@ constexpr uint32_t kAssumeWaitingPasses = 100;
 // reads of what it blocks in (see ReadWait). Each read costs 1-3 us of the sampler's CPU per
 // thread; at 10 ms, 50 such threads read every pass would take 3% of a CPU.
 constexpr uint64_t kCountersEvery = 8;
-constexpr uint32_t kMaxWaitEvery = 32;
+constexpr uint32_t kMaxWaitEvery = 16;
 
 uint64_t ClockNs(clockid_t id) {
   timespec ts;
@@ -398,7 +398,6 @@ bool SamplerCore::BookFromRecords(uint32_t pid,
 }
 
 bool SamplerCore::ReadWait(uint32_t pid, uint32_t tid, Thread& t) {
-  bool need_stat = !t.syscall_readable;
   uint64_t nr = kNoSyscall;
   if (t.syscall_readable) {
     if (!t.syscall.is_open())
@@ -406,23 +405,19 @@ bool SamplerCore::ReadWait(uint32_t pid, uint32_t tid, Thread& t) {
     std::string_view text = t.syscall.Read();
     if (text.empty() || !ParseSyscall(text, &nr)) {
       t.syscall_readable = false;  // no ptrace access to it (Yama): the state letter only
-      need_stat = true;
       nr = kNoSyscall;
     } else if (text.starts_with("running")) {
       return true;  // woke since the records were collected: nothing learnt this time
-    } else {
-      need_stat = MayBeUninterruptible(nr);
     }
   }
-  char letter = 'S';
-  if (need_stat) {
-    TaskStat ts;
-    if (!ParseTaskStat(t.stat.Read(), &ts))
-      return false;
-    if (ts.state == 'R')
-      return true;
-    letter = ts.state;
-  }
+  // The state letter as well: this read is rare (see wait_every), and only the letter tells a
+  // disk wait (D) in read() from a pipe wait, or a thread stopped (T) inside a system call.
+  TaskStat ts;
+  if (!ParseTaskStat(t.stat.Read(), &ts))
+    return false;
+  if (ts.state == 'R')
+    return true;
+  const char letter = ts.state;
   t.state = letter;
   t.syscall_nr = nr;
   // A thread found in the same kind of wait again is read half as often, up to every

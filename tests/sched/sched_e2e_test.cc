@@ -375,6 +375,29 @@ TEST(SchedE2E, StaticBinaryIsSampledWithoutInstrumentation) {
   EXPECT_FALSE(t.cpu_events.empty());
 }
 
+// A shell stopped with SIGSTOP for a second (by a subshell of its own, while it waits for its
+// `sleep` children): that second is booked as stopped, and nothing else is.
+TEST(SchedE2E, AStoppedProcessIsBookedAsStopped) {
+  TempDir dir;
+  const std::string script =
+      "(sleep 0.5; kill -STOP $$; sleep 1; kill -CONT $$) & "
+      "i=0; while [ $i -lt 25 ]; do sleep 0.1; i=$((i+1)); done; wait";
+  RunResult run =
+      Parmon({"record", "-q", "-o", dir.File("t.ptrace"), "--", "/bin/sh", "-c", script});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  Trace t = Load(dir.File("t.ptrace"));
+  double stopped_s = 0;
+  for (const auto& [tid, events] : t.by_tid)
+    for (const Event& e : events)
+      if (e.kind_enum() == Kind::kThreadStates && e.source == format::Source::kSampler)
+        stopped_s += static_cast<double>(e.args[6]) / 1e9;
+  std::printf("stopped: %.3f s (the shell was stopped for 1 s)\n", stopped_s);
+  // The stop is seen at the sampler's next read of what the shell waits in (after the switch
+  // out that stopped it: at most 16 periods of 10 ms later); SIGCONT ends it to the nanosecond.
+  EXPECT_GT(stopped_s, 0.75);
+  EXPECT_LT(stopped_s, 1.3);  // 1 s, plus starting `sleep` on a busy machine
+}
+
 TEST(SchedE2E, ThreadsThatComeAndGoBetweenSamplesAreAccountedFor) {
   TempDir dir;
   RunResult run = Parmon({"record", "-q", "-o", dir.File("c.ptrace"), "--", DutyCycle(), "churn"});
