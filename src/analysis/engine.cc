@@ -114,15 +114,35 @@ struct RegionFrame {
 
 using Shares = std::vector<uint64_t>;
 
+// One MPI call that completed messages: a blocking send or receive, a Sendrecv, a Wait*/Test*
+// completing nonblocking ones. It waited from its entry until the last partner it needed had
+// arrived (a receive: its send started; a send: its receive was posted), within the call.
+struct CallWaits {
+  uint32_t loc = 0;  // index in locs
+  uint32_t func = 0;
+  uint64_t enter = 0;
+  uint64_t leave = kNone;   // kNone while the call is open
+  uint32_t unresolved = 0;  // sends of the call whose receive has not been seen yet
+  bool done = false;
+  struct Part {
+    uint64_t end;  // when this message's partner arrived (clamped to the call at the end)
+    size_t link;
+    bool send;  // late receiver (a send) or late sender (a receive)
+  };
+  std::vector<Part> parts;
+};
+
 struct PendingSend {
   uint64_t ts = 0;
   uint32_t loc = 0;
-  uint64_t leave = kNone;
   bool blocking = false;
-  bool matched = false;
   size_t link = 0;
   uint64_t cp = 0;
   std::shared_ptr<const Shares> shares;
+  // The call that completed the send (the blocking send itself, or the Wait*/Test* completing a
+  // nonblocking one), and when the matching receive was posted (kNone until it is seen).
+  std::shared_ptr<CallWaits> call;
+  uint64_t recv_posted = kNone;
 };
 
 struct Loc {
@@ -144,6 +164,7 @@ struct Loc {
   uint64_t mpi_ns = 0, mpi_calls = 0, mpi_init_ns = 0;
   std::map<std::string, CallFamilyStat> families;
   std::vector<std::shared_ptr<PendingSend>> call_sends;
+  std::shared_ptr<CallWaits> call_waits;  // of the open call, once it completes a message
   uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
   uint64_t late_sender = 0, late_receiver = 0, barrier_wait = 0, collective_wait = 0;
   // Regions: dense table by region id (interned ids are small), stack of open regions.
@@ -211,6 +232,8 @@ struct Engine::Impl {
   std::map<std::tuple<int64_t, int64_t, uint64_t, uint64_t>,
            std::deque<std::shared_ptr<PendingSend>>>
       in_flight;  // (src, dst, comm, tag)
+  // Nonblocking sends not completed yet, by (pid, request id): request ids are per process.
+  std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<PendingSend>> open_sends;
   std::map<std::pair<int64_t, int64_t>, size_t> mpi_link_index;
   std::vector<LinkAgg> links;
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> coll_seq;  // (comm, loc) -> count
@@ -455,6 +478,12 @@ struct Engine::Impl {
         comm_size[e.args[0]] = static_cast<uint32_t>(e.args[1]);
         break;
       case Kind::kMpiEnter:
+        if (l.call_waits) {  // the previous call's leave is missing (lost)
+          l.call_waits->leave = e.ts;
+          FinishCall(*l.call_waits);
+          l.call_waits.reset();
+        }
+        l.call_sends.clear();
         Accrue(l, e.ts);
         l.cp_mark = kNone;
         l.in_mpi = true;
@@ -470,6 +499,9 @@ struct Engine::Impl {
         break;
       case Kind::kMpiRecv:
         MpiRecv(l, e);
+        break;
+      case Kind::kMpiRequestDone:
+        MpiRequestDone(l, e);
         break;
       case Kind::kMpiCollective:
         MpiCollective(l, e);
@@ -591,16 +623,65 @@ struct Engine::Impl {
     ++fam.calls;
     fam.ns += d;
     AddWaitState(l, State::kCommWait, l.mpi_enter, e.ts);
+    // The call's time is link time of the sends it completed (a blocking send, or nonblocking
+    // ones completed in a Wait*/Test*); a nonblocking send's own call is not.
     for (auto& s : l.call_sends) {
-      s->leave = e.ts;
-      if (s->blocking) {
-        LinkAgg& a = links[s->link];
-        a.r.time_ns += Clip(s->ts, e.ts);
-        LinkBusy(a, s->ts, e.ts);
-      }
+      LinkAgg& a = links[s->link];
+      uint64_t from = std::max(s->ts, l.mpi_enter);
+      a.r.time_ns += Clip(from, e.ts);
+      LinkBusy(a, from, e.ts);
     }
     l.call_sends.clear();
+    if (l.call_waits) {
+      l.call_waits->leave = e.ts;
+      FinishCall(*l.call_waits);
+      l.call_waits.reset();
+    }
     l.cp_mark = e.ts;
+  }
+
+  // The record of the open MPI call's message waits, created when it first completes one.
+  CallWaits& CurrentCall(Loc& l) {
+    if (!l.call_waits) {
+      l.call_waits = std::make_shared<CallWaits>();
+      l.call_waits->loc = static_cast<uint32_t>(&l - locs.data());
+      l.call_waits->func = l.mpi_func;
+      l.call_waits->enter = l.mpi_enter;
+    }
+    return *l.call_waits;
+  }
+
+  // A call's waits, once it has returned and the receive of every send it completed is known.
+  // Every message's wait starts at the call's entry (a receive was posted, a send started, at
+  // or before it) and ends when its partner arrived; the call waited until the last of them.
+  // Sorted by that end, each message is charged the stretch from the previous end to its own:
+  // the time the call waited for it alone, so the charges add up to the call's wait.
+  void FinishCall(CallWaits& c) {
+    if (c.done || c.leave == kNone || c.unresolved > 0)
+      return;
+    c.done = true;
+    std::sort(c.parts.begin(), c.parts.end(),
+              [](const CallWaits::Part& a, const CallWaits::Part& b) { return a.end < b.end; });
+    uint64_t prev = c.enter, late_sender = 0, late_receiver = 0;
+    for (const auto& p : c.parts) {
+      uint64_t end = std::min(std::max(p.end, c.enter), c.leave);
+      uint64_t w = end > prev ? Clip(prev, end) : 0;
+      prev = std::max(prev, end);
+      if (!w)
+        continue;
+      LinkAgg& a = links[p.link];
+      (p.send ? a.r.sender_wait_ns : a.r.receiver_wait_ns) += w;
+      a.r.wait_ns += w;
+      (p.send ? late_receiver : late_sender) += w;
+    }
+    Loc& l = locs[c.loc];
+    const std::string& call = Func(c.func).name;
+    l.late_sender += late_sender;
+    l.late_receiver += late_receiver;
+    AddWaitCall("late sender", c.loc, call, late_sender);
+    AddWaitCall("late receiver", c.loc, call, late_receiver);
+    c.parts.clear();
+    c.parts.shrink_to_fit();
   }
 
   void MpiSend(Loc& l, const Event& e) {
@@ -620,9 +701,32 @@ struct Engine::Impl {
     ++l.messages_sent;
     l.bytes_sent += e.args[3];
     in_flight[{rank, peer, e.args[2], e.args[1]}].push_back(s);
-    if (l.in_mpi)
+    if (s->blocking && l.in_mpi) {
+      ++CurrentCall(l).unresolved;
+      s->call = l.call_waits;
       l.call_sends.push_back(s);
+    } else if (!s->blocking) {
+      open_sends[{l.pid, e.args[4]}] = s;
+    }
     has_comm = true;
+  }
+
+  // A nonblocking send (or collective, RMA request: not in open_sends) completed in this call.
+  void MpiRequestDone(Loc& l, const Event& e) {
+    auto it = open_sends.find({l.pid, e.args[0]});
+    if (it == open_sends.end())
+      return;
+    std::shared_ptr<PendingSend> s = std::move(it->second);
+    open_sends.erase(it);
+    if (!l.in_mpi)
+      return;
+    CallWaits& c = CurrentCall(l);
+    s->call = l.call_waits;
+    l.call_sends.push_back(s);
+    if (s->recv_posted != kNone)
+      c.parts.push_back({s->recv_posted, s->link, true});
+    else
+      ++c.unresolved;
   }
 
   void MpiRecv(Loc& l, const Event& e) {
@@ -640,27 +744,28 @@ struct Engine::Impl {
     if (it->second.empty())
       in_flight.erase(it);
     LinkAgg& a = links[s->link];
-    const std::string& call = l.in_mpi ? Func(l.mpi_func).name : std::string("MPI");
-    uint32_t li = static_cast<uint32_t>(&l - locs.data());
-    // Late sender: the receive was posted before the send started.
-    uint64_t late_sender = s->ts > posted ? Clip(posted, std::min(s->ts, e.ts)) : 0;
-    uint64_t recv_time = Clip(posted, e.ts);
-    l.late_sender += late_sender;
-    AddWaitCall("late sender", li, call, late_sender);
-    a.r.receiver_wait_ns += late_sender;
-    a.r.wait_ns += late_sender;
-    a.r.time_ns += recv_time;
-    LinkBusy(a, posted, e.ts);
-    // Late receiver: a blocking send waited for the receive to be posted.
-    if (s->blocking) {
-      uint64_t until = std::min(s->leave, posted);
-      uint64_t late_receiver = until > s->ts ? Clip(s->ts, until) : 0;
-      Loc& sl = locs[s->loc];
-      sl.late_receiver += late_receiver;
-      const std::string& scall = sl.in_mpi ? Func(sl.mpi_func).name : std::string("MPI_Send");
-      AddWaitCall("late receiver", s->loc, scall, late_receiver);
-      a.r.sender_wait_ns += late_receiver;
-      a.r.wait_ns += late_receiver;
+    // The receive's link time is the completing call's (for MPI_Recv it was posted at entry; a
+    // nonblocking receive completes in a Wait*/Test* entered after it was posted).
+    uint64_t from = l.in_mpi ? std::max(posted, l.mpi_enter) : posted;
+    a.r.time_ns += Clip(from, e.ts);
+    LinkBusy(a, from, e.ts);
+    // Late sender: the call waited from its entry until the send started.
+    if (l.in_mpi) {
+      CurrentCall(l).parts.push_back({std::min(s->ts, e.ts), s->link, false});
+    } else if (s->ts > posted) {
+      uint64_t late_sender = Clip(posted, std::min(s->ts, e.ts));
+      l.late_sender += late_sender;
+      AddWaitCall("late sender", static_cast<uint32_t>(&l - locs.data()), "MPI", late_sender);
+      a.r.receiver_wait_ns += late_sender;
+      a.r.wait_ns += late_sender;
+    }
+    // Late receiver: the call completing the send waited until this receive was posted.
+    if (s->call) {
+      s->call->parts.push_back({posted, s->link, true});
+      --s->call->unresolved;
+      FinishCall(*s->call);
+    } else {
+      s->recv_posted = posted;  // a nonblocking send not completed yet
     }
     Adopt(l, s->cp, s->shares);
   }
@@ -839,6 +944,21 @@ struct Engine::Impl {
 
 Results Engine::Impl::Finish() {
   FlushChannelBusy();
+  // Calls still open at the end of the window, and calls whose sends were never received in it:
+  // what they waited for what was seen.
+  auto flush = [&](const std::shared_ptr<CallWaits>& c) {
+    if (!c || c->done)
+      return;
+    c->unresolved = 0;
+    if (c->leave == kNone)
+      c->leave = locs[c->loc].last;
+    FinishCall(*c);
+  };
+  for (auto& [key, queue] : in_flight)
+    for (auto& s : queue)
+      flush(s->call);
+  for (auto& l : locs)
+    flush(l.call_waits);
   Results res;
   Summary& s = res.summary;
   s.file = reader.path();

@@ -404,6 +404,119 @@ TEST_F(MpiGolden, CsvAndHtml) {
   EXPECT_NE(bare.find("has no charts"), std::string::npos);
 }
 
+// Nonblocking and synchronous point-to-point, two ranks; times in ms, waits by construction:
+//  A  rank 0 MPI_Isend (tag 1) at 1, MPI_Wait 2-5 completes it; rank 1 posts MPI_Recv at 4:
+//     late receiver 2 on rank 0 in MPI_Wait (the receive was posted 2 after the wait began).
+//  B  rank 1 MPI_Irecv (tag 2) at 6, MPI_Wait 7-9.2; rank 0 MPI_Send at 9: late sender 2 on
+//     rank 1 in MPI_Wait (from the wait's entry, not from the post at 6).
+//  C  rank 0 MPI_Ssend (tag 3) 10-13.05; rank 1 posts MPI_Recv at 13: late receiver 3.
+//  D  rank 1 MPI_Irecv (tag 4) and MPI_Isend (tag 5) at 14, MPI_Waitall 14.1-17.2; rank 0
+//     receives tag 5 at 15 and sends tag 4 at 17. The Waitall waits 14.1-17: 0.9 for its send's
+//     receiver (late receiver), then 2 more for its receive's sender (late sender).
+//  E  rank 0 MPI_Isend (tag 6) at 18, MPI_Test 18.5-18.6 (not done), MPI_Test 19-19.05 completes
+//     it; rank 1 posts MPI_Recv at 19.02: late receiver 0.02 in MPI_Test.
+// Every other call waits for nothing (its partner was there first).
+TEST(NonblockingGolden, LateSenderAndLateReceiverInCompletionCalls) {
+  TempDir dir;
+  std::string path = dir.File("nb.ptrace");
+  TraceBuilder b(path);
+  b.Session({{"command", "nb 2"}, {"start_ts", std::to_string(kT0)}});
+  b.Process(100, 1, "nb");
+  b.Process(200, 1, "nb");
+  b.Thread(1, 100, 100, "nb");
+  b.Thread(2, 200, 200, "nb");
+  enum : uint32_t { kIsend = 20, kIrecv, kWait, kWaitall, kSsend, kTest, kSnd, kRcv };
+  b.String(kIsend, StringCategory::kFunction, "MPI_Isend");
+  b.String(kIrecv, StringCategory::kFunction, "MPI_Irecv");
+  b.String(kWait, StringCategory::kFunction, "MPI_Wait");
+  b.String(kWaitall, StringCategory::kFunction, "MPI_Waitall");
+  b.String(kSsend, StringCategory::kFunction, "MPI_Ssend");
+  b.String(kTest, StringCategory::kFunction, "MPI_Test");
+  b.String(kSnd, StringCategory::kFunction, "MPI_Send");
+  b.String(kRcv, StringCategory::kFunction, "MPI_Recv");
+  auto us = [](uint64_t n) { return n * kUs; };
+  auto call = [&](uint32_t loc, uint32_t f, uint64_t from, uint64_t to,
+                  std::vector<std::pair<Kind, std::vector<uint64_t>>> inside, bool at_end) {
+    b.Ev(loc, from, Kind::kMpiEnter, {f});
+    for (auto& [k, args] : inside)
+      b.Ev(loc, at_end ? to : from, k, args);
+    b.Ev(loc, to, Kind::kMpiLeave, {f});
+  };
+  auto send = [](uint64_t peer, uint64_t tag, uint64_t req) {
+    return std::make_pair(Kind::kMpiSend, std::vector<uint64_t>{peer, tag, 1, 8, req});
+  };
+  auto recv = [](uint64_t peer, uint64_t tag, uint64_t req, uint64_t posted) {
+    return std::make_pair(Kind::kMpiRecv,
+                          std::vector<uint64_t>{peer, tag, 1, 8, req, TraceBuilder::At(posted)});
+  };
+  auto done = [](uint64_t req, uint64_t posted) {
+    return std::make_pair(Kind::kMpiRequestDone,
+                          std::vector<uint64_t>{req, TraceBuilder::At(posted)});
+  };
+  for (uint32_t r = 0; r < 2; ++r) {
+    b.Ev(r + 1, 0, Kind::kThreadBegin);
+    b.Ev(r + 1, 0, Kind::kMpiInit, {r, 2, 0});
+  }
+  // A
+  call(1, kIsend, us(1000), us(1010), {send(1, 1, 11)}, false);
+  call(1, kWait, us(2000), us(5000), {done(11, us(1000))}, true);
+  call(2, kRcv, us(4000), us(5100), {recv(0, 1, 0, us(4000))}, true);
+  // B
+  call(2, kIrecv, us(6000), us(6010), {}, false);
+  call(2, kWait, us(7000), us(9200), {recv(0, 2, 21, us(6000))}, true);
+  call(1, kSnd, us(9000), us(9100), {send(1, 2, 0)}, false);
+  // C
+  call(1, kSsend, us(10000), us(13050), {send(1, 3, 0)}, false);
+  call(2, kRcv, us(13000), us(13100), {recv(0, 3, 0, us(13000))}, true);
+  // D
+  call(2, kIrecv, us(14000), us(14005), {}, false);
+  call(2, kIsend, us(14005), us(14010), {send(0, 5, 32)}, false);
+  call(2, kWaitall, us(14100), us(17200), {recv(0, 4, 31, us(14000)), done(32, us(14005))}, true);
+  call(1, kRcv, us(15000), us(15100), {recv(1, 5, 0, us(15000))}, true);
+  call(1, kSnd, us(17000), us(17100), {send(1, 4, 0)}, false);
+  // E
+  call(1, kIsend, us(18000), us(18010), {send(1, 6, 41)}, false);
+  call(1, kTest, us(18500), us(18600), {}, true);
+  call(1, kTest, us(19000), us(19050), {done(41, us(18000))}, true);
+  call(2, kRcv, us(19020), us(19060), {recv(0, 6, 0, us(19020))}, true);
+  for (uint32_t r = 0; r < 2; ++r)
+    b.Ev(r + 1, 20 * kMs, Kind::kThreadEnd);
+  ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + 20 * kMs)}}));
+
+  analysis::Results r = AnalyzeFile(path);
+  ASSERT_EQ(r.locations.size(), 2u);
+  const auto& r0 = r.locations[0];
+  const auto& r1 = r.locations[1];
+  EXPECT_EQ(r0.late_receiver_ns, us(2000 + 3000 + 20));
+  EXPECT_EQ(r0.late_sender_ns, 0u);
+  EXPECT_EQ(r1.late_sender_ns, us(2000 + 2000));
+  EXPECT_EQ(r1.late_receiver_ns, us(900));
+  std::map<std::string, std::pair<uint64_t, uint64_t>> ws;  // -> (instances, ns)
+  for (const auto& w : r.wait_states)
+    ws[w.pattern + "/" + w.location_label + "/" + w.call] = {w.instances, w.ns};
+  using P = std::pair<uint64_t, uint64_t>;
+  EXPECT_EQ(ws.size(), 6u);
+  EXPECT_EQ(ws["late receiver/rank 0/MPI_Wait"], P(1, us(2000)));
+  EXPECT_EQ(ws["late receiver/rank 0/MPI_Ssend"], P(1, us(3000)));
+  EXPECT_EQ(ws["late receiver/rank 0/MPI_Test"], P(1, us(20)));
+  EXPECT_EQ(ws["late sender/rank 1/MPI_Wait"], P(1, us(2000)));
+  EXPECT_EQ(ws["late sender/rank 1/MPI_Waitall"], P(1, us(2000)));
+  EXPECT_EQ(ws["late receiver/rank 1/MPI_Waitall"], P(1, us(900)));
+  ASSERT_EQ(r.links.size(), 2u);
+  const auto& a = r.links[0];  // rank 0 -> rank 1: A, B, C, D (tag 4), E
+  EXPECT_EQ(a.messages, 5u);
+  EXPECT_EQ(a.sender_wait_ns, us(2000 + 3000 + 20));
+  EXPECT_EQ(a.receiver_wait_ns, us(2000 + 2000));
+  EXPECT_EQ(a.wait_ns, a.sender_wait_ns + a.receiver_wait_ns);
+  // Link time: the calls completing each end (a nonblocking receive from its wait's entry).
+  EXPECT_EQ(a.time_ns, us(3000 + 1100 + 100 + 2200 + 3050 + 100 + 100 + 3100 + 50 + 40));
+  const auto& c = r.links[1];  // rank 1 -> rank 0: D (tag 5)
+  EXPECT_EQ(c.messages, 1u);
+  EXPECT_EQ(c.sender_wait_ns, us(900));
+  EXPECT_EQ(c.receiver_wait_ns, 0u);
+  EXPECT_EQ(c.time_ns, us(3100 + 100));
+}
+
 // Four threads sampled, each running 5 ms and runnable 5 ms of every 10 ms, on 2 CPUs busy the
 // whole time: half of the thread time is queued.
 TEST(SampledGolden, QueuedFoundAndCpuUtilisation) {
