@@ -55,48 +55,131 @@ th{background:#f0f0f0}td:first-child,th:first-child,td.l{text-align:left}
 .warn{background:#fde2e1;border:1px solid #e74c3c;padding:8px;margin:8px 0}
 .note{background:#fff6d6;border:1px solid #e0b000;padding:8px;margin:8px 0}
 ol.diag li{margin:6px 0}.ev{color:#666;font-size:12px}.chart{width:100%;height:360px}
-.pies{display:flex;flex-wrap:wrap}.pie{width:240px;height:220px}
+.pies{display:flex;flex-wrap:wrap}.pie{width:230px;height:210px}
+.legend span{margin-right:14px;font-size:13px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}
 )";
 
-// Builds the charts from the embedded JSON. Runs only when the library is present.
+// Builds the charts from the embedded JSON. Runs only when the library is present. Each chart
+// is drawn on its own (an error in one is logged to the console and the others still appear);
+// when all are done <html data-charts="N"> says how many were drawn (tests/html waits for it).
 constexpr const char* kCharts = R"(
 (function(){
+'use strict';
 const R=JSON.parse(document.getElementById('report-data').textContent);
-const S=R.intervals.state_order;
-const colors=['#2e8b57','#e67e22','#3498db','#c0392b','#9b59b6','#7f8c8d','#d0d0d0'];
+const iv=R.intervals,S=iv.state_order;
+const NAME={running:'running',runnable:'queued',comm_wait:'comm wait',lock_wait:'lock wait',
+  timer_wait:'timer wait',io_wait:'I/O wait',other:'other'};
+const COLOR={running:'#2e8b57',runnable:'#e67e22',comm_wait:'#3498db',lock_wait:'#c0392b',
+  timer_wait:'#9b59b6',io_wait:'#8d6e63',other:'#c8c8c8'};
+const anim=!(window.matchMedia&&matchMedia('(prefers-reduced-motion: reduce)').matches);
+const charts=[];
+const esc=s=>String(s).replace(/[&<>"]/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
+const pct=x=>(x*100).toFixed(x>0&&x<0.1?1:0)+'%';
+function secs(ns){const a=Math.abs(ns);return a>=1e9?(ns/1e9).toFixed(2)+' s':a>=1e6?(ns/1e6).toFixed(1)+' ms':
+  a>=1e3?(ns/1e3).toFixed(1)+' us':ns+' ns';}
+function bytes(b){return b>=1e9?(b/1e9).toFixed(1)+' GB':b>=1e6?(b/1e6).toFixed(1)+' MB':b>=1e3?(b/1e3).toFixed(1)+' kB':b+' B';}
+const natural=(a,b)=>a.localeCompare(b,undefined,{numeric:true});
+function chart(id,opt,height){const el=document.getElementById(id);if(!el)return;
+  try{if(height)el.style.height=height+'px';const c=echarts.init(el);
+    c.setOption(Object.assign({animation:anim},opt));charts.push(c);}
+  catch(e){console.error('parmon chart '+id+': '+e.message);}}
+window.addEventListener('resize',()=>charts.forEach(c=>c.resize()));
+// A part of the page whose options cannot be built is logged; the other parts still appear.
+function part(name,f){try{f();}catch(e){console.error('parmon charts, '+name+': '+e.message);}}
+
+// States per thread: one stacked bar each.
 const threads=R.locations.filter(l=>l.kind==='thread');
-function chart(id,opt){const el=document.getElementById(id);if(!el)return;
-  const c=echarts.init(el);c.setOption(opt);window.addEventListener('resize',()=>c.resize());}
-chart('states',{color:colors,tooltip:{trigger:'axis'},legend:{data:S},
-  grid:{left:140},xAxis:{type:'value',name:'s'},yAxis:{type:'category',data:threads.map(l=>l.label),inverse:true},
-  series:S.map(s=>({name:s,type:'bar',stack:'t',data:threads.map(l=>+(l.states_ns[s]/1e9).toFixed(4))}))});
-const pies=document.getElementById('pies');
-threads.slice(0,32).forEach((l,i)=>{const d=document.createElement('div');d.className='pie';d.id='pie'+i;pies.appendChild(d);
-  chart('pie'+i,{color:colors,title:{text:l.label,left:'center',textStyle:{fontSize:12}},tooltip:{},
-    series:[{type:'pie',radius:'55%',data:S.map(s=>({name:s,value:l.states_ns[s]})).filter(x=>x.value>0),
-      label:{formatter:'{b} {d}%'}}]});});
-const iv=R.intervals,t0=iv.start_ns,xs=[];for(let i=0;i<iv.count;i++)xs.push(((t0+i*iv.interval_ns)/1e9).toFixed(3));
-chart('util',{tooltip:{trigger:'axis'},legend:{type:'scroll'},xAxis:{type:'category',data:xs,name:'s'},
-  yAxis:{type:'value',max:100,name:'%'},
-  series:iv.locations.map(l=>({name:l.label,type:'line',showSymbol:false,data:l.utilisation.map(u=>+(u*100).toFixed(1))}))
-    .concat(iv.links.slice(0,16).map(k=>({name:k.from_label+'>'+k.to_label,type:'line',lineStyle:{type:'dashed'},showSymbol:false,
-      data:k.utilisation.map(u=>+(u*100).toFixed(1))})))});
-const ends=[...new Set(R.links.flatMap(k=>[k.from_label,k.to_label]))].sort((a,b)=>a.localeCompare(b,undefined,{numeric:true}));
-const cells=R.links.map(k=>[ends.indexOf(k.to_label),ends.indexOf(k.from_label),k.bytes]);
-if(R.links.length){
-chart('matrix',{tooltip:{formatter:p=>ends[p.value[1]]+' \u2192 '+ends[p.value[0]]+': '+p.value[2]+' bytes'},
-  grid:{left:120,bottom:80},xAxis:{type:'category',data:ends,name:'to',axisLabel:{rotate:45}},yAxis:{type:'category',data:ends,name:'from'},
-  visualMap:{min:0,max:Math.max(1,...cells.map(c=>c[2])),calculable:true,orient:'horizontal',left:'center',bottom:0},
-  series:[{type:'heatmap',data:cells,label:{show:ends.length<=12,formatter:p=>p.value[2]>=1e6?(p.value[2]/1e6).toFixed(1)+'M':p.value[2]>=1e3?(p.value[2]/1e3).toFixed(0)+'k':p.value[2]}}]});
+part('states',()=>chart('states',{tooltip:{trigger:'axis',axisPointer:{type:'shadow'},valueFormatter:v=>v.toFixed(3)+' s'},
+  legend:{top:0},grid:{left:8,right:48,top:36,bottom:8,containLabel:true},
+  xAxis:{type:'value',name:'s'},yAxis:{type:'category',data:threads.map(l=>l.label),inverse:true},
+  series:S.map(s=>({name:NAME[s]||s,type:'bar',stack:'t',itemStyle:{color:COLOR[s]},
+    data:threads.map(l=>l.states_ns[s]/1e9)}))},Math.max(180,24*threads.length+70)));
+
+// A pie per node: per rank (its main thread; the others are the MPI library's), else per
+// process when there are several (its threads summed), else per thread.
+function nodes(){
+  const ranks=new Map();
+  threads.filter(l=>l.rank>=0).forEach(l=>{const m=ranks.get(l.rank);if(!m||(l.tid===l.pid&&m.tid!==m.pid))ranks.set(l.rank,l);});
+  if(ranks.size)return{what:'rank',list:[...ranks.values()].sort((a,b)=>a.rank-b.rank).map(l=>({label:l.label,st:l.states_ns}))};
+  const pids=[...new Set(threads.map(l=>l.pid))];
+  if(pids.length>1)return{what:'process',list:pids.map(p=>{const ts=threads.filter(l=>l.pid===p),m=ts.find(l=>l.tid===p)||ts[0],st={};
+    S.forEach(s=>st[s]=ts.reduce((a,l)=>a+l.states_ns[s],0));
+    return{label:m.label+(ts.length>1?' + '+(ts.length-1)+' threads':''),st:st};})};
+  return{what:'thread',list:threads.map(l=>({label:l.label,st:l.states_ns}))};
+}
+part('pies',()=>{
+  const N=nodes(),pies=document.getElementById('pies'),MAXPIES=48;if(!pies)return;
+  document.getElementById('pies-title').textContent='Time per '+N.what;
+  const lg=document.getElementById('pies-legend');
+  S.forEach(s=>{const i=document.createElement('span');i.innerHTML='<i style="background:'+COLOR[s]+'"></i>'+esc(NAME[s]||s);lg.appendChild(i);});
+  N.list.slice(0,MAXPIES).forEach((n,i)=>{const d=document.createElement('div');d.className='pie';d.id='pie'+i;pies.appendChild(d);
+    chart('pie'+i,{title:{text:n.label,left:'center',top:2,textStyle:{fontSize:13}},
+      tooltip:{formatter:p=>esc(p.name)+': '+secs(p.value)+' ('+p.percent+'%)'},
+      series:[{type:'pie',radius:'48%',center:['50%','56%'],minShowLabelAngle:8,labelLine:{length:6,length2:6},
+        label:{fontSize:11,formatter:p=>(p.percent>=9.95?Math.round(p.percent):p.percent.toFixed(1))+'%'},
+        data:S.map(s=>({name:NAME[s]||s,value:n.st[s],itemStyle:{color:COLOR[s]}})).filter(x=>x.value>0)}]});});
+  if(N.list.length>MAXPIES)document.getElementById('pies-more').textContent=
+    'The first '+MAXPIES+' of '+N.list.length+' are shown; the tables below have them all.';
+});
+
+// Utilisation over time: a row per location and link, a column per interval.
+part('util',()=>{if(iv.count>0){
+  const rows=iv.locations.map(l=>({label:l.label,u:l.utilisation,mean:l.mean,sd:l.stddev}))
+    .concat(iv.links.map(k=>({label:k.from_label+' \u2192 '+k.to_label,u:k.utilisation,mean:k.mean,sd:k.stddev})));
+  const dp=iv.interval_ns>=1e8?1:iv.interval_ns>=1e7?2:3,xs=[],cells=[];
+  for(let i=0;i<iv.count;i++)xs.push(((iv.start_ns+i*iv.interval_ns)/1e9).toFixed(dp));
+  rows.forEach((r,y)=>r.u.forEach((u,x)=>cells.push([x,y,Math.round(u*1000)/10])));
+  chart('util',{tooltip:{formatter:p=>{const r=rows[p.value[1]];return esc(r.label)+' at '+xs[p.value[0]]+' s: '+
+      p.value[2]+'%<br>whole window: mean '+pct(r.mean)+', sd '+pct(r.sd);}},
+    grid:{left:8,right:32,top:12,bottom:iv.count>40?96:64,containLabel:true},
+    xAxis:{type:'category',data:xs,name:'s'},
+    yAxis:{type:'category',data:rows.map(r=>r.label+'  '+pct(r.mean)),inverse:true},
+    visualMap:{min:0,max:100,orient:'horizontal',left:'center',bottom:0,itemHeight:200,
+      text:['100% busy','0%'],inRange:{color:['#f4f8fb','#9ecae1','#2171b5','#08306b']}},
+    dataZoom:iv.count>40?[{type:'slider',bottom:38,height:16},{type:'inside'}]:[],
+    series:[{type:'heatmap',data:cells,progressive:0}]},Math.max(200,18*rows.length+(iv.count>40?130:100)));
+}});
+
+// Communication, per kind of link: the matrix as a heatmap and the process graph.
 const util={};iv.locations.forEach(l=>util[l.label]=l.mean);
-chart('graph',{tooltip:{},series:[{type:'graph',layout:ends.length>2?'circular':'force',roam:true,symbolSize:60,
-  label:{show:true,formatter:p=>p.name+'\n'+(util[p.name]!==undefined?(util[p.name]*100).toFixed(0)+'%':'')},
-  edgeSymbol:['none','arrow'],edgeSymbolSize:10,force:{repulsion:400,edgeLength:200},
-  data:ends.map(e=>({name:e,value:util[e]||0,itemStyle:{color:echarts.color.lerp(util[e]||0,['#f5b7b1','#2e8b57'])}})),
-  links:R.links.map(k=>{const w=R.summary.duration_ns||1;return{source:k.from_label,target:k.to_label,
-    label:{show:true,formatter:(k.wait_ns*100/w).toFixed(0)+'/'+(k.transfer_ns*100/w).toFixed(0)},
-    lineStyle:{width:1+4*Math.min(1,k.time_ns/w),curveness:0.15}}})}]});
-}})();
+function linkTip(k,i){return esc(k.from_label)+' \u2192 '+esc(k.to_label)+'<br>'+k.messages+' messages, '+bytes(k.bytes)+
+  '<br>in its calls '+secs(k.time_ns)+': waiting '+secs(k.wait_ns)+', transfer '+secs(k.transfer_ns)+
+  (iv.links[i]?'<br>in use '+pct(iv.links[i].mean)+' of the window':'');}
+['mpi','channel'].forEach(kind=>part(kind+' links',()=>{
+  const ls=R.links.map((k,i)=>({k:k,i:i})).filter(x=>x.k.kind===kind);if(!ls.length)return;
+  const ends=[...new Set(ls.flatMap(x=>[x.k.from_label,x.k.to_label]))].sort(natural);
+  const n=ends.length,long=ends.some(e=>e.length>8),max=Math.max(1,...ls.map(x=>x.k.bytes));
+  // Cells about twice as wide as high, the matrix no wider than it needs; the colour scale on its right.
+  const cw=Math.max(40,Math.min(110,900/n)),ch=Math.max(22,Math.min(44,560/n)),gw=n*cw+(long?150:80);
+  chart('matrix-'+kind,{tooltip:{formatter:p=>linkTip(R.links[p.value[3]],p.value[3])},
+    grid:{left:8,width:gw,top:28,bottom:long?8:28,containLabel:true},
+    xAxis:{type:'category',data:ends,name:'to',axisLabel:{interval:0,rotate:long?30:0}},
+    yAxis:{type:'category',data:ends,name:'from',inverse:true,axisLabel:{interval:0}},
+    visualMap:{dimension:2,min:0,max:max,orient:'vertical',left:gw+40,top:28,itemHeight:Math.min(200,n*ch),
+      text:[bytes(max),'0 B'],formatter:v=>bytes(Math.round(v)),inRange:{color:['#fdd0a2','#fd8d3c','#d94801','#7f2704']}},
+    series:[{type:'heatmap',data:ls.map(x=>[ends.indexOf(x.k.to_label),ends.indexOf(x.k.from_label),x.k.bytes,x.i]),
+      label:{show:ends.length<=16,formatter:p=>bytes(p.value[2])},itemStyle:{borderColor:'#fff',borderWidth:1}}]},
+    Math.max(200,n*ch+(long?150:90)));
+  chart('graph-'+kind,{tooltip:{formatter:p=>p.dataType==='edge'?linkTip(R.links[p.data.i],p.data.i):
+      esc(p.name)+(util[p.name]!==undefined?': running '+pct(util[p.name])+' of the window':'')},
+    series:[{type:'graph',layout:'circular',roam:true,symbolSize:46,top:64,bottom:64,left:150,right:150,
+      label:{show:true,distance:4,lineHeight:15,
+        formatter:p=>p.name+(util[p.name]!==undefined?'\n'+pct(util[p.name])+' running':'')},
+      edgeSymbol:['none','arrow'],edgeSymbolSize:12,
+      edgeLabel:{show:true,fontSize:11,color:'#333',formatter:p=>{const u=iv.links[p.data.i]?iv.links[p.data.i].mean:0;
+        return u>=0.005?pct(u)+' in use':'';}},
+      // Labels outside the circle (ECharts puts node i at angle (i + 1/2) * 2 pi / n), clear of the links.
+      data:ends.map((e,i)=>{const a=(i+0.5)*2*Math.PI/n,sy=Math.sin(a);
+        return{name:e,label:{position:sy<-0.3?'top':sy>0.3?'bottom':Math.cos(a)>0?'right':'left'},
+          itemStyle:{color:util[e]===undefined?'#bbb':echarts.color.lerp(util[e],['#f5b7b1','#f7dc6f','#2e8b57'])}};}),
+      // On a circle a link bends toward the centre; of two opposite links one bends outward instead.
+      links:ls.map(x=>{const lu=iv.links[x.i]?iv.links[x.i].mean:0,w=x.k.time_ns?x.k.wait_ns/x.k.time_ns:0;
+        const back=ls.some(y=>y.k.from_label===x.k.to_label&&y.k.to_label===x.k.from_label&&y!==x);
+        return{source:x.k.from_label,target:x.k.to_label,i:x.i,
+          lineStyle:{width:1.5+7*lu,opacity:0.85,curveness:back?(natural(x.k.from_label,x.k.to_label)<0?0.12:-0.12):0.1,color:echarts.color.lerp(w,['#3498db','#f39c12','#c0392b'])}};})}]},480);
+}));
+document.documentElement.setAttribute('data-charts',String(charts.length));
+})();
 )";
 
 }  // namespace
@@ -141,13 +224,32 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
   if (r.findings.empty())
     o += "<li>No bottleneck found.</li>\n";
   o += "</ol>\n";
-  if (!chart_js.empty())
-    o += "<h2>States per location</h2><div id=\"states\" class=\"chart\"></div>\n"
-         "<h2>Per location</h2><div id=\"pies\" class=\"pies\"></div>\n"
-         "<h2>Utilisation over time</h2><div id=\"util\" class=\"chart\"></div>\n"
-         "<h2>Communication matrix (bytes)</h2><div id=\"matrix\" class=\"chart\"></div>\n"
-         "<h2>Process graph (node: utilisation; link: wait/transfer % of the run)</h2>"
-         "<div id=\"graph\" class=\"chart\" style=\"height:480px\"></div>\n";
+  if (!chart_js.empty()) {
+    o += "<h2>States per thread</h2><div id=\"states\" class=\"chart\"></div>\n"
+         "<h2 id=\"pies-title\">Time per node</h2><div id=\"pies-legend\" class=\"legend\"></div>"
+         "<div id=\"pies\" class=\"pies\"></div><p id=\"pies-more\"></p>\n";
+    if (r.intervals.count)
+      o += fmt::format(
+          "<h2>Utilisation over time</h2><p class=\"ev\">Share of each {} interval a thread "
+          "was running, a CPU busy, a link in use; after each name its mean over the window.</p>"
+          "<div id=\"util\" class=\"chart\"></div>\n",
+          FormatDuration(r.intervals.interval_ns));
+    for (const char* kind : {"mpi", "channel"}) {
+      bool present = false;
+      for (const auto& k : r.links)
+        present = present || k.kind == kind;
+      if (!present)
+        continue;
+      std::string what = std::string(kind) == "mpi" ? "MPI ranks" : "channels (pipes, sockets)";
+      o += fmt::format(
+          "<h2>Communication matrix, {0} (bytes)</h2><div id=\"matrix-{1}\" "
+          "class=\"chart\"></div>\n"
+          "<h2>Process graph, {0}</h2><p class=\"ev\">Node: share of the window running. Link: "
+          "share of the window in its calls; thicker is busier, red is waiting for the partner, "
+          "blue moving data.</p><div id=\"graph-{1}\" class=\"chart\"></div>\n",
+          what, kind);
+    }
+  }
   o += "<h2>Locations</h2><table><tr><th>location</th><th>wall</th><th>cpu</th>";
   for (int i = 0; i < kStateCount; ++i)
     o += fmt::format("<th>{}</th>", StateName(static_cast<State>(i)));
@@ -173,6 +275,8 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
         Esc(k.from_label), Esc(k.to_label), FormatCount(k.messages), FormatBytes(k.bytes),
         FormatDuration(k.time_ns), FormatDuration(k.wait_ns), FormatDuration(k.transfer_ns),
         FormatDuration(k.sender_wait_ns), FormatDuration(k.receiver_wait_ns));
+  if (r.links.empty())
+    o += "<tr><td colspan=\"9\">No MPI messages or channel traffic were recorded.</td></tr>\n";
   o += "</table>\n<h2>Wait states</h2><table><tr><th>pattern</th><th>location</th><th>call</th>"
        "<th>count</th><th>time</th></tr>\n";
   for (const auto& w : r.wait_states)
@@ -181,6 +285,8 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
         "class=\"l\">{}</td><td>{}</td><td>{}</td></tr>\n",
         Esc(w.pattern), Esc(w.location_label), Esc(w.call), FormatCount(w.instances),
         FormatDuration(w.ns));
+  if (r.wait_states.empty())
+    o += "<tr><td colspan=\"5\">No time was lost waiting for a partner.</td></tr>\n";
   o += "</table>\n";
   o += "<script type=\"application/json\" id=\"report-data\">" + ScriptSafe(ToJson(r).dump()) +
        "</script>\n";
