@@ -25,3 +25,12 @@ if ! command -v npm >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq npm >/dev/null ||
     echo "parmon setup: npm could not be installed; HTML reports will have no charts"
 fi
+# The HTML report's browser test (tests/html) opens reports in Debian's chromium, headless.
+# Without recommends: the browser and its fonts, not the desktop it would bring along.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "parmon setup: installing chromium (the HTML report's browser test)"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    chromium fonts-liberation >/dev/null
+fi
