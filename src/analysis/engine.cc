@@ -204,6 +204,34 @@ struct LinkAgg {
   std::vector<uint64_t> bytes;  // per interval
 };
 
+// One recorder's clock against rank 0's: offsets (this clock minus rank 0's) measured at the
+// MpiClockSync epochs, keyed by the time on this clock, interpolated linearly between epochs
+// and held constant before the first and after the last (docs/events.md, Clock alignment).
+struct ClockMap {
+  std::vector<std::pair<uint64_t, double>> samples;  // by time
+
+  // The offset at t; *hint is the segment last used (times of a stream mostly go forward).
+  double At(uint64_t t, size_t* hint) const {
+    size_t n = samples.size();
+    if (t <= samples.front().first)
+      return samples.front().second;
+    if (t >= samples.back().first)
+      return samples.back().second;
+    size_t i = *hint < n - 1 && samples[*hint].first <= t ? *hint : 0;
+    while (samples[i + 1].first < t)
+      ++i;
+    *hint = i;
+    const auto& [t0, o0] = samples[i];
+    const auto& [t1, o1] = samples[i + 1];
+    return o0 + (o1 - o0) * static_cast<double>(t - t0) / static_cast<double>(t1 - t0);
+  }
+  // t on rank 0's clock.
+  uint64_t Apply(uint64_t t, size_t* hint) const {
+    double v = static_cast<double>(t) - At(t, hint);
+    return v <= 0 ? 0 : static_cast<uint64_t>(std::llround(v));
+  }
+};
+
 struct FuncInfo {
   std::string name;
   std::string family;
@@ -246,9 +274,13 @@ struct Engine::Impl {
   uint64_t events = 0, runtime_events = 0;
   bool has_sched = false, has_comm = false;
   bool track_shares = true;
+  // Per file of a multi-recorder session: its clock against rank 0's (empty: no correction).
+  std::vector<ClockMap> file_clocks;
+  std::vector<ClockOffset> clock_offsets;
 
   Impl(const format::TraceReader& r, const Options& o)
       : reader(r), options(o), defs(r.definitions()) {
+    MeasureClocks();
     session_start = std::stoull(r.SessionValue("start_ts", "0"));
     if (session_start == 0 || session_start > r.first_ts())
       session_start = r.first_ts();
@@ -257,6 +289,20 @@ struct Engine::Impl {
     session_end = std::stoull(r.SessionValue("end_ts", "0"));
     if (session_end < r.last_ts())
       session_end = r.last_ts();
+    if (!file_clocks.empty()) {
+      // Recorders' start and end times are on their own clocks: the session is the span of
+      // its events on rank 0's.
+      session_start = UINT64_MAX;
+      session_end = 0;
+      for (const auto& st : r.streams()) {
+        if (st.source == format::Source::kDefinitions || st.events == 0)
+          continue;
+        session_start = std::min(session_start, Aligned(st, st.first_ts));
+        session_end = std::max(session_end, Aligned(st, st.last_ts));
+      }
+      if (session_start == UINT64_MAX)
+        session_start = 0;
+    }
     if (session_end < session_start)
       session_end = session_start;
     ws = session_start + std::min(options.from_ns, session_end - session_start);
@@ -273,6 +319,95 @@ struct Engine::Impl {
       if (s.source == format::Source::kSampler || s.source == format::Source::kSched)
         has_sched = true;
     track_shares = locs.size() <= kMaxShareLocations;
+  }
+
+  // --- clocks -------------------------------------------------------------------------------
+  // A session of several recorders (one file per rank, maybe on several hosts) has one clock
+  // per file. The MpiClockSync ping-pongs between rank 0 and each rank give each file's offset
+  // against rank 0 (docs/events.md); reading them costs one extra decoding pass over the
+  // runtime streams, so it is done only when there are several files. One file has one clock.
+  void MeasureClocks() {
+    size_t files = reader.parts().size();
+    if (!options.align_clocks || files < 2)
+      return;
+    struct Sync {
+      uint32_t file;
+      int64_t peer;
+      uint64_t epoch, t_send, t_recv;
+    };
+    std::vector<Sync> syncs;
+    std::vector<int64_t> file_rank(files, -1);
+    format::DecodedChunk chunk;
+    for (const auto& st : reader.streams()) {
+      if (st.source != format::Source::kRuntime)
+        continue;
+      for (const auto& ref : st.chunks) {
+        // A damaged chunk is recorded in reader.problems(); what decoded is still used.
+        (void)reader.ReadChunk(ref, &chunk);
+        for (const auto& e : chunk.events) {
+          if (e.kind_enum() == Kind::kMpiInit) {
+            auto rank = static_cast<int64_t>(e.args[0]);
+            if (file_rank[ref.file] < 0 || rank < file_rank[ref.file])
+              file_rank[ref.file] = rank;
+          } else if (e.kind_enum() == Kind::kMpiClockSync) {
+            syncs.push_back(
+                {ref.file, static_cast<int64_t>(e.args[0]), e.args[1], e.args[2], e.args[3]});
+          }
+        }
+      }
+    }
+    // Rank 0's side of each ping-pong, by (peer, epoch).
+    std::map<std::pair<int64_t, uint64_t>, const Sync*> rank0;
+    for (const auto& x : syncs)
+      if (file_rank[x.file] == 0)
+        rank0[{x.peer, x.epoch}] = &x;
+    std::vector<ClockMap> clocks(files);
+    for (const auto& x : syncs) {
+      int64_t rank = file_rank[x.file];
+      if (rank <= 0 || x.peer != 0)
+        continue;
+      auto it = rank0.find({rank, x.epoch});
+      if (it == rank0.end())
+        continue;
+      const Sync& z = *it->second;
+      auto d = [](uint64_t v) { return static_cast<double>(v); };
+      double offset = (d(x.t_recv) + d(x.t_send) - d(z.t_send) - d(z.t_recv)) / 2;
+      double uncertainty = ((d(z.t_recv) - d(z.t_send)) - (d(x.t_send) - d(x.t_recv))) / 2;
+      // Within its own uncertainty an offset is noise: ranks sharing a clock always measure one.
+      if (offset <= uncertainty && offset >= -uncertainty)
+        offset = 0;
+      clocks[x.file].samples.emplace_back(x.t_recv, offset);
+    }
+    bool any = false;
+    for (uint32_t f = 0; f < files; ++f) {
+      auto& v = clocks[f].samples;
+      if (v.empty())
+        continue;
+      std::sort(v.begin(), v.end());
+      clock_offsets.push_back(
+          {static_cast<int32_t>(file_rank[f]), static_cast<int64_t>(std::llround(v.front().second)),
+           static_cast<int64_t>(std::llround(v.back().second)), static_cast<uint32_t>(v.size())});
+      bool zero = std::all_of(v.begin(), v.end(), [](const auto& p) { return p.second == 0; });
+      if (zero)
+        v.clear();
+      any |= !zero;
+    }
+    std::sort(clock_offsets.begin(), clock_offsets.end(),
+              [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    if (any)
+      file_clocks = std::move(clocks);
+  }
+  // The clock correction of a stream's file, or null.
+  const ClockMap* ClockOf(const format::Stream& st) const {
+    if (file_clocks.empty() || st.chunks.empty())
+      return nullptr;
+    const ClockMap& c = file_clocks[st.chunks.front().file];
+    return c.samples.empty() ? nullptr : &c;
+  }
+  uint64_t Aligned(const format::Stream& st, uint64_t t) const {
+    size_t hint = 0;
+    const ClockMap* c = ClockOf(st);
+    return c ? c->Apply(t, &hint) : t;
   }
 
   int32_t LocFor(uint32_t id) {
@@ -996,6 +1131,8 @@ Results Engine::Impl::Finish() {
       static_cast<uint64_t>(std::llround(s.event_cost_ns * static_cast<double>(runtime_events)));
   s.has_sched = has_sched;
   s.has_comm = has_comm;
+  s.clock_offsets = clock_offsets;
+  s.clocks_aligned = !file_clocks.empty();
 
   // Locations: threads (pid, tid order), then CPUs. Locations with no events in the window and
   // no definition-time presence are dropped.
@@ -1419,22 +1556,42 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
     std::vector<uint8_t> raw;
     format::EventDecoder decoder;
     format::Event event;
+    const ClockMap* clock = nullptr;  // its file's clock against rank 0's, if not the same
+    size_t clock_hint = 0;
   };
   std::vector<std::unique_ptr<Head>> heads;
   for (const auto& s : reader.streams()) {
     if (s.source == format::Source::kDefinitions || s.events == 0)
       continue;
-    if (s.last_ts < from || s.first_ts > to)
+    if (Aligned(s, s.last_ts) < from || Aligned(s, s.first_ts) > to)
       continue;
     heads.push_back(std::make_unique<Head>());
     heads.back()->stream = &s;
+    heads.back()->clock = ClockOf(s);
   }
+  const format::KindSchema& schema = reader.schema();
+  // An event of another recorder's file, its time and the times in its args put on rank 0's
+  // clock.
+  auto align = [&](Head& h) {
+    format::Event& e = h.event;
+    e.ts = h.clock->Apply(e.ts, &h.clock_hint);
+    uint32_t mask = schema.time_mask(e.kind);
+    for (int i = 0; mask && i < e.nargs; ++i, mask >>= 1)
+      if ((mask & 1) && e.args[i] != 0 && e.args[i] != UINT64_MAX)
+        e.args[i] = h.clock->Apply(e.args[i], &h.clock_hint);
+  };
+  auto chunk_ts = [&](Head& h, uint64_t t) {
+    return h.clock ? h.clock->Apply(t, &h.clock_hint) : t;
+  };
   // Loads the next event of a stream into h.event (skipping events before the window).
   auto advance = [&](Head& h) {
     for (;;) {
-      while (h.decoder.Next(&h.event))
+      while (h.decoder.Next(&h.event)) {
+        if (h.clock)
+          align(h);
         if (h.event.ts >= from)
           return true;
+      }
       if (!h.decoder.error().empty()) {
         // Let the reader record the damaged chunk as a problem, as MergeCursor would.
         format::DecodedChunk scratch;
@@ -1443,9 +1600,9 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
       const format::ChunkRef* ref = nullptr;
       while (h.next_chunk < h.stream->chunks.size()) {
         const format::ChunkRef& r = h.stream->chunks[h.next_chunk++];
-        if (r.header.last_ts < from)
+        if (chunk_ts(h, r.header.last_ts) < from)
           continue;
-        if (r.header.first_ts > to)
+        if (chunk_ts(h, r.header.first_ts) > to)
           return false;
         ref = &r;
         break;

@@ -32,6 +32,9 @@ struct Options {
   size_t top_regions = 5;
   // Cost of one recorded event in the program's thread, when the trace does not say (ns).
   double default_event_cost_ns = 0;
+  // A session of several recorders (one file per rank): put every file's times on rank 0's
+  // clock with the MpiClockSync offsets before merging (docs/events.md, Clock alignment).
+  bool align_clocks = true;
 };
 
 constexpr size_t kAutoIntervals = 40;

@@ -151,6 +151,16 @@ struct Finding {
   std::vector<std::string> subjects;  // labels of the locations/links it names
 };
 
+// How one rank's recorder clock stood against rank 0's (a session of one file per rank): the
+// offset (its time minus rank 0's) at the first and last MpiClockSync epoch. 0 means the same
+// clock (an offset within its measurement's uncertainty is taken as 0).
+struct ClockOffset {
+  int32_t rank = -1;
+  int64_t offset_ns = 0;
+  int64_t last_offset_ns = 0;
+  uint32_t epochs = 0;
+};
+
 struct Summary {
   std::string file;
   std::string command;
@@ -178,6 +188,9 @@ struct Summary {
   std::string event_cost_source;  // "measured" (session key) or "estimate"
   bool has_sched = false;         // sampler or context-switch data present
   bool has_comm = false;          // MPI or channel events present
+  // Ranks of other recorders whose clocks were measured, and whether any offset was applied.
+  std::vector<ClockOffset> clock_offsets;
+  bool clocks_aligned = false;
 };
 
 struct Results {

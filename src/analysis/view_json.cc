@@ -52,6 +52,14 @@ nlohmann::json ToJson(const Results& r) {
                      {"event_cost_source", s.event_cost_source}};
   sum["has_sched"] = s.has_sched;
   sum["has_comm"] = s.has_comm;
+  json clocks = json::array();
+  for (const auto& c : s.clock_offsets)
+    clocks.push_back({{"rank", c.rank},
+                      {"offset_ns", c.offset_ns},
+                      {"last_offset_ns", c.last_offset_ns},
+                      {"epochs", c.epochs}});
+  sum["clock_offsets"] = clocks;
+  sum["clocks_aligned"] = s.clocks_aligned;
   j["summary"] = sum;
 
   json locs = json::array();

@@ -99,6 +99,22 @@ std::string RenderText(const Results& r, const TextOptions& options) {
                      s.exit_code >= 0 ? fmt::format(", exit code {}", s.exit_code) : ""));
   o.Line(fmt::format("processes  {}   threads {}   ranks {}   cpus {}   events {}", s.processes,
                      s.threads, s.ranks, s.cpus, FormatCount(s.events)));
+  if (s.clocks_aligned) {
+    // Ranks recorded on other clocks, put on rank 0's before their messages were matched.
+    auto signed_duration = [](int64_t v) {
+      return (v < 0 ? "-" : "+") + FormatDuration(static_cast<uint64_t>(v < 0 ? -v : v));
+    };
+    std::string clocks;
+    for (const auto& c : s.clock_offsets) {
+      if (!c.offset_ns && !c.last_offset_ns)
+        continue;
+      std::string first = signed_duration(c.offset_ns), last = signed_duration(c.last_offset_ns);
+      clocks += fmt::format("{}rank {} {}", clocks.empty() ? "" : ", ", c.rank, first);
+      if (last != first)  // drift
+        clocks += fmt::format(" to {}", last);
+    }
+    o.Wrapped("clocks     ", clocks + " against rank 0, aligned before matching messages", 11);
+  }
   if (s.lost_events || s.damaged_events || !s.closed_cleanly || s.overwritten_events) {
     if (s.lost_events) {
       std::string where;

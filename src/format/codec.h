@@ -105,6 +105,7 @@ class KindSchema {
   bool Known(uint16_t id) const { return entries_[id].known; }
   uint8_t nargs(uint16_t id) const { return entries_[id].nargs; }
   bool has_payload(uint16_t id) const { return entries_[id].has_payload; }
+  uint32_t time_mask(uint16_t id) const { return entries_[id].time_mask; }  // args that are times
   const std::string& name(uint16_t id) const { return entries_[id].name; }
   const std::string& arg_names(uint16_t id) const { return entries_[id].arg_names; }
 

@@ -1,6 +1,7 @@
 // Golden tests: small traces written through the format library whose right answer is known by
 // construction; every table of the report and every field of its JSON is checked against it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -515,6 +516,107 @@ TEST(NonblockingGolden, LateSenderAndLateReceiverInCompletionCalls) {
   EXPECT_EQ(c.sender_wait_ns, us(900));
   EXPECT_EQ(c.receiver_wait_ns, 0u);
   EXPECT_EQ(c.time_ns, us(3100 + 100));
+}
+
+// A session of one file per rank (two recorders, two hosts) whose clocks differ: rank 1's reads
+// 3 ms ahead of rank 0's at the first clock sync and 3.02 ms at the last, 20.02 ms later on
+// rank 1's clock (drift). Times in us; rank 1's events are written on its own clock, at times
+// T = 3509 + 1001 k where its offset is 3000 + k.
+//  rank 0 posts MPI_Recv (tag 1) at 3509; rank 1 sends at T = 8514 (k = 5: 5509 on rank 0's
+//  clock): late sender 2000 on rank 0.
+//  rank 1 posts MPI_Recv (tag 2) at T = 11517 (k = 8: 8509); rank 0 sends at 9509: late sender
+//  1000 on rank 1.
+// Unaligned, rank 1's send stamped 8514 comes after rank 0's receive completed at 5600 (no
+// match) and its receive looks posted after rank 0's send: both late-sender times would be 0.
+TEST(ClockGolden, PerRankFilesAreAlignedBeforeMatching) {
+  TempDir dir;
+  std::string run = dir.File("run");
+  ASSERT_EQ(mkdir(run.c_str(), 0755), 0);
+  const uint32_t kSnd = 30, kRcv = 31, kClockSync = 32;
+  auto us = [](uint64_t n) { return n * kUs; };
+  auto At = TraceBuilder::At;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    TraceBuilder b(run + "/rank-" + std::to_string(rank) + ".ptrace");
+    b.Session({{"command", "skew 2"},
+               {"host", rank == 0 ? "a" : "b"},
+               {"start_ts", std::to_string(kT0 + rank * us(3000))},
+               {"mpi_rank", std::to_string(rank)},
+               {"mpi_size", "2"}});
+    uint32_t pid = 100 * (rank + 1);
+    b.Process(pid, 1, "skew");
+    b.Thread(1, pid, pid, "skew");
+    // Each rank's recorder interns strings from its own range.
+    uint32_t base = rank << 20;
+    b.String(base + kSnd, StringCategory::kFunction, "MPI_Send");
+    b.String(base + kRcv, StringCategory::kFunction, "MPI_Recv");
+    b.String(base + kClockSync, StringCategory::kFunction, "MPI_Init");
+    auto call = [&](uint32_t f, uint64_t from, uint64_t to, Kind k, std::vector<uint64_t> args,
+                    bool at_end) {
+      b.Ev(1, from, Kind::kMpiEnter, {base + f});
+      b.Ev(1, at_end ? to : from, k, std::move(args));
+      b.Ev(1, to, Kind::kMpiLeave, {base + f});
+    };
+    if (rank == 0) {
+      b.Ev(1, us(400), Kind::kMpiInit, {0, 2, 0});
+      // Ping sent at 500, pong back at 520; at the end 20500 and 20520.
+      b.Ev(1, us(520), Kind::kMpiClockSync, {1, 0, At(us(500)), At(us(520))});
+      call(kRcv, us(3509), us(5600), Kind::kMpiRecv, {1, 1, 1, 8, 0, At(us(3509))}, true);
+      call(kSnd, us(9509), us(9600), Kind::kMpiSend, {1, 2, 1, 8, 0}, false);
+      b.Ev(1, us(20520), Kind::kMpiClockSync, {1, 1, At(us(20500)), At(us(20520))});
+      b.Ev(1, us(21000), Kind::kThreadEnd);
+      ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(At(us(21000)))}}));
+    } else {
+      b.Ev(1, us(3400), Kind::kMpiInit, {1, 2, 0});
+      // Ping received at 3509 (509 on rank 0's clock), pong sent at 3511: offset 3000 +- 9.
+      b.Ev(1, us(3511), Kind::kMpiClockSync, {0, 0, At(us(3511)), At(us(3509))});
+      call(kSnd, us(8514), us(8614), Kind::kMpiSend, {0, 1, 1, 8, 0}, false);
+      call(kRcv, us(11517), us(13519), Kind::kMpiRecv, {0, 2, 1, 8, 0, At(us(11517))}, true);
+      // At the end: received at 23529 (20509 + 3020), answered at 23531: offset 3020.
+      b.Ev(1, us(23531), Kind::kMpiClockSync, {0, 1, At(us(23531)), At(us(23529))});
+      b.Ev(1, us(24000), Kind::kThreadEnd);
+      ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(At(us(24000)))}}));
+    }
+  }
+  analysis::Results r = AnalyzeFile(run);
+  ASSERT_EQ(r.locations.size(), 2u);
+  EXPECT_EQ(r.locations[0].label, "rank 0");
+  EXPECT_EQ(r.locations[0].late_sender_ns, us(2000));
+  EXPECT_EQ(r.locations[1].late_sender_ns, us(1000));
+  ASSERT_EQ(r.links.size(), 2u);
+  EXPECT_EQ(r.links[0].receiver_wait_ns, us(1000));  // rank 0 -> rank 1
+  EXPECT_EQ(r.links[1].receiver_wait_ns, us(2000));  // rank 1 -> rank 0
+  EXPECT_TRUE(r.summary.clocks_aligned);
+  ASSERT_EQ(r.summary.clock_offsets.size(), 1u);
+  EXPECT_EQ(r.summary.clock_offsets[0].rank, 1);
+  EXPECT_EQ(r.summary.clock_offsets[0].offset_ns, 3000 * int64_t{1000});
+  EXPECT_EQ(r.summary.clock_offsets[0].last_offset_ns, 3020 * int64_t{1000});
+  EXPECT_EQ(r.summary.clock_offsets[0].epochs, 2u);
+  // The session spans the first event to the last on rank 0's clock: rank 0's MpiInit at 400
+  // (rank 1's at 3400 - 3000 too) to rank 0's end at 21000 (rank 1's, 24000 - 3020, is before).
+  EXPECT_EQ(r.summary.duration_ns, us(21000 - 400));
+
+  // Without the offsets the same trace gives the wrong answer.
+  analysis::Options raw;
+  raw.align_clocks = false;
+  analysis::Results u = AnalyzeFile(run, raw);
+  EXPECT_EQ(u.locations[0].late_sender_ns, 0u);
+  EXPECT_EQ(u.locations[1].late_sender_ns, 0u);
+  EXPECT_FALSE(u.summary.clocks_aligned);
+
+  // The report's JSON says what was applied.
+  RunResult j = Parmon({"report", run, "--format", "json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  json doc = json::parse(j.out);
+  EXPECT_EQ(doc["summary"]["clocks_aligned"], true);
+  EXPECT_EQ(doc["summary"]["clock_offsets"][0]["rank"], 1);
+  EXPECT_EQ(doc["summary"]["clock_offsets"][0]["offset_ns"], 3000000);
+  EXPECT_EQ(doc["summary"]["clock_offsets"][0]["last_offset_ns"], 3020000);
+  EXPECT_EQ(doc["summary"]["clock_offsets"][0]["epochs"], 2);
+  RunResult text = Parmon({"report", run});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("clocks     rank 1 +3.00 ms to +3.02 ms against rank 0, aligned"),
+            std::string::npos)
+      << text.out;
 }
 
 // Four threads sampled, each running 5 ms and runnable 5 ms of every 10 ms, on 2 CPUs busy the
