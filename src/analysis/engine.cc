@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/loop_clocks.h"
+
 namespace parmon::analysis {
 
 using format::Event;
@@ -139,6 +141,7 @@ struct PendingSend {
   size_t link = 0;
   uint64_t cp = 0;
   std::shared_ptr<const Shares> shares;
+  std::shared_ptr<const LoopClocks::Clock> clock;  // the sender's loop clock at the send
   // The call that completed the send (the blocking send itself, or the Wait*/Test* completing a
   // nonblocking one), and when the matching receive was posted (kNone until it is seen).
   std::shared_ptr<CallWaits> call;
@@ -192,10 +195,12 @@ struct Endpoint {
   std::string description;
   struct Use {
     uint64_t calls = 0, bytes = 0, wait = 0;
+    uint64_t closed_loop = 0;  // reads of this writer's data that closed a loop
   };
   std::map<uint32_t, Use> writers, readers;  // by loc index
   uint64_t last_write_cp = 0;
   std::shared_ptr<const Shares> last_write_shares;
+  LoopClocks::Stream stream;  // of the bytes written here
 };
 
 struct LinkAgg {
@@ -277,6 +282,7 @@ struct Engine::Impl {
   // Per file of a multi-recorder session: its clock against rank 0's (empty: no correction).
   std::vector<ClockMap> file_clocks;
   std::vector<ClockOffset> clock_offsets;
+  LoopClocks loop_clocks;
 
   Impl(const format::TraceReader& r, const Options& o)
       : reader(r), options(o), defs(r.definitions()) {
@@ -829,6 +835,7 @@ struct Engine::Impl {
     s->link = MpiLink(rank, peer);
     s->cp = l.cp + (l.cp_mark != kNone && e.ts > l.cp_mark ? Clip(l.cp_mark, e.ts) : 0);
     s->shares = Snapshot(l);
+    s->clock = loop_clocks.Send(s->loc);
     LinkAgg& a = links[s->link];
     ++a.r.messages;
     a.r.bytes += e.args[3];
@@ -902,6 +909,8 @@ struct Engine::Impl {
     } else {
       s->recv_posted = posted;  // a nonblocking send not completed yet
     }
+    if (loop_clocks.Receive(static_cast<size_t>(&l - locs.data()), s->clock))
+      ++a.r.closed_loop_messages;
     Adopt(l, s->cp, s->shares);
   }
 
@@ -1003,12 +1012,19 @@ struct Engine::Impl {
       }
       ep.last_write_cp = l.cp;
       ep.last_write_shares = Snapshot(l);
+      if (bytes > 0)
+        loop_clocks.StreamWrite(ep.stream, li, static_cast<uint64_t>(bytes),
+                                [&](uint32_t w) { ++ep.writers[w].closed_loop; });
     } else if (bytes > 0) {
       ++l.messages_received;
       l.bytes_received += static_cast<uint64_t>(bytes);
       auto pit = endpoints.find(PeerKey(key, ep));
-      if (pit != endpoints.end())
+      if (pit != endpoints.end()) {
         Adopt(l, pit->second.last_write_cp, pit->second.last_write_shares);
+        Endpoint& from = pit->second;
+        loop_clocks.StreamRead(from.stream, li, static_cast<uint64_t>(bytes),
+                               [&](uint32_t w) { ++from.writers[w].closed_loop; });
+      }
       // Blocking time of a read that returned data is waiting for the writer (an empty channel).
     }
     const char* fname = write ? "write" : "read";
@@ -1332,6 +1348,7 @@ Results Engine::Impl::Finish() {
       a.r.messages = u.calls;
       a.r.bytes = u.bytes;
       a.r.sender_wait_ns = u.wait;
+      a.r.closed_loop_messages = u.closed_loop;
       a.busy.assign(iv_count, 0);
       a.bytes.assign(iv_count, 0);
       if (auto bit = endpoint_busy.find({key + ">w", wli}); bit != endpoint_busy.end())

@@ -93,6 +93,10 @@ struct LinkResult {
   uint64_t transfer_ns = 0;       // of which moving data
   uint64_t sender_wait_ns = 0;    // the sender blocked (late receiver, full pipe)
   uint64_t receiver_wait_ns = 0;  // the receiver blocked (late sender, empty pipe)
+  // Messages (for channels: reads that returned data) sent only after the sender had heard,
+  // through any chain of messages, of the receiver's latest send: they closed a loop
+  // (analysis/loop_clocks.h).
+  uint64_t closed_loop_messages = 0;
 };
 
 // One wait-state finding per (location, call) pair: where the time was lost.

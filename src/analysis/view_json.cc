@@ -121,7 +121,8 @@ nlohmann::json ToJson(const Results& r) {
                      {"wait_ns", k.wait_ns},
                      {"transfer_ns", k.transfer_ns},
                      {"sender_wait_ns", k.sender_wait_ns},
-                     {"receiver_wait_ns", k.receiver_wait_ns}});
+                     {"receiver_wait_ns", k.receiver_wait_ns},
+                     {"closed_loop_messages", k.closed_loop_messages}});
   j["links"] = links;
 
   const IntervalSeries& iv = r.intervals;
