@@ -844,14 +844,27 @@ TEST(RingGolden, SerialisedRingNamesTheMasterAndTheLastLink) {
   ASSERT_FALSE(r.findings.empty());
   const auto& f = r.findings[0];
   EXPECT_EQ(f.id, "serialised-cycle");
-  // Rank 1 waits 2e + 2c + h = 4.12 ms of every 6.14 ms word but the first.
+  // Every word but the first reaches rank 1 only after rank 1's previous one came back round.
   EXPECT_EQ(f.text,
             "rank 0 waits 98% of the run receiving from rank 3 before it hands out more "
-            "work, and rank 1 waits 64% of the run for that work: the work goes round "
-            "rank 0 -> rank 1 -> rank 2 -> rank 3 -> rank 0 one item at a time; the extra "
-            "synchronisation on link rank 3 -> rank 0 is the bottleneck");
-  EXPECT_NE(f.text.find("link rank 3 -> rank 0 is the bottleneck"), std::string::npos) << f.text;
+            "work: 19 of its 20 messages to rank 1 were sent only after rank 1's previous output "
+            "had come back round, so the work goes round rank 0 -> rank 1 -> rank 2 -> rank 3 -> "
+            "rank 0 one item at a time; the extra synchronisation on link rank 3 -> rank 0 is the "
+            "bottleneck");
+  EXPECT_EQ(f.subjects,
+            (std::vector<std::string>{"rank 0", "rank 3", "rank 0", "rank 3 -> rank 0", "rank 1"}));
+  // Rank 1 waits 2e + 2c + h = 4.12 ms of every 6.14 ms word but the first.
+  EXPECT_NE(f.evidence.find("rank 1 waits 64% of the run receiving work from rank 0"),
+            std::string::npos)
+      << f.evidence;
   EXPECT_EQ(f.time_at_stake_ns, words * (2 * e + 3 * c));
+  // Closed loops per link: each worker's word k > 0 was sent after the receiver's word k - 1
+  // came back round; every answer to rank 0 after rank 0's latest send (the word it answers).
+  ASSERT_EQ(r.links.size(), 4u);
+  for (const auto& k : r.links) {
+    EXPECT_EQ(k.messages, 20u) << k.from_label;
+    EXPECT_EQ(k.closed_loop_messages, k.to == 0 ? 20u : 19u) << k.from_label;
+  }
   // One finding for the loop, not one per member, and no "rank 3 sends late" beside it.
   int cycles = 0;
   for (const auto& x : r.findings) {
@@ -859,6 +872,209 @@ TEST(RingGolden, SerialisedRingNamesTheMasterAndTheLastLink) {
     EXPECT_NE(x.id, "link-wait-receive") << x.text;
   }
   EXPECT_EQ(cycles, 1);
+}
+
+}  // namespace
+}  // namespace parmon::testing
+
+namespace parmon::testing {
+namespace {
+
+// The fixed ring by construction: rank 0 hands word k to rank 1 at k x c (c = 1 ms) without
+// waiting for its answer; each worker holds a word d = 0.9 ms and passes it on, a hop taking
+// e = 10 us, so a word takes 4e + 3d = 2.74 ms round the ring and three are in flight at once.
+// Rank 0 waits 2e + 3d - 2c = 0.72 ms of every 1 ms receiving from rank 3, and each worker 0.08
+// ms for its next word: the waits the serialised ring shows too. But no word waited for its
+// receiver's previous one to come back round, so there is no serialised cycle.
+TEST(RingGolden, PipelinedRingHasNoSerialisedCycle) {
+  TempDir dir;
+  std::string path = dir.File("pipelined.ptrace");
+  TraceBuilder b(path);
+  b.Session({{"command", "ring 4"}, {"start_ts", std::to_string(kT0)}});
+  for (uint32_t r = 0; r < 4; ++r) {
+    b.Process(600 + r, 1, "ring");
+    b.Thread(r + 1, 600 + r, 600 + r, "ring");
+  }
+  b.String(kSend, StringCategory::kFunction, "MPI_Send");
+  b.String(kRecv, StringCategory::kFunction, "MPI_Recv");
+  const uint64_t e = 10 * kUs, d = 900 * kUs, c = kMs;
+  const uint64_t words = 20;
+  const uint64_t end = (words + 1) * c + 4 * e + 3 * d - 2 * c;
+  auto send = [&](uint32_t from, uint32_t to, uint64_t t, uint64_t tag) {
+    b.Ev(from + 1, t, Kind::kMpiEnter, {kSend});
+    b.Ev(from + 1, t, Kind::kMpiSend, {to, tag, 1, 64, 0});
+    b.Ev(from + 1, t + e, Kind::kMpiLeave, {kSend});
+  };
+  auto receive = [&](uint32_t at, uint32_t from, uint64_t posted, uint64_t t, uint64_t tag) {
+    b.Ev(at + 1, posted, Kind::kMpiEnter, {kRecv});
+    b.Ev(at + 1, t, Kind::kMpiRecv, {from, tag, 1, 64, 0, TraceBuilder::At(posted)});
+    b.Ev(at + 1, t, Kind::kMpiLeave, {kRecv});
+  };
+  // Rank 0: word k at k c, then the answer to word k - 2, which arrives at k c + 0.74 ms.
+  b.Ev(1, 0, Kind::kMpiInit, {0, 4, 0});
+  for (uint64_t k = 0; k < words + 2; ++k) {
+    uint64_t posted = k * c;
+    if (k < words) {
+      send(0, 1, k * c, k);
+      posted += e;
+    }
+    if (k >= 2)
+      receive(0, 3, posted, (k - 2) * c + 4 * e + 3 * d, k - 2);
+  }
+  b.Ev(1, end, Kind::kThreadEnd);
+  // Worker w receives word k at k c + w e + (w - 1) d and sends it on d later.
+  for (uint32_t w = 1; w <= 3; ++w) {
+    b.Ev(w + 1, 0, Kind::kMpiInit, {w, 4, 0});
+    uint64_t posted = 0;
+    for (uint64_t k = 0; k < words; ++k) {
+      uint64_t at = k * c + w * e + (w - 1) * d;
+      receive(w, w - 1, posted, at, k);
+      send(w, (w + 1) % 4, at + d, k);
+      posted = at + d + e;
+    }
+    b.Ev(w + 1, end, Kind::kThreadEnd);
+  }
+  ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + end)}}));
+  analysis::Results r = AnalyzeFile(path);
+  // The waits are there: rank 0 on rank 3 (e longer for the last two answers, when it has no
+  // word to send first), rank 1 on rank 0 (every word but the first)...
+  std::map<std::string, const analysis::LinkResult*> link;
+  for (const auto& k : r.links)
+    link[k.from_label + ">" + k.to_label] = &k;
+  ASSERT_EQ(link.size(), 4u);
+  EXPECT_EQ(link["rank 3>rank 0"]->receiver_wait_ns, words * (2 * e + 3 * d - 2 * c) + 2 * e);
+  EXPECT_EQ(link["rank 0>rank 1"]->receiver_wait_ns, (words - 1) * (c - d - 2 * e));
+  // ... but only the answer to the last word closed a loop: rank 0 had sent nothing since it.
+  EXPECT_EQ(link["rank 0>rank 1"]->closed_loop_messages, 0u);
+  EXPECT_EQ(link["rank 1>rank 2"]->closed_loop_messages, 0u);
+  EXPECT_EQ(link["rank 2>rank 3"]->closed_loop_messages, 0u);
+  EXPECT_EQ(link["rank 3>rank 0"]->closed_loop_messages, 1u);
+  for (const auto& f : r.findings)
+    EXPECT_NE(f.id, "serialised-cycle") << f.text;
+}
+
+// A self-scheduling farm: rank 0 gives each of three workers a task and gives a worker its next
+// task when its answer is back, every P = 4 ms; a task takes C = 3 ms. Every task after a
+// worker's first waited for that worker's previous answer, and rank 0 waits most of the time,
+// but each loop has two parties (rank 0 and one worker): no serialised cycle.
+TEST(RingGolden, SelfSchedulingFarmIsNoSerialisedCycle) {
+  TempDir dir;
+  std::string path = dir.File("farm.ptrace");
+  TraceBuilder b(path);
+  b.Session({{"command", "farm 4"}, {"start_ts", std::to_string(kT0)}});
+  for (uint32_t r = 0; r < 4; ++r) {
+    b.Process(700 + r, 1, "farm");
+    b.Thread(r + 1, 700 + r, 700 + r, "farm");
+    b.Ev(r + 1, 0, Kind::kMpiInit, {r, 4, 0});
+  }
+  b.String(kSend, StringCategory::kFunction, "MPI_Send");
+  b.String(kRecv, StringCategory::kFunction, "MPI_Recv");
+  const uint64_t e = 10 * kUs, cost = 3 * kMs, period = 4 * kMs;
+  const uint64_t rounds = 10;
+  std::vector<uint64_t> posted(4, 0);
+  for (uint64_t k = 0; k < rounds; ++k) {
+    uint64_t t = k * period;
+    for (uint32_t w = 1; w <= 3; ++w) {
+      b.Ev(1, t + (w - 1) * e, Kind::kMpiEnter, {kSend});
+      b.Ev(1, t + (w - 1) * e, Kind::kMpiSend, {w, 1, 1, 64, 0});
+      b.Ev(1, t + w * e, Kind::kMpiLeave, {kSend});
+      // The worker receives its task, computes, answers and waits for the next.
+      b.Ev(w + 1, posted[w], Kind::kMpiEnter, {kRecv});
+      b.Ev(w + 1, t + w * e, Kind::kMpiRecv, {0, 1, 1, 64, 0, TraceBuilder::At(posted[w])});
+      b.Ev(w + 1, t + w * e, Kind::kMpiLeave, {kRecv});
+      b.Ev(w + 1, t + w * e + cost, Kind::kMpiEnter, {kSend});
+      b.Ev(w + 1, t + w * e + cost, Kind::kMpiSend, {0, 2, 1, 64, 0});
+      b.Ev(w + 1, t + (w + 1) * e + cost, Kind::kMpiLeave, {kSend});
+      posted[w] = t + (w + 1) * e + cost;
+    }
+    for (uint32_t w = 1; w <= 3; ++w) {
+      uint64_t from = w == 1 ? t + 3 * e : t + w * e + cost;
+      b.Ev(1, from, Kind::kMpiEnter, {kRecv});
+      b.Ev(1, t + (w + 1) * e + cost, Kind::kMpiRecv, {w, 2, 1, 64, 0, TraceBuilder::At(from)});
+      b.Ev(1, t + (w + 1) * e + cost, Kind::kMpiLeave, {kRecv});
+    }
+  }
+  for (uint32_t r = 0; r < 4; ++r)
+    b.Ev(r + 1, rounds * period, Kind::kThreadEnd);
+  ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + rounds * period)}}));
+  analysis::Results r = AnalyzeFile(path);
+  ASSERT_EQ(r.links.size(), 6u);
+  for (const auto& k : r.links) {
+    if (k.from == 0)  // every task after the first came after the worker's previous answer
+      EXPECT_EQ(k.closed_loop_messages, rounds - 1) << k.to_label;
+    if (k.to == 0)  // rank 0 waits for rank 1's answer from the moment it has handed out work
+      EXPECT_EQ(k.receiver_wait_ns, k.from == 1 ? rounds * (cost - 2 * e) : 0u) << k.from_label;
+  }
+  for (const auto& f : r.findings)
+    EXPECT_NE(f.id, "serialised-cycle") << f.text;
+}
+
+// The pipe form of the serialised ring: the master writes a word to worker-1 and reads its
+// answer from worker-2 before the next; each worker reads, computes c = 2 ms and writes on (a
+// call takes e = 10 us). Worker-2's writes return only after the master has read the answer and
+// written the next word (the woken reader ran first, as on a busy machine): the events come in
+// that order, and the read still takes the clock of the write it read. The loop is found from
+// the channels' reads and writes alone.
+TEST(RingGolden, SerialisedPipeRingNamesTheMasterAndTheLastLink) {
+  TempDir dir;
+  std::string path = dir.File("pipes.ptrace");
+  TraceBuilder b(path);
+  b.Session({{"command", "pipes"}, {"start_ts", std::to_string(kT0)}});
+  const char* names[3] = {"master", "worker-1", "worker-2"};
+  for (uint32_t p = 0; p < 3; ++p) {
+    b.Thread(p + 1, 801 + p, 801 + p, names[p]);
+    // fd 4 writes pipe 9100 + p to the next process, fd 3 reads the previous one's.
+    uint64_t out = 9100 + p, in = 9100 + (p + 2) % 3;
+    b.Ev(p + 1, 0, Kind::kChanInfo, {4, 1, out, 0}, "pipe:[" + std::to_string(out) + "]");
+    b.Ev(p + 1, 0, Kind::kChanInfo, {3, 1, in, 0}, "pipe:[" + std::to_string(in) + "]");
+  }
+  const uint64_t e = 10 * kUs, c = 2 * kMs, h = 100 * kUs;
+  const uint64_t words = 20;
+  std::vector<uint64_t> read_from(3, 0);  // when each one's pending read began
+  uint64_t t = 0;
+  for (uint64_t k = 0; k < words; ++k) {
+    b.Ev(1, t + e, Kind::kChanWrite, {4, 152, TraceBuilder::At(t), 0});
+    read_from[0] = t + e;
+    uint64_t arrive = t + 2 * e;
+    for (uint32_t w = 1; w <= 2; ++w) {
+      b.Ev(w + 1, arrive, Kind::kChanRead, {3, 152, TraceBuilder::At(read_from[w]), 0});
+      uint64_t out = arrive + c;
+      uint64_t returns = w == 1 ? out + e : out + 4 * e + h;
+      b.Ev(w + 1, returns, Kind::kChanWrite, {4, 152, TraceBuilder::At(out), 0});
+      read_from[w] = returns;
+      arrive = out + 2 * e;
+    }
+    b.Ev(1, arrive, Kind::kChanRead, {3, 152, TraceBuilder::At(read_from[0]), 0});
+    t = arrive + h;
+  }
+  for (uint32_t p = 0; p < 3; ++p)
+    b.Ev(p + 1, t, Kind::kThreadEnd);
+  ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + t)}}));
+  analysis::Results r = AnalyzeFile(path);
+  ASSERT_EQ(r.links.size(), 3u);
+  for (const auto& k : r.links) {
+    EXPECT_EQ(k.kind, "channel");
+    EXPECT_EQ(k.messages, words);
+    // Worker-1's word k > 0 and worker-2's answer k > 0 waited for the receiver's previous
+    // output; every answer to the master came after the master's latest write. Only k = 1 is
+    // not seen: the master read answer 0 before any write to its pipe had been seen, so that
+    // read took its clock only once the write's event came, after word 1 had left.
+    EXPECT_EQ(k.closed_loop_messages, k.to_label == "master (801)" ? words : words - 2)
+        << k.from_label;
+  }
+  const analysis::Finding* f = nullptr;
+  for (const auto& x : r.findings)
+    if (x.id == "serialised-cycle")
+      f = &x;
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->subjects,
+            (std::vector<std::string>{"master (801)", "worker-2 (803)", "master (801)",
+                                      "worker-2 (803) -> master (801)", "worker-1 (802)"}));
+  EXPECT_NE(f->text.find("18 of its 20 messages to worker-1 (802) were sent only after"),
+            std::string::npos)
+      << f->text;
+  // The master waits 2c + 5e of every 2c + 6e + h (98%).
+  EXPECT_EQ(f->time_at_stake_ns, words * (2 * c + 5 * e));
 }
 
 }  // namespace
