@@ -379,9 +379,17 @@ void QueuedFinding(const Results& r, std::vector<Finding>* out) {
   Finding f;
   f.id = "queued";
   uint32_t cpus = r.summary.cpus;
-  f.text = fmt::format(
-      "{} runnable threads on {} CPUs: {} of thread time is spent queued, waiting for a CPU", busy,
-      cpus ? std::to_string(cpus) : std::string("the"), FormatPercent(runnable, total));
+  const std::string on_cpus = cpus ? fmt::format("{} CPUs", cpus) : std::string("the CPUs");
+  if (cpus && busy > cpus)
+    f.text = fmt::format(
+        "{} runnable threads on {}: {} of thread time is spent queued, waiting for a CPU", busy,
+        on_cpus, FormatPercent(runnable, total));
+  else  // not this program's threads alone: other work on the machine, or bursts
+    f.text = fmt::format(
+        "{} of thread time is spent queued, waiting for a CPU ({} of the program's threads were "
+        "runnable most of the time, on {}: the rest of the queueing is other work on the "
+        "machine or short bursts)",
+        FormatPercent(runnable, total), busy, on_cpus);
   f.evidence = fmt::format("{} queued of {} sampled thread time", FormatDuration(runnable),
                            FormatDuration(total));
   f.time_at_stake_ns = runnable;
