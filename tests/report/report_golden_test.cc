@@ -1000,10 +1000,12 @@ TEST(RingGolden, SelfSchedulingFarmIsNoSerialisedCycle) {
   analysis::Results r = AnalyzeFile(path);
   ASSERT_EQ(r.links.size(), 6u);
   for (const auto& k : r.links) {
-    if (k.from == 0)  // every task after the first came after the worker's previous answer
+    if (k.from == 0) {  // every task after the first came after the worker's previous answer
       EXPECT_EQ(k.closed_loop_messages, rounds - 1) << k.to_label;
-    if (k.to == 0)  // rank 0 waits for rank 1's answer from the moment it has handed out work
+    }
+    if (k.to == 0) {  // rank 0 waits for rank 1's answer from the moment it has handed out work
       EXPECT_EQ(k.receiver_wait_ns, k.from == 1 ? rounds * (cost - 2 * e) : 0u) << k.from_label;
+    }
   }
   for (const auto& f : r.findings)
     EXPECT_NE(f.id, "serialised-cycle") << f.text;
