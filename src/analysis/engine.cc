@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/free_list.h"
 #include "analysis/loop_clocks.h"
 
 namespace parmon::analysis {
@@ -272,6 +273,14 @@ struct Engine::Impl {
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> coll_seq;  // (comm, loc) -> count
   std::map<std::pair<uint64_t, uint64_t>, CollectiveInstance> collectives;
   std::map<std::tuple<uint32_t, std::string, uint32_t>, WaitStateResult> wait_states;
+  // AddWaitCall's recent rows per location (a location waits in few calls): finding one costs a
+  // pointer and a short string compare instead of building the map's key.
+  struct WaitRow {
+    const char* pattern;
+    std::string call;
+    WaitStateResult* row;
+  };
+  std::vector<std::vector<WaitRow>> wait_rows;
 
   std::map<std::pair<uint32_t, uint64_t>, std::string> fd_endpoint;  // (pid, fd) -> endpoint key
   std::map<std::string, Endpoint> endpoints;
@@ -541,8 +550,18 @@ struct Engine::Impl {
   void AddWaitCall(const char* pattern, uint32_t loc_index, const std::string& call, uint64_t ns) {
     if (!ns)
       return;
+    if (wait_rows.size() <= loc_index)
+      wait_rows.resize(loc_index + 1);
+    for (WaitRow& r : wait_rows[loc_index])
+      if (r.pattern == pattern && r.call == call) {
+        ++r.row->instances;
+        r.row->ns += ns;
+        return;
+      }
     auto key = std::make_tuple(loc_index, std::string(pattern) + "\x1f" + call, 0u);
     auto& w = wait_states[key];
+    if (wait_rows[loc_index].size() < 16)
+      wait_rows[loc_index].push_back({pattern, call, &w});
     if (w.instances == 0) {
       w.pattern = pattern;
       w.location = locs[loc_index].id;
@@ -749,7 +768,7 @@ struct Engine::Impl {
     l.cp_mark = end;
   }
 
-  void MpiLeave(Loc& l, const Event& e) {
+  [[gnu::noinline]] void MpiLeave(Loc& l, const Event& e) {
     if (!l.in_mpi)
       return;  // entered before the window
     l.in_mpi = false;
@@ -784,7 +803,7 @@ struct Engine::Impl {
   // The record of the open MPI call's message waits, created when it first completes one.
   CallWaits& CurrentCall(Loc& l) {
     if (!l.call_waits) {
-      l.call_waits = std::make_shared<CallWaits>();
+      l.call_waits = MakePooled<CallWaits>();
       l.call_waits->loc = static_cast<uint32_t>(&l - locs.data());
       l.call_waits->func = l.mpi_func;
       l.call_waits->enter = l.mpi_enter;
@@ -797,7 +816,7 @@ struct Engine::Impl {
   // or before it) and ends when its partner arrived; the call waited until the last of them.
   // Sorted by that end, each message is charged the stretch from the previous end to its own:
   // the time the call waited for it alone, so the charges add up to the call's wait.
-  void FinishCall(CallWaits& c) {
+  [[gnu::noinline]] void FinishCall(CallWaits& c) {
     if (c.done || c.leave == kNone || c.unresolved > 0)
       return;
     c.done = true;
@@ -822,13 +841,12 @@ struct Engine::Impl {
     AddWaitCall("late sender", c.loc, call, late_sender);
     AddWaitCall("late receiver", c.loc, call, late_receiver);
     c.parts.clear();
-    c.parts.shrink_to_fit();
   }
 
-  void MpiSend(Loc& l, const Event& e) {
+  [[gnu::noinline]] void MpiSend(Loc& l, const Event& e) {
     int32_t rank = RankOf(l);
     int64_t peer = static_cast<int64_t>(e.args[0]);
-    auto s = std::make_shared<PendingSend>();
+    auto s = MakePooled<PendingSend>();
     s->ts = e.ts;
     s->loc = static_cast<uint32_t>(&l - locs.data());
     s->blocking = e.args[4] == 0;
@@ -854,7 +872,7 @@ struct Engine::Impl {
   }
 
   // A nonblocking send (or collective, RMA request: not in open_sends) completed in this call.
-  void MpiRequestDone(Loc& l, const Event& e) {
+  [[gnu::noinline]] void MpiRequestDone(Loc& l, const Event& e) {
     auto it = open_sends.find({l.pid, e.args[0]});
     if (it == open_sends.end())
       return;
@@ -871,7 +889,7 @@ struct Engine::Impl {
       ++c.unresolved;
   }
 
-  void MpiRecv(Loc& l, const Event& e) {
+  [[gnu::noinline]] void MpiRecv(Loc& l, const Event& e) {
     int32_t rank = RankOf(l);
     int64_t peer = static_cast<int64_t>(e.args[0]);
     uint64_t posted = std::min(e.args[5], e.ts);
@@ -914,7 +932,7 @@ struct Engine::Impl {
     Adopt(l, s->cp, s->shares);
   }
 
-  void MpiCollective(Loc& l, const Event& e) {
+  [[gnu::noinline]] void MpiCollective(Loc& l, const Event& e) {
     has_comm = true;
     if (e.args[5] != 0 || !l.in_mpi)
       return;  // nonblocking: the wait is in Wait*, not here
@@ -973,7 +991,7 @@ struct Engine::Impl {
     return key;
   }
 
-  void ChanInfo(Loc& l, const Event& e) {
+  [[gnu::noinline]] void ChanInfo(Loc& l, const Event& e) {
     std::string key = EndpointKey(l.pid, e.args[0], e.args[1], e.args[2], e.args[3]);
     Endpoint& ep = endpoints[key];
     ep.type = static_cast<uint32_t>(e.args[1]);
@@ -984,7 +1002,7 @@ struct Engine::Impl {
     fd_endpoint[{l.pid, e.args[0]}] = key;
   }
 
-  void ChanIo(Loc& l, const Event& e) {
+  [[gnu::noinline]] void ChanIo(Loc& l, const Event& e) {
     has_comm = true;
     bool write = e.kind_enum() == Kind::kChanWrite;
     uint64_t begin = std::min(e.args[2], e.ts);
@@ -1589,7 +1607,7 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
   const format::KindSchema& schema = reader.schema();
   // An event of another recorder's file, its time and the times in its args put on rank 0's
   // clock.
-  auto align = [&](Head& h) {
+  auto align = [&](Head& h) __attribute__((noinline)) {
     format::Event& e = h.event;
     e.ts = h.clock->Apply(e.ts, &h.clock_hint);
     uint32_t mask = schema.time_mask(e.kind);
@@ -1601,14 +1619,10 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
     return h.clock ? h.clock->Apply(t, &h.clock_hint) : t;
   };
   // Loads the next event of a stream into h.event (skipping events before the window).
-  auto advance = [&](Head& h) {
+  // Moves h to its stream's next chunk in the window: false at the end (kept out of the merge
+  // loop's code, which it would only make slower).
+  auto next_chunk = [&](Head& h) __attribute__((noinline)) {
     for (;;) {
-      while (h.decoder.Next(&h.event)) {
-        if (h.clock)
-          align(h);
-        if (h.event.ts >= from)
-          return true;
-      }
       if (!h.decoder.error().empty()) {
         // Let the reader record the damaged chunk as a problem, as MergeCursor would.
         format::DecodedChunk scratch;
@@ -1634,7 +1648,19 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
       h.decoder =
           format::EventDecoder(h.raw.data(), h.raw.size(), ref->header.location,
                                static_cast<format::Source>(ref->header.source), &reader.schema());
+      return true;
     }
+  };
+  auto advance = [&](Head& h) {
+    do {
+      while (h.decoder.Next(&h.event)) {
+        if (h.clock) [[unlikely]]
+          align(h);
+        if (h.event.ts >= from) [[likely]]
+          return true;
+      }
+    } while (next_chunk(h));
+    return false;
   };
   // Every stream's location exists before the first event, so locs does not grow (and these
   // pointers stay valid) while events are consumed.
