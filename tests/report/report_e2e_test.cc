@@ -21,11 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
 std::vector<std::string> MpiRun(int ranks) {
   return {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
 }

@@ -20,11 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
 const std::vector<std::string> kMpiRun = {"mpirun", "--allow-run-as-root", "--oversubscribe"};
 // 10 rounds of 30 ms per phase: 300 ms injected per figure, so 5% is 15 ms, far more than the
 // few microseconds between the program's clock reads and the wrappers' over the 10 rounds.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,11 @@ namespace parmon::testing {
 std::string ParmonBin() {
   return PARMON_TEST_BIN_DIR "/parmon";
 }
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
 std::string BinDir() {
   return PARMON_TEST_BIN_DIR;
 }

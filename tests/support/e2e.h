@@ -13,6 +13,9 @@ std::string ParmonBin();  // the parmon executable
 std::string BinDir();     // where example and test programs are built
 std::string LibDir();     // where libparmon.so is
 
+// Whether path names an existing file or directory.
+bool Exists(const std::string& path);
+
 struct RunResult {
   int exit_code = -1;  // 128+signal when killed by a signal
   std::string out;
