@@ -165,7 +165,10 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
   // Children found now are sampled from the next pass, with their start time as the interval start.
   if (pass_ == 1)
     DiscoverChildren();
-  std::erase_if(switches_, [](const auto& kv) { return kv.second.last == LastSwitch::kGone; });
+  // (A walk over every thread's entry: only after an EXIT record.)
+  if (std::any_of(changes_.begin(), changes_.end(),
+                  [](const SwitchChange& c) { return c.last == LastSwitch::kGone; }))
+    std::erase_if(switches_, [](const auto& kv) { return kv.second.last == LastSwitch::kGone; });
   // /proc/stat counts in clock ticks (10 ms) and costs ~15 us: read it every 50 ms at most.
   if (cpu_prev_.empty() || now_ns - cpu_prev_ns_ >= 50'000'000)
     SampleCpus(now_ns, out);
@@ -234,6 +237,19 @@ void SamplerCore::SampleProcess(uint32_t pid,
     return;
   TaskStat ps;
   if (ParseTaskStat(p.stat.Read(), &ps)) {
+    if (ps.state == 'T' || ps.state == 't') {
+      // Stopped (SIGSTOP, a debugger): a group stop stops every thread, each inside whatever
+      // call it was in, which is all its syscall file shows. The timed ones that are blocked
+      // wait as stopped from now; each is read afresh at its next block after it resumes.
+      for (auto& [tid, t] : p.threads)
+        if (t.timed && t.rec_state == LastSwitch::kBlocked) {
+          t.wait_state = ThreadState::kStopped;
+          t.wait_known = true;
+          t.state = ps.state;
+          t.wait_every = 1;
+          t.wait_pass = pass_;
+        }
+    }
     uint64_t cpu = (ps.utime_ticks + ps.stime_ticks) * NsPerClockTick();
     uint64_t seen = live_cpu + p.exited_cpu_seen;
     uint64_t unseen = cpu > seen ? cpu - seen : 0;
@@ -410,14 +426,17 @@ bool SamplerCore::ReadWait(uint32_t pid, uint32_t tid, Thread& t) {
       return true;  // woke since the records were collected: nothing learnt this time
     }
   }
-  // The state letter as well: this read is rare (see wait_every), and only the letter tells a
-  // disk wait (D) in read() from a pipe wait, or a thread stopped (T) inside a system call.
-  TaskStat ts;
-  if (!ParseTaskStat(t.stat.Read(), &ts))
-    return false;
-  if (ts.state == 'R')
-    return true;
-  const char letter = ts.state;
+  // The state letter only where it matters: a call that may sleep uninterruptibly (disk, D) or
+  // no call known. (A stopped process is found from its own stat letter: see SampleProcess.)
+  char letter = 'S';
+  if (!t.syscall_readable || MayBeUninterruptible(nr)) {
+    TaskStat ts;
+    if (!ParseTaskStat(t.stat.Read(), &ts))
+      return false;
+    if (ts.state == 'R')
+      return true;
+    letter = ts.state;
+  }
   t.state = letter;
   t.syscall_nr = nr;
   // A thread found in the same kind of wait again is read half as often, up to every

@@ -392,8 +392,8 @@ TEST(SchedE2E, AStoppedProcessIsBookedAsStopped) {
       if (e.kind_enum() == Kind::kThreadStates && e.source == format::Source::kSampler)
         stopped_s += static_cast<double>(e.args[6]) / 1e9;
   std::printf("stopped: %.3f s (the shell was stopped for 1 s)\n", stopped_s);
-  // The stop is seen at the sampler's next read of what the shell waits in (after the switch
-  // out that stopped it: at most 16 periods of 10 ms later); SIGCONT ends it to the nanosecond.
+  // The stop is seen when the sampler next reads the process's own state letter (every 10
+  // periods of 10 ms); SIGCONT ends it to the nanosecond.
   EXPECT_GT(stopped_s, 0.75);
   EXPECT_LT(stopped_s, 1.3);  // 1 s, plus starting `sleep` on a busy machine
 }
