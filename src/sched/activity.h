@@ -50,6 +50,7 @@ class SwitchActivity {
   std::mutex mu_;                       // also guards the recorder's buffers and pending records
   SwitchRecorder* recorder_ = nullptr;  // guarded by mu_
   std::vector<SwitchChange> changes_;   // guarded by mu_
+  std::vector<size_t> run_ends_;        // guarded by mu_: changes_ is sorted within each run
   bool lost_ = false;                   // guarded by mu_
 };
 

@@ -106,39 +106,42 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
     // record may predate them.
     if (switches_live_ && !changes_.empty() && flowing_pass_ == 0)
       flowing_pass_ = pass_;
+    // One walk over the records. A thread timed from them books the time up to each (a record
+    // stamped after now_ns, taken just before the Collect, counts from now_ns); for the others
+    // the latest record is kept for CanAssume and StartTiming.
+    uint32_t last_pid = 0;
+    Process* last_process = nullptr;
     for (const SwitchChange& c : changes_) {
+      if (c.pid != last_pid || !last_process) {
+        auto p = processes_.find(c.pid);
+        // A thread of a process we do not know: the recorder follows every process the session
+        // creates (inherited events), so this is a new child, found without a scan.
+        if (p == processes_.end() && c.last != LastSwitch::kGone) {
+          AddProcess(c.pid);
+          p = processes_.find(c.pid);
+        }
+        last_pid = c.pid;
+        last_process = p == processes_.end() ? nullptr : &p->second;
+      }
+      if (c.last == LastSwitch::kUnknown) {  // a FORK record: a new thread to list
+        if (last_process)
+          last_process->forked = true;
+      } else if (last_process) {
+        auto t = last_process->threads.find(c.tid);
+        if (t != last_process->threads.end() && t->second.timed) {
+          if (c.last != LastSwitch::kGone) {
+            Advance(t->second, std::min(c.ts, now_ns), c.last, c.cpu);
+            continue;
+          }
+          t->second.timed = false;  // read it: the read finds it gone
+        }
+      }
       SwitchSeen& seen = switches_[c.tid];
       seen.pass = pass_;
       if (c.ts >= seen.ts) {
         seen.ts = c.ts;
         seen.last = c.last;
       }
-      // A thread of a process we do not know: the recorder follows every process the session
-      // creates (inherited events), so this is a new child, found without a scan.
-      if (c.last != LastSwitch::kGone && !processes_.count(c.pid))
-        AddProcess(c.pid);
-      if (c.last == LastSwitch::kUnknown) {  // a FORK record: a new thread to list
-        auto p = processes_.find(c.pid);
-        if (p != processes_.end())
-          p->second.forked = true;
-      }
-    }
-    // Threads timed from the records: each record books the time up to it. (A record stamped
-    // after now_ns, taken just before the Collect, counts from now_ns.) Records lost: every
-    // thread is read, then timed again.
-    for (const SwitchChange& c : switches_live_ ? changes_ : std::vector<SwitchChange>{}) {
-      if (c.last == LastSwitch::kUnknown)
-        continue;
-      auto p = processes_.find(c.pid);
-      if (p == processes_.end())
-        continue;
-      auto t = p->second.threads.find(c.tid);
-      if (t == p->second.threads.end() || !t->second.timed)
-        continue;
-      if (c.last == LastSwitch::kGone)
-        t->second.timed = false;  // read it: the read finds it gone
-      else
-        Advance(t->second, std::min(c.ts, now_ns), c.last, c.cpu);
     }
     if (!switches_live_)
       for (auto& [pid, p] : processes_)

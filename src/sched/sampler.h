@@ -63,6 +63,12 @@ class TidTable {
   size_t size() const { return v_.size(); }
   bool empty() const { return v_.empty(); }
   iterator find(uint32_t tid) {
+    // Threads made one after another get consecutive ids: try tid's place in such a run first.
+    if (!v_.empty() && tid >= v_.front().first) {
+      size_t guess = tid - v_.front().first;
+      if (guess < v_.size() && v_[guess].first == tid)
+        return v_.begin() + static_cast<ptrdiff_t>(guess);
+    }
     auto it = LowerBound(tid);
     return it != v_.end() && it->first == tid ? it : v_.end();
   }

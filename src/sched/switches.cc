@@ -247,9 +247,14 @@ void SwitchRecorder::ReadBuffer(Buffer& b) {
 }
 
 void SwitchRecorder::ReadBuffers() {
+  // Each buffer's records are in time order: each read appends one sorted run of changes.
+  auto& runs = options_.activity->run_ends_;
   for (auto& b : buffers_)
-    if (b.base)
+    if (b.base) {
       ReadBuffer(b);
+      if (runs.empty() || runs.back() != options_.activity->changes_.size())
+        runs.push_back(options_.activity->changes_.size());
+    }
 }
 
 void SwitchRecorder::Drain(recorder::Recorder* recorder, uint64_t until_ns) {
@@ -278,12 +283,18 @@ bool SwitchActivity::Collect(std::vector<SwitchChange>* changes) {
   if (lost_) {
     lost_ = false;
     changes_.clear();
+    run_ends_.clear();
     return false;
   }
   // Each CPU's buffer is in time order, not the batch: a thread's switch-out on one CPU and its
-  // switch-in on another must come out in the order they happened.
-  std::stable_sort(changes_.begin(), changes_.end(),
-                   [](const SwitchChange& x, const SwitchChange& y) { return x.ts < y.ts; });
+  // switch-in on another must come out in the order they happened. Merging the sorted runs
+  // costs a fraction of sorting the whole.
+  auto by_ts = [](const SwitchChange& x, const SwitchChange& y) { return x.ts < y.ts; };
+  for (size_t i = 1; i < run_ends_.size(); ++i)
+    std::inplace_merge(changes_.begin(),
+                       changes_.begin() + static_cast<ptrdiff_t>(run_ends_[i - 1]),
+                       changes_.begin() + static_cast<ptrdiff_t>(run_ends_[i]), by_ts);
+  run_ends_.clear();
   changes->insert(changes->end(), changes_.begin(), changes_.end());
   changes_.clear();
   return true;
