@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <deque>
 #include <map>
 #include <unordered_map>
 
@@ -167,6 +166,7 @@ struct Loc {
   uint32_t mpi_func = 0;
   uint64_t mpi_ns = 0, mpi_calls = 0, mpi_init_ns = 0;
   std::map<std::string, CallFamilyStat> families;
+  std::unordered_map<uint32_t, CallFamilyStat*> family_of_func;  // by MPI function string id
   std::vector<std::shared_ptr<PendingSend>> call_sends;
   std::shared_ptr<CallWaits> call_waits;  // of the open call, once it completes a message
   uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
@@ -241,6 +241,7 @@ struct ClockMap {
 struct FuncInfo {
   std::string name;
   std::string family;
+  bool init = false;  // family "init"
   bool n_to_n = false;
   bool barrier = false;
 };
@@ -263,9 +264,11 @@ struct Engine::Impl {
   std::unordered_map<uint64_t, uint32_t> comm_size;
   std::unordered_map<uint32_t, FuncInfo> funcs;
 
+  // (src, dst, comm, tag) -> sends not received yet, oldest first. A vector: nearly always one
+  // message per key is in flight, and a deque costs two allocations where a vector costs one.
   std::map<std::tuple<int64_t, int64_t, uint64_t, uint64_t>,
-           std::deque<std::shared_ptr<PendingSend>>>
-      in_flight;  // (src, dst, comm, tag)
+           std::vector<std::shared_ptr<PendingSend>>>
+      in_flight;
   // Nonblocking sends not completed yet, by (pid, request id): request ids are per process.
   std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<PendingSend>> open_sends;
   std::map<std::pair<int64_t, int64_t>, size_t> mpi_link_index;
@@ -455,6 +458,7 @@ struct Engine::Impl {
     FuncInfo f;
     f.name = defs.Name(id);
     f.family = MpiFamily(f.name);
+    f.init = f.family == "init";
     f.n_to_n = IsNToN(f.name);
     f.barrier = f.name == "MPI_Barrier";
     return funcs.emplace(id, std::move(f)).first->second;
@@ -776,10 +780,14 @@ struct Engine::Impl {
     uint64_t d = Clip(l.mpi_enter, e.ts);
     l.mpi_ns += d;
     ++l.mpi_calls;
-    if (f.family == "init")
+    if (f.init)
       l.mpi_init_ns += d;
-    auto& fam = l.families[f.family];
-    fam.family = f.family;
+    CallFamilyStat*& cached = l.family_of_func[l.mpi_func];
+    if (!cached) {
+      cached = &l.families[f.family];  // map nodes stay put
+      cached->family = f.family;
+    }
+    CallFamilyStat& fam = *cached;
     ++fam.calls;
     fam.ns += d;
     AddWaitState(l, State::kCommWait, l.mpi_enter, e.ts);
@@ -899,8 +907,8 @@ struct Engine::Impl {
     auto it = in_flight.find({peer, rank, e.args[2], e.args[1]});
     if (it == in_flight.end() || it->second.empty())
       return;  // its send is outside the window
-    std::shared_ptr<PendingSend> s = it->second.front();
-    it->second.pop_front();
+    std::shared_ptr<PendingSend> s = std::move(it->second.front());
+    it->second.erase(it->second.begin());
     if (it->second.empty())
       in_flight.erase(it);
     LinkAgg& a = links[s->link];
@@ -1607,7 +1615,7 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
   const format::KindSchema& schema = reader.schema();
   // An event of another recorder's file, its time and the times in its args put on rank 0's
   // clock.
-  auto align = [&](Head& h) __attribute__((noinline)) {
+  auto align = [&](Head & h) __attribute__((noinline)) {
     format::Event& e = h.event;
     e.ts = h.clock->Apply(e.ts, &h.clock_hint);
     uint32_t mask = schema.time_mask(e.kind);
@@ -1621,7 +1629,7 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
   // Loads the next event of a stream into h.event (skipping events before the window).
   // Moves h to its stream's next chunk in the window: false at the end (kept out of the merge
   // loop's code, which it would only make slower).
-  auto next_chunk = [&](Head& h) __attribute__((noinline)) {
+  auto next_chunk = [&](Head & h) __attribute__((noinline)) {
     for (;;) {
       if (!h.decoder.error().empty()) {
         // Let the reader record the damaged chunk as a problem, as MergeCursor would.
@@ -1683,14 +1691,16 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
     size_t bound_index = SIZE_MAX;
     for (size_t i = 1; i < live_ts.size(); ++i) {
       uint64_t t = live_ts[i];
-      if (t < best_ts) {
-        bound = best_ts;
-        bound_index = best;
-        best_ts = t;
-        best = i;
-      } else if (t < bound) {
-        bound = t;
-        bound_index = i;
+      if (t < bound) [[unlikely]] {  // (bound >= best_ts: one compare for most heads)
+        if (t < best_ts) {
+          bound = best_ts;
+          bound_index = best;
+          best_ts = t;
+          best = i;
+        } else {
+          bound = t;
+          bound_index = i;
+        }
       }
     }
     Head& h = *live[best];
