@@ -416,7 +416,7 @@ TEST(Info, DamagedFilesGetAClearSentence) {
   std::string junk = dir.File("junk");
   std::ofstream(junk) << "this is not a trace";
   auto r = Parmon({"info", junk});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("is not a parmon trace"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 
@@ -428,11 +428,11 @@ TEST(Info, DamagedFilesGetAClearSentence) {
   std::filesystem::resize_file(trace, size * 2 / 3);
   r = Parmon({"info", trace});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("ends inside chunk"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ends inside chunk"), std::string::npos) << r.out << r.err;
   auto d = Parmon({"dump", trace});
-  EXPECT_NE(d.exit_code, 0);
-  EXPECT_NE(d.err.find("ends inside chunk"), std::string::npos);
-  EXPECT_GT(std::count(d.out.begin(), d.out.end(), '\n'), 1000);
+  EXPECT_NE(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.err.find("ends inside chunk"), std::string::npos) << d.err;
+  EXPECT_GT(std::count(d.out.begin(), d.out.end(), '\n'), 1000) << d.err;
 }
 
 TEST(Dump, FiltersByThreadAndTime) {
