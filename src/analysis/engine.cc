@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "analysis/free_list.h"
 #include "analysis/loop_clocks.h"
 
 namespace parmon::analysis {
@@ -811,7 +810,7 @@ struct Engine::Impl {
   // The record of the open MPI call's message waits, created when it first completes one.
   CallWaits& CurrentCall(Loc& l) {
     if (!l.call_waits) {
-      l.call_waits = MakePooled<CallWaits>();
+      l.call_waits = std::make_shared<CallWaits>();
       l.call_waits->loc = static_cast<uint32_t>(&l - locs.data());
       l.call_waits->func = l.mpi_func;
       l.call_waits->enter = l.mpi_enter;
@@ -854,7 +853,7 @@ struct Engine::Impl {
   [[gnu::noinline]] void MpiSend(Loc& l, const Event& e) {
     int32_t rank = RankOf(l);
     int64_t peer = static_cast<int64_t>(e.args[0]);
-    auto s = MakePooled<PendingSend>();
+    auto s = std::make_shared<PendingSend>();
     s->ts = e.ts;
     s->loc = static_cast<uint32_t>(&l - locs.data());
     s->blocking = e.args[4] == 0;

@@ -18,8 +18,6 @@
 #include <memory>
 #include <vector>
 
-#include "analysis/free_list.h"
-
 namespace parmon::analysis {
 
 class LoopClocks {
@@ -181,9 +179,9 @@ class LoopClocks {
   // The slot's clock, unshared (copied when a message in flight still holds it).
   Clock& Own(size_t s) {
     if (!clocks_[s])
-      clocks_[s] = MakePooled<Clock>();
+      clocks_[s] = std::make_shared<Clock>();
     else if (clocks_[s].use_count() > 1)
-      clocks_[s] = MakePooled<Clock>(*clocks_[s]);
+      clocks_[s] = std::make_shared<Clock>(*clocks_[s]);
     return *clocks_[s];
   }
 

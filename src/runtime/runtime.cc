@@ -552,18 +552,31 @@ PARMON_EXPORT const int* parmon_x_enabled_flag(void) {
 PARMON_EXPORT uint64_t parmon_x_now(void) {
   return Now();
 }
+namespace {
+// parmon_x_emit and parmon_x_emit_at: ticks null means now.
+int EmitForPreload(const uint64_t* ticks,
+                   uint16_t kind,
+                   const uint64_t* args,
+                   unsigned nargs,
+                   const void* payload,
+                   uint32_t payload_size) {
+  if (nargs <= 1 && payload_size == 0 && kind < 256 && (nargs == 0 || args[0] <= 0xffffffffu)) {
+    if (g_enabled.load(std::memory_order_relaxed) == 0)
+      return PARMON_E_INACTIVE;
+    Emit1(static_cast<uint8_t>(kind), nargs ? static_cast<uint32_t>(args[0]) : 0, ticks);
+    return PARMON_OK;
+  }
+  return EmitGeneral(ticks ? *ticks : 0, ticks != nullptr, kind, args, nargs, payload, payload_size,
+                     false);
+}
+}  // namespace
+
 PARMON_EXPORT int parmon_x_emit(uint16_t kind,
                                 const uint64_t* args,
                                 unsigned nargs,
                                 const void* payload,
                                 uint32_t payload_size) {
-  if (nargs <= 1 && payload_size == 0 && kind < 256 && (nargs == 0 || args[0] <= 0xffffffffu)) {
-    if (g_enabled.load(std::memory_order_relaxed) == 0)
-      return PARMON_E_INACTIVE;
-    Emit1(static_cast<uint8_t>(kind), nargs ? static_cast<uint32_t>(args[0]) : 0);
-    return PARMON_OK;
-  }
-  return EmitGeneral(0, false, kind, args, nargs, payload, payload_size, false);
+  return EmitForPreload(nullptr, kind, args, nargs, payload, payload_size);
 }
 PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks,
                                    uint16_t kind,
@@ -571,13 +584,7 @@ PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks,
                                    unsigned nargs,
                                    const void* payload,
                                    uint32_t payload_size) {
-  if (nargs <= 1 && payload_size == 0 && kind < 256 && (nargs == 0 || args[0] <= 0xffffffffu)) {
-    if (g_enabled.load(std::memory_order_relaxed) == 0)
-      return PARMON_E_INACTIVE;
-    Emit1(static_cast<uint8_t>(kind), nargs ? static_cast<uint32_t>(args[0]) : 0, &ticks);
-    return PARMON_OK;
-  }
-  return EmitGeneral(ticks, true, kind, args, nargs, payload, payload_size, false);
+  return EmitForPreload(&ticks, kind, args, nargs, payload, payload_size);
 }
 PARMON_EXPORT uint32_t parmon_x_intern(const char* name, uint32_t category) {
   return Intern(name, category);

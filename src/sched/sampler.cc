@@ -93,6 +93,7 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
   // the thread is read then: no switch between two collections means the state a read saw
   // between them held all along.
   switches_live_ = false;
+  bool any_gone = false;  // an EXIT record this pass
   if (!options_.activity)
     last_unlive_pass_ = pass_;
   if (options_.activity) {
@@ -112,6 +113,7 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
     uint32_t last_pid = 0;
     Process* last_process = nullptr;
     for (const SwitchChange& c : changes_) {
+      any_gone = any_gone || c.last == LastSwitch::kGone;
       if (c.pid != last_pid || !last_process) {
         auto p = processes_.find(c.pid);
         // A thread of a process we do not know: the recorder follows every process the session
@@ -169,8 +171,7 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
   if (pass_ == 1)
     DiscoverChildren();
   // (A walk over every thread's entry: only after an EXIT record.)
-  if (std::any_of(changes_.begin(), changes_.end(),
-                  [](const SwitchChange& c) { return c.last == LastSwitch::kGone; }))
+  if (any_gone)
     std::erase_if(switches_, [](const auto& kv) { return kv.second.last == LastSwitch::kGone; });
   // /proc/stat counts in clock ticks (10 ms) and costs ~15 us: read it every 50 ms at most.
   if (cpu_prev_.empty() || now_ns - cpu_prev_ns_ >= 50'000'000)
@@ -362,7 +363,6 @@ bool SamplerCore::BookFromRecords(uint32_t pid,
                                   Thread& t,
                                   uint64_t now_ns,
                                   std::vector<Output>* out) {
-  ++timed_;
   Advance(t, now_ns, LastSwitch::kUnknown, 0);
   // A thread that switched: its counters, for the run-queue delay after its wake-ups (the
   // records show when it blocked and when it next ran, not when it woke up in between) and its

@@ -107,8 +107,6 @@ class SamplerCore {
   // without reading /proc, over all passes so far.
   uint64_t reads() const { return reads_; }
   uint64_t assumed() const { return assumed_; }
-  // Thread intervals booked from the context-switch records, over all passes so far.
-  uint64_t timed() const { return timed_; }
 
  private:
   struct Thread {
@@ -209,7 +207,6 @@ class SamplerCore {
   std::unordered_map<uint32_t, SwitchSeen> switches_;  // by tid
   uint64_t reads_ = 0;
   uint64_t assumed_ = 0;
-  uint64_t timed_ = 0;
 };
 
 class ProcSampler : public recorder::RecorderSource {
