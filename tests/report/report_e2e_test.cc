@@ -4,7 +4,6 @@
 // what the program is known to do. A test skips, saying what is missing, when its program or
 // the preload library it needs was not built.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>

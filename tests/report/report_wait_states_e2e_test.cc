@@ -5,7 +5,6 @@
 // Recorded once by one recorder (one clock) and once with one recorder per rank and 3 ms of skew
 // injected into rank 1's clock, which the report must remove before matching messages.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <map>
 #include <string>
