@@ -126,16 +126,19 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
         last_process = p == processes_.end() ? nullptr : &p->second;
       }
       if (c.last == LastSwitch::kUnknown) {  // a FORK record: a new thread to list
-        if (last_process)
+        if (last_process) {
           last_process->forked = true;
+          if (switches_live_)
+            Born(c.pid, *last_process, c.tid, c.ts, now_ns, out);
+        }
       } else if (last_process) {
         auto t = last_process->threads.find(c.tid);
         if (t != last_process->threads.end() && t->second.timed) {
-          if (c.last != LastSwitch::kGone) {
-            Advance(t->second, std::min(c.ts, now_ns), c.last, c.cpu);
+          Advance(t->second, std::min(c.ts, now_ns), c.last, c.cpu);
+          if (c.last == LastSwitch::kGone)
+            t->second.exit_ns = std::max<uint64_t>(std::min(c.ts, now_ns), 1);
+          else
             continue;
-          }
-          t->second.timed = false;  // read it: the read finds it gone
         }
       }
       SwitchSeen& seen = switches_[c.tid];
@@ -209,6 +212,7 @@ void SamplerCore::SampleProcess(uint32_t pid,
       auto [it, inserted] = p.threads.try_emplace(tid);
       if (inserted) {
         it->second.fresh = true;
+        it->second.born_pass = pass_;
         it->second.schedstat = ProcFile(TaskPath(pid, tid, "schedstat"));
         it->second.stat = ProcFile(TaskPath(pid, tid, "stat"));
       }
@@ -219,6 +223,14 @@ void SamplerCore::SampleProcess(uint32_t pid,
     Thread& t = it->second;
     bool is_new = t.fresh;
     t.fresh = false;
+    if (t.timed && t.exit_ns != 0) {
+      // Ended, as its EXIT record says: booked up to then from the records, nothing to read.
+      BookExit(pid, it->first, t, now_ns, out);
+      p.exited_cpu_seen += t.account.cpu_booked_ns();
+      switches_.erase(it->first);
+      it = p.threads.erase(it);
+      continue;
+    }
     const bool present = !is_new && t.timed ? BookFromRecords(pid, it->first, t, now_ns, out)
                                             : SampleUntimed(pid, it->first, t, is_new, now_ns, out);
     if (present) {
@@ -335,6 +347,60 @@ void SamplerCore::StartTiming(uint32_t tid, Thread& t, uint64_t now_ns) {
   t.blocked_anew = false;
 }
 
+void SamplerCore::Born(uint32_t pid,
+                       Process& p,
+                       uint32_t tid,
+                       uint64_t ts,
+                       uint64_t now_ns,
+                       std::vector<Output>* out) {
+  if (!options_.only_tids.empty() && !options_.only_tids.count(tid))
+    return;
+  auto [it, inserted] = p.threads.try_emplace(tid);
+  if (!inserted)
+    return;  // listed before its record came
+  Thread& t = it->second;
+  t.schedstat = ProcFile(TaskPath(pid, tid, "schedstat"));
+  t.stat = ProcFile(TaskPath(pid, tid, "stat"));
+  t.born_pass = pass_;
+  const uint64_t start = std::min(ts, now_ns);
+  t.account.Begin(start, SchedStat{});
+  t.state = 'R';
+  // A new task is put on a run queue: queued until its first switch-in. Its counters are read
+  // in this pass (a baseline for the wake-up delays to come) only if it ran, see BookFromRecords.
+  t.timed = true;
+  t.rec_state = LastSwitch::kPreempted;
+  t.rec_since = start;
+  t.read_pass = pass_;
+  t.read_live = true;
+  out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskStart, now_ns, {0})});
+}
+
+StateSplit SamplerCore::SplitFromRecords(Thread& t, uint64_t* wake) {
+  // The wake-up delay a reread found comes out of the blocked time as it is booked.
+  *wake = std::min(t.wake_delay_ns, t.blocked_ns);
+  t.wake_delay_ns -= *wake;
+  StateSplit split{};
+  split[static_cast<int>(ThreadState::kRunning)] = t.run_ns;
+  split[static_cast<int>(ThreadState::kRunnable)] = t.queue_ns + *wake;
+  const ThreadState wait = t.wait_known ? t.wait_state : t.account.last_wait();
+  split[static_cast<int>(wait)] += t.blocked_ns - *wake;
+  return split;
+}
+
+void SamplerCore::BookExit(uint32_t pid,
+                           uint32_t tid,
+                           Thread& t,
+                           uint64_t now_ns,
+                           std::vector<Output>* out) {
+  const uint64_t end = std::max(std::min(t.exit_ns, now_ns), t.account.last_ns());
+  uint64_t wake = 0;
+  const StateSplit split = SplitFromRecords(t, &wake);
+  t.account.Book(end, split, wake);
+  if (end > 0 && t.run_ns + t.queue_ns + t.blocked_ns > 0)
+    PushStates(pid, tid, end, split, out);
+  out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskExit, end, {t.account.cpu_booked_ns()})});
+}
+
 void SamplerCore::Advance(Thread& t, uint64_t to_ns, LastSwitch next, uint32_t cpu) {
   const uint64_t from = std::max(t.rec_since, t.account.last_ns());
   if (to_ns > from) {
@@ -350,6 +416,8 @@ void SamplerCore::Advance(Thread& t, uint64_t to_ns, LastSwitch next, uint32_t c
   if (next == LastSwitch::kUnknown)
     return;  // the end of a pass: the state goes on
   t.switched = true;
+  if (next == LastSwitch::kIn && t.rec_state == LastSwitch::kBlocked)
+    t.woke = true;
   t.rec_state = next;
   t.cpu = static_cast<int32_t>(cpu);
   if (next == LastSwitch::kIn)
@@ -372,8 +440,13 @@ bool SamplerCore::BookFromRecords(uint32_t pid,
   // the CPU time that `parmon info` shows.
   SchedStat sched;
   t.active_since_read = t.active_since_read || t.switched || t.run_ns > 0;
-  const bool read_counters = t.active_since_read && (pass_ >= t.read_pass + kCountersEvery ||
-                                                     (pass_ + tid) % kCountersEvery == 0);
+  // A young thread that woke is read at once: it may not live until the next read, and its
+  // wake-up delay would stay booked as blocked.
+  const bool read_counters =
+      t.active_since_read &&
+      (pass_ >= t.read_pass + kCountersEvery || (pass_ + tid) % kCountersEvery == 0 ||
+       (t.woke && pass_ < t.born_pass + kCountersEvery));
+  t.woke = false;
   if (read_counters) {
     t.active_since_read = false;
     if (!ParseSchedStat(t.schedstat.Read(), &sched))
@@ -390,13 +463,8 @@ bool SamplerCore::BookFromRecords(uint32_t pid,
   if (read_wait && !ReadWait(pid, tid, t))
     return false;
   ++(read_counters || read_wait ? reads_ : assumed_);
-  StateSplit split{};
-  const uint64_t wake = std::min(t.wake_delay_ns, t.blocked_ns);
-  t.wake_delay_ns -= wake;
-  split[static_cast<int>(ThreadState::kRunning)] = t.run_ns;
-  split[static_cast<int>(ThreadState::kRunnable)] = t.queue_ns + wake;
-  const ThreadState wait = t.wait_known ? t.wait_state : t.account.last_wait();
-  split[static_cast<int>(wait)] += t.blocked_ns - wake;
+  uint64_t wake = 0;
+  const StateSplit split = SplitFromRecords(t, &wake);
   t.account.Book(now_ns, split, wake);
   PushStates(pid, tid, now_ns, split, out);
   const bool blocked = t.rec_state == LastSwitch::kBlocked;
@@ -713,6 +781,17 @@ void ProcSampler::Stop(recorder::Recorder& recorder) {
   cv_.notify_all();
   if (thread_.joinable())
     thread_.join();
+  // One last pass: it books the timed threads up to their EXIT records (the program has usually
+  // ended by now), so a run's last partial period is not lost. The switch recorder stops after
+  // us: its buffers are still there to collect.
+  if (core_) {
+    std::vector<SamplerCore::Output> batch;
+    const bool monotonic = clock_.base == ClockBase::kMonotonic;
+    core_->Sample(monotonic ? MonotonicNs() : clock_.NowNs(), &batch);
+    passes_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.insert(ready_.end(), batch.begin(), batch.end());
+  }
   Deliver(recorder);
   recorder.AddEndValue("sampler_passes", std::to_string(passes_.load()));
   recorder.AddEndValue("sampler_overruns", std::to_string(overruns_.load()));

@@ -138,6 +138,9 @@ class SamplerCore {
     bool wait_known = false;         // wait_state is what the thread was last seen blocked in
     ThreadState wait_state = ThreadState::kOtherWait;
     uint64_t wake_delay_ns = 0;  // run-queue delay after wake-ups not yet booked
+    uint64_t born_pass = 0;      // the pass that first listed it or collected its FORK record
+    bool woke = false;           // switched in after a block this pass (a wake-up delay to find)
+    uint64_t exit_ns = 0;        // its EXIT record's time (timed threads): book up to it, drop it
   };
   // The latest context-switch record of a thread, as far as the sampler has collected them.
   struct SwitchSeen {
@@ -161,6 +164,18 @@ class SamplerCore {
   bool CanAssume(uint32_t tid, const Thread& t, ThreadState* state) const;
   // A collected record of a timed thread: books the time up to it and moves to its state.
   void Advance(Thread& t, uint64_t to_ns, LastSwitch next, uint32_t cpu);
+  // A FORK record of a thread not yet known, in a pass with complete records: it is timed from
+  // its creation (queued until its first switch-in), with no guess at when it started.
+  void Born(uint32_t pid,
+            Process& p,
+            uint32_t tid,
+            uint64_t ts,
+            uint64_t now_ns,
+            std::vector<Output>* out);
+  // This pass's split of a timed thread from its records; *wake: the runnable part a reread found.
+  StateSplit SplitFromRecords(Thread& t, uint64_t* wake);
+  // The last interval of a timed thread whose EXIT record came: up to the exit, from the records.
+  void BookExit(uint32_t pid, uint32_t tid, Thread& t, uint64_t now_ns, std::vector<Output>* out);
   // The interval of a timed thread from its records; false when the thread is gone.
   bool BookFromRecords(uint32_t pid,
                        uint32_t tid,
