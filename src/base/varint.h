@@ -25,6 +25,10 @@ inline const uint8_t* GetVarint(const uint8_t* p, const uint8_t* end, uint64_t* 
     *v = *p;
     return p + 1;
   }
+  if (end - p >= 2 && p[1] < 0x80) {  // two bytes: small time deltas, ids
+    *v = (p[0] & 0x7fu) | (static_cast<uint64_t>(p[1]) << 7);
+    return p + 2;
+  }
   uint64_t result = 0;
   for (int shift = 0; shift <= 63 && p < end; shift += 7) {
     uint64_t byte = *p++;

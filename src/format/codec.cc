@@ -21,9 +21,9 @@ void StreamEncoder::Append(const Event& e) {
   Note(e.ts);
 }
 
-KindSchema::KindSchema() : entries_(65536) {
+KindSchema::KindSchema() : entries_(65536), brief_(65536, 0) {
 #define PARMON_SCHEMA_ENTRY_(name_, id_, nargs_, payload_, time_mask_, arg_names_) \
-  entries_[id_] = Entry{true, nargs_, payload_, time_mask_, #name_, arg_names_};
+  Set(id_, nargs_, payload_, time_mask_, #name_, arg_names_);
   PARMON_EVENT_KINDS(PARMON_SCHEMA_ENTRY_)
 #undef PARMON_SCHEMA_ENTRY_
 }
@@ -35,6 +35,8 @@ void KindSchema::Set(uint16_t id,
                      std::string name,
                      std::string arg_names) {
   entries_[id] = Entry{true, nargs, has_payload, time_mask, std::move(name), std::move(arg_names)};
+  brief_[id] = static_cast<uint8_t>(kBriefKnown | (has_payload ? kBriefPayload : 0) |
+                                    std::min<uint8_t>(nargs, kBriefArgs));
 }
 
 namespace {
