@@ -196,6 +196,20 @@ struct Recorded {
   Trace trace;
   std::vector<Truth> truth;
   uint64_t steal_ns = 0;  // over the recording (see StealNs)
+  // The share of the machine's CPU time the hypervisor took over the threads' loops: a thread
+  // whose CPU is taken while it runs is running for parmon and for its switch records, but its
+  // own CPU clock stops. Fractions are compared with that much more slack.
+  double StolenShare() const {
+    uint64_t from = UINT64_MAX, to = 0;
+    for (const Truth& t : truth) {
+      from = std::min(from, t.start);
+      to = std::max(to, t.end);
+    }
+    if (steal_ns == 0 || to <= from)
+      return 0;
+    double cpus = static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
+    return std::min(1.0, static_cast<double>(steal_ns) / (cpus * static_cast<double>(to - from)));
+  }
 };
 
 Recorded RecordDuty(const TempDir& dir,
@@ -229,6 +243,7 @@ TEST(SchedE2E, StateFractionsMatchWhatTheThreadsDid) {
   ASSERT_EQ(r.truth.size(), 5u) << r.run.out;
   if (!ClockIsMonotonic(r.trace))
     GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
+  std::printf("steal over the loops: %.2f%% of the CPUs\n", 100 * r.StolenShare());
   for (const Truth& t : r.truth) {
     SCOPED_TRACE(t.role + " tid " + std::to_string(t.tid));
     double wall = static_cast<double>(t.end - t.start);
@@ -241,8 +256,8 @@ TEST(SchedE2E, StateFractionsMatchWhatTheThreadsDid) {
     std::printf(
         "%-12s truth run %.3f queued %.3f wait %.3f | parmon run %.3f queued %.3f wait %.3f\n",
         t.role.c_str(), running, runnable, waiting, f[kRunning], f[kRunnable], parmon_wait);
-    EXPECT_NEAR(f[kRunning], running, 0.05);
-    EXPECT_NEAR(f[kRunnable], runnable, 0.05);
+    EXPECT_NEAR(f[kRunning], running, 0.05 + r.StolenShare());
+    EXPECT_NEAR(f[kRunnable], runnable, 0.05 + r.StolenShare());
     EXPECT_NEAR(parmon_wait, waiting, 0.05);
   }
 }
@@ -254,14 +269,15 @@ TEST(SchedE2E, FourSpinnersOnTwoCpusAreQueuedForWhatTheyDidNotRun) {
   ASSERT_EQ(r.truth.size(), 4u) << r.run.out;
   if (!ClockIsMonotonic(r.trace))
     GTEST_SKIP() << "the session clock is not CLOCK_MONOTONIC here";
+  std::printf("steal over the loops: %.2f%% of the CPUs\n", 100 * r.StolenShare());
   for (const Truth& t : r.truth) {
     SCOPED_TRACE("tid " + std::to_string(t.tid));
     double running = static_cast<double>(t.cpu) / static_cast<double>(t.end - t.start);
     auto f = StateFractions(r.trace, t.tid, t.start, t.end);
     std::printf("spinner truth run %.3f queued %.3f | parmon run %.3f queued %.3f\n", running,
                 1 - running, f[kRunning], f[kRunnable]);
-    EXPECT_NEAR(f[kRunning], running, 0.05);
-    EXPECT_NEAR(f[kRunnable], 1.0 - running, 0.05);
+    EXPECT_NEAR(f[kRunning], running, 0.05 + r.StolenShare());
+    EXPECT_NEAR(f[kRunnable], 1.0 - running, 0.05 + r.StolenShare());
   }
 }
 
