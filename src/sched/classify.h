@@ -81,8 +81,6 @@ class ThreadAccount {
   uint64_t Reread(const SchedStat& s);
 
   ThreadState last_wait() const { return last_wait_; }
-  // CPU time as far as booked: the counters' last value plus running booked ahead of them.
-  uint64_t cpu_booked_ns() const { return last_.cpu_ns + cpu_credit_; }
 
   uint64_t last_ns() const { return last_ns_; }
   const SchedStat& last() const { return last_; }

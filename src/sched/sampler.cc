@@ -202,6 +202,11 @@ void SamplerCore::SampleProcess(uint32_t pid,
   }
   p.lost_one = false;
   p.forked = false;
+  // A thread listed for the first time while the records flow was most likely created since
+  // the last collection: its FORK record comes with the next one, and it is timed from that
+  // rather than from a guess (see Born). One made before the records began (rare after the
+  // first pass) waits that one pass and is then read as new.
+  const bool fork_coming = switches_live_ && flowing_pass_ != 0 && pass_ > 1;
   if (relist) {
     std::vector<uint32_t> tids = ListTasks(pid);
     p.listed = tids.size();
@@ -213,6 +218,7 @@ void SamplerCore::SampleProcess(uint32_t pid,
       if (inserted) {
         it->second.fresh = true;
         it->second.born_pass = pass_;
+        it->second.await_fork = fork_coming;
         it->second.schedstat = ProcFile(TaskPath(pid, tid, "schedstat"));
         it->second.stat = ProcFile(TaskPath(pid, tid, "stat"));
       }
@@ -221,12 +227,19 @@ void SamplerCore::SampleProcess(uint32_t pid,
   uint64_t live_cpu = 0;
   for (auto it = p.threads.begin(); it != p.threads.end();) {
     Thread& t = it->second;
+    if (t.await_fork) {
+      if (t.born_pass == pass_) {
+        ++it;  // its FORK record comes with the next collection (see Born)
+        continue;
+      }
+      t.await_fork = false;  // none came: a guess at its start after all
+    }
     bool is_new = t.fresh;
     t.fresh = false;
     if (t.timed && t.exit_ns != 0) {
       // Ended, as its EXIT record says: booked up to then from the records, nothing to read.
       BookExit(pid, it->first, t, now_ns, out);
-      p.exited_cpu_seen += t.account.cpu_booked_ns();
+      p.exited_cpu_seen += t.timed_cpu_ns;
       switches_.erase(it->first);
       it = p.threads.erase(it);
       continue;
@@ -341,6 +354,7 @@ void SamplerCore::StartTiming(uint32_t tid, Thread& t, uint64_t now_ns) {
     return;  // runnable, but whether on a CPU or queued only its next record will tell
   }
   t.timed = true;
+  t.timed_cpu_ns = t.account.last().cpu_ns;
   t.rec_since = now_ns;
   t.run_ns = t.queue_ns = t.blocked_ns = 0;
   t.switched = false;
@@ -356,11 +370,15 @@ void SamplerCore::Born(uint32_t pid,
   if (!options_.only_tids.empty() && !options_.only_tids.count(tid))
     return;
   auto [it, inserted] = p.threads.try_emplace(tid);
-  if (!inserted)
-    return;  // listed before its record came
   Thread& t = it->second;
-  t.schedstat = ProcFile(TaskPath(pid, tid, "schedstat"));
-  t.stat = ProcFile(TaskPath(pid, tid, "stat"));
+  if (!inserted && !t.await_fork)
+    return;  // listed and sampled before its record came
+  if (inserted) {
+    t.schedstat = ProcFile(TaskPath(pid, tid, "schedstat"));
+    t.stat = ProcFile(TaskPath(pid, tid, "stat"));
+  }
+  t.await_fork = false;
+  t.fresh = false;
   t.born_pass = pass_;
   const uint64_t start = std::min(ts, now_ns);
   t.account.Begin(start, SchedStat{});
@@ -368,6 +386,7 @@ void SamplerCore::Born(uint32_t pid,
   // A new task is put on a run queue: queued until its first switch-in. Its counters are read
   // in this pass (a baseline for the wake-up delays to come) only if it ran, see BookFromRecords.
   t.timed = true;
+  t.timed_cpu_ns = 0;
   t.rec_state = LastSwitch::kPreempted;
   t.rec_since = start;
   t.read_pass = pass_;
@@ -379,6 +398,7 @@ StateSplit SamplerCore::SplitFromRecords(Thread& t, uint64_t* wake) {
   // The wake-up delay a reread found comes out of the blocked time as it is booked.
   *wake = std::min(t.wake_delay_ns, t.blocked_ns);
   t.wake_delay_ns -= *wake;
+  t.timed_cpu_ns += t.run_ns;
   StateSplit split{};
   split[static_cast<int>(ThreadState::kRunning)] = t.run_ns;
   split[static_cast<int>(ThreadState::kRunnable)] = t.queue_ns + *wake;
@@ -398,7 +418,14 @@ void SamplerCore::BookExit(uint32_t pid,
   t.account.Book(end, split, wake);
   if (end > 0 && t.run_ns + t.queue_ns + t.blocked_ns > 0)
     PushStates(pid, tid, end, split, out);
-  out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskExit, end, {t.account.cpu_booked_ns()})});
+  // Its CPU time as the records add it up (the counters can no longer be read), for `parmon
+  // info`, which takes a thread's CPU time from its last ThreadSample.
+  const uint64_t cpu = t.timed_cpu_ns;
+  out->push_back({pid, tid, -1,
+                  MakeEvent(Kind::kThreadSample, end,
+                            {cpu, static_cast<uint64_t>(std::max(t.cpu, 0)), kNoSyscall,
+                             static_cast<uint64_t>('X'), t.account.last().run_count})});
+  out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskExit, end, {cpu})});
 }
 
 void SamplerCore::Advance(Thread& t, uint64_t to_ns, LastSwitch next, uint32_t cpu) {
@@ -494,7 +521,11 @@ bool SamplerCore::ReadWait(uint32_t pid, uint32_t tid, Thread& t) {
       t.syscall_readable = false;  // no ptrace access to it (Yama): the state letter only
       nr = kNoSyscall;
     } else if (text.starts_with("running")) {
-      return true;  // woke since the records were collected: nothing learnt this time
+      // Runnable although its last record is a block: woken, and queued since (or switched in
+      // after the records were collected, which its next record will show). Queued from now;
+      // the counters' run-queue delay, read later, is credited with what is booked so.
+      t.rec_state = LastSwitch::kPreempted;
+      return true;
     }
   }
   // The state letter only where it matters: a call that may sleep uninterruptibly (disk, D) or
@@ -504,8 +535,10 @@ bool SamplerCore::ReadWait(uint32_t pid, uint32_t tid, Thread& t) {
     TaskStat ts;
     if (!ParseTaskStat(t.stat.Read(), &ts))
       return false;
-    if (ts.state == 'R')
+    if (ts.state == 'R') {
+      t.rec_state = LastSwitch::kPreempted;  // woken, as above
       return true;
+    }
     letter = ts.state;
   }
   t.state = letter;

@@ -141,6 +141,8 @@ class SamplerCore {
     uint64_t born_pass = 0;      // the pass that first listed it or collected its FORK record
     bool woke = false;           // switched in after a block this pass (a wake-up delay to find)
     uint64_t exit_ns = 0;        // its EXIT record's time (timed threads): book up to it, drop it
+    bool await_fork = false;     // listed before its FORK record came: wait a pass for it
+    uint64_t timed_cpu_ns = 0;   // CPU time when timing began (0 from a FORK) plus running since
   };
   // The latest context-switch record of a thread, as far as the sampler has collected them.
   struct SwitchSeen {

@@ -361,9 +361,11 @@ TEST(SchedE2E, ShortLivedThreadsAreBookedFromBirthToExit) {
   ASSERT_EQ(r.trace.session.at("switch_records_lost"), "0");
   for (const Truth& t : r.truth) {
     SCOPED_TRACE("tid " + std::to_string(t.tid));
-    uint64_t born = 0, gone = 0;
+    uint64_t born = 0, gone = 0, cpu_at_exit = 0;
     std::array<uint64_t, 8> booked{};
     for (const Event& e : r.trace.by_tid.at(t.tid)) {
+      if (e.source == format::Source::kSampler && e.kind_enum() == Kind::kTaskExit)
+        cpu_at_exit = e.args[0];
       if (e.source == format::Source::kSched && e.kind_enum() == Kind::kTaskStart)
         born = e.ts;
       if (e.source == format::Source::kSched && e.kind_enum() == Kind::kTaskExit)
@@ -390,6 +392,9 @@ TEST(SchedE2E, ShortLivedThreadsAreBookedFromBirthToExit) {
     EXPECT_NEAR(static_cast<double>(total), life, 0.01 * life);
     EXPECT_NEAR(running, cpu, std::max(0.02 * cpu, 1e6) + stolen);
     EXPECT_LT(waiting, 0.02 * life);
+    // The CPU time the sampler gives the thread when it ends (the ThreadSample `parmon info`
+    // shows): the records' running time, its counters being gone by then.
+    EXPECT_NEAR(static_cast<double>(cpu_at_exit), cpu, std::max(0.02 * cpu, 1e6) + stolen);
   }
 }
 
