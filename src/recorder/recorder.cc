@@ -16,7 +16,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -62,9 +61,23 @@ std::string LibDir() {
   return exe + "/../lib";
 }
 
+// A /proc file of a task that may be exiting as we read it: the read then fails (ESRCH), which
+// std::filebuf reports by throwing. read(2) says so with -1, and we keep what came before.
 std::string ReadSmallFile(const std::string& path) {
-  std::ifstream f(path);
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string s;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return s;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    s.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\0'))
     s.pop_back();
   return s;
