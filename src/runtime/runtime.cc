@@ -63,6 +63,11 @@ struct ThreadRing {
   uint8_t in_slow_path;   // guards against re-entry from a signal handler in the slow path
   uint64_t drop_first;    // time of the first event of the current streak of drops
   uint64_t drop_pending;  // drops not yet reported in a Lost event
+  // The ring's pages are made resident ahead of the writer, a stretch at a time, from the slow
+  // path (see Populate): slots before populated_to are, UINT64_MAX once the whole ring is. The
+  // cached limit never passes it, so the hot path takes no page fault.
+  uint64_t populated_from;
+  uint64_t populated_to;
 };
 
 __thread ThreadRing t_ring __attribute__((tls_model("initial-exec")));
@@ -208,6 +213,42 @@ constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
 constexpr int kMadvPopulateWrite = 23;  // <linux/mman.h>, Linux 5.14
 #endif
 
+// A thread's ring is populated 256 KiB first (64 pages, ~0.1 ms), then in stretches that double,
+// as its writer reaches them: a thread that writes little does not pay to fault in a whole
+// 4 MiB ring when it starts (1-2 ms, and longer for the threads it holds up meanwhile).
+constexpr uint64_t kFirstPopulateSlots = (256u << 10) / sizeof(Slot);
+
+void Populate(ThreadRing* r) {
+  const uint64_t capacity = r->mask + 1;
+  const uint64_t done = r->populated_to - r->populated_from;
+  uint64_t n = done == 0 ? kFirstPopulateSlots : done;  // doubling
+  if (done + n >= capacity || capacity * sizeof(Slot) <= 4096) {
+    n = capacity - done;
+    r->populated_to = UINT64_MAX;
+  } else {
+    r->populated_to += n;
+  }
+  // The stretch, in ring offsets, may wrap; madvise wants page-aligned starts (stretches are
+  // whole pages, and the ring starts on one, but a reused ring's head need not).
+  uint64_t off = (r->populated_from + done) & r->mask;
+  char* base = reinterpret_cast<char*>(r->slots);
+  auto advise = [&](uint64_t first_slot, uint64_t slots) {
+    uint64_t b = first_slot * sizeof(Slot) / 4096 * 4096;
+    uint64_t e = (first_slot + slots) * sizeof(Slot);
+    madvise(base + b, e - b, kMadvPopulateWrite);
+  };
+  if (off + n <= capacity) {
+    advise(off, n);
+  } else {
+    advise(off, capacity - off);
+    advise(0, n - (capacity - off));
+  }
+}
+
+uint64_t CappedLimit(const ThreadRing* r, uint64_t limit) {
+  return limit < r->populated_to ? limit : r->populated_to;
+}
+
 PARMON_COLD bool Attach(ThreadRing* r) {
   SegmentHeader* seg = g_segment;
   if (seg == nullptr)
@@ -234,13 +275,14 @@ PARMON_COLD bool Attach(ThreadRing* r) {
     // A free ring is fully drained: head == tail. Acquire pairs with the recorder's last release
     // of tail, so the slots are ours to overwrite.
     r->head = c->head.load(std::memory_order_relaxed);
-    r->limit = c->tail.load(std::memory_order_acquire) + seg->ring_slots;
     r->drop_pending = 0;
     r->state = kAttached;
-    // Fault the ring's pages in now (MADV_POPULATE_WRITE, Linux 5.14), once per thread, rather
-    // than one page fault per 256 events on the first lap of the hot path (measured: ~100 ns
-    // per MPI call with a 64M ring). Older kernels refuse the advice; then the first lap faults.
-    madvise(r->slots, seg->ring_slots * sizeof(Slot), kMadvPopulateWrite);
+    // Fault the ring's pages in ahead of the hot path (MADV_POPULATE_WRITE, Linux 5.14), rather
+    // than one page fault per 256 events on its first lap (measured: ~100 ns per MPI call with
+    // a 64M ring). Older kernels refuse the advice; then the first lap faults.
+    r->populated_from = r->populated_to = r->head;
+    Populate(r);
+    r->limit = CappedLimit(r, c->tail.load(std::memory_order_acquire) + seg->ring_slots);
     // Release: the recorder that sees Claimed (acquire) sees pid/tid/generation.
     c->state.store(shm::kClaimed, std::memory_order_release);
     pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
@@ -273,7 +315,12 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
   uint32_t need = nslots;
   for (unsigned spins = 0;; ++spins) {
     // Acquire pairs with the recorder's release store of tail: the slots below tail are free.
-    r->limit = r->ctl->tail.load(std::memory_order_acquire) + capacity;
+    const uint64_t free_to = r->ctl->tail.load(std::memory_order_acquire) + capacity;
+    r->limit = CappedLimit(r, free_to);
+    if (r->limit - r->head < need && r->populated_to < free_to) {
+      Populate(r);  // the writer reached the end of the resident stretch: the next one
+      r->limit = CappedLimit(r, free_to);
+    }
     if (r->drop_pending > 0)
       ReportDrops(r, need);
     if (r->limit - r->head >= need) {
