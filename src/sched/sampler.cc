@@ -212,7 +212,7 @@ void SamplerCore::SampleProcess(uint32_t pid,
     p.listed = tids.size();
     p.listed_pass = pass_;
     for (uint32_t tid : tids) {
-      if (!options_.only_tids.empty() && !options_.only_tids.count(tid))
+      if (!Wanted(tid))
         continue;
       auto [it, inserted] = p.threads.try_emplace(tid);
       if (inserted) {
@@ -283,7 +283,7 @@ void SamplerCore::SampleProcess(uint32_t pid,
     uint64_t seen = live_cpu + p.exited_cpu_seen;
     uint64_t unseen = cpu > seen ? cpu - seen : 0;
     uint32_t main_tid = pid;
-    if (options_.only_tids.empty() || options_.only_tids.count(main_tid))
+    if (Wanted(main_tid))
       out->push_back({pid, main_tid, -1,
                       MakeEvent(Kind::kProcessSample, now_ns, {cpu, ps.num_threads, unseen})});
   }
@@ -303,6 +303,22 @@ void PushStates(uint32_t pid,
   for (int i = 0; i < kThreadStateCount; ++i)
     e.args[i] = split[i];
   out->push_back({pid, tid, -1, e});
+}
+
+void PushSample(uint32_t pid,
+                uint32_t tid,
+                uint64_t ts,
+                uint64_t cpu_ns,
+                int32_t cpu,
+                uint64_t syscall,
+                char state,
+                uint64_t run_count,
+                std::vector<SamplerCore::Output>* out) {
+  out->push_back(
+      {pid, tid, -1,
+       MakeEvent(Kind::kThreadSample, ts,
+                 {cpu_ns, static_cast<uint64_t>(std::max(cpu, 0)), syscall,
+                  static_cast<uint64_t>(static_cast<unsigned char>(state)), run_count})});
 }
 
 }  // namespace
@@ -367,7 +383,7 @@ void SamplerCore::Born(uint32_t pid,
                        uint64_t ts,
                        uint64_t now_ns,
                        std::vector<Output>* out) {
-  if (!options_.only_tids.empty() && !options_.only_tids.count(tid))
+  if (!Wanted(tid))
     return;
   auto [it, inserted] = p.threads.try_emplace(tid);
   Thread& t = it->second;
@@ -421,10 +437,7 @@ void SamplerCore::BookExit(uint32_t pid,
   // Its CPU time as the records add it up (the counters can no longer be read), for `parmon
   // info`, which takes a thread's CPU time from its last ThreadSample.
   const uint64_t cpu = t.timed_cpu_ns;
-  out->push_back({pid, tid, -1,
-                  MakeEvent(Kind::kThreadSample, end,
-                            {cpu, static_cast<uint64_t>(std::max(t.cpu, 0)), kNoSyscall,
-                             static_cast<uint64_t>('X'), t.account.last().run_count})});
+  PushSample(pid, tid, end, cpu, t.cpu, kNoSyscall, 'X', t.account.last().run_count, out);
   out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskExit, end, {cpu})});
 }
 
@@ -500,12 +513,8 @@ bool SamplerCore::BookFromRecords(uint32_t pid,
   else if (t.state == 'R' || t.state == '?')
     t.state = 'S';
   if (read_counters)
-    out->push_back(
-        {pid, tid, -1,
-         MakeEvent(Kind::kThreadSample, now_ns,
-                   {sched.cpu_ns, static_cast<uint64_t>(std::max(t.cpu, 0)),
-                    blocked ? t.syscall_nr : kNoSyscall,
-                    static_cast<uint64_t>(static_cast<unsigned char>(t.state)), sched.run_count})});
+    PushSample(pid, tid, now_ns, sched.cpu_ns, t.cpu, blocked ? t.syscall_nr : kNoSyscall, t.state,
+               sched.run_count, out);
   t.run_ns = t.queue_ns = t.blocked_ns = 0;
   t.switched = false;
   return true;
@@ -684,12 +693,8 @@ bool SamplerCore::SampleThread(uint32_t pid,
   StateSplit split = t.account.Update(r, blocked);
   if (!first_of_attached)
     PushStates(pid, tid, now_ns, split, out);
-  out->push_back(
-      {pid, tid, -1,
-       MakeEvent(Kind::kThreadSample, now_ns,
-                 {r.sched.cpu_ns, static_cast<uint64_t>(std::max(t.cpu, 0)),
-                  t.state == 'R' ? kNoSyscall : t.syscall_nr,
-                  static_cast<uint64_t>(static_cast<unsigned char>(t.state)), r.sched.run_count})});
+  PushSample(pid, tid, now_ns, r.sched.cpu_ns, t.cpu, t.state == 'R' ? kNoSyscall : t.syscall_nr,
+             t.state, r.sched.run_count, out);
   return true;
 }
 
@@ -735,10 +740,7 @@ Status ProcSampler::Start(recorder::Recorder& recorder) {
   clock_ = recorder.clock();
   if (clock_.base != ClockBase::kMonotonic && !clock_.ticks_are_tsc)
     return Status::Error("the session clock cannot be read from here; sampling is off");
-  auto now = [this] {
-    return clock_.base == ClockBase::kMonotonic ? MonotonicNs() : clock_.NowNs();
-  };
-  core_ = std::make_unique<SamplerCore>(options_, now());
+  core_ = std::make_unique<SamplerCore>(options_, SessionNow());
   if (recorder.child_pid() > 0) {
     core_->AddProcess(static_cast<uint32_t>(recorder.child_pid()));
     known_pids_.insert(static_cast<uint32_t>(recorder.child_pid()));
@@ -747,10 +749,19 @@ Status ProcSampler::Start(recorder::Recorder& recorder) {
   return Status::Ok();
 }
 
-void ProcSampler::Loop() {
-  const bool monotonic = clock_.base == ClockBase::kMonotonic;
-  auto now = [&] { return monotonic ? MonotonicNs() : clock_.NowNs(); };
+uint64_t ProcSampler::SessionNow() const {
+  return clock_.base == ClockBase::kMonotonic ? MonotonicNs() : clock_.NowNs();
+}
+
+void ProcSampler::Pass() {
   std::vector<SamplerCore::Output> batch;
+  core_->Sample(SessionNow(), &batch);
+  passes_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  ready_.insert(ready_.end(), batch.begin(), batch.end());
+}
+
+void ProcSampler::Loop() {
   uint64_t next_ns = MonotonicNs();
   for (;;) {
     std::set<uint32_t> pids;
@@ -762,14 +773,8 @@ void ProcSampler::Loop() {
     }
     for (uint32_t pid : pids)
       core_->AddProcess(pid);
-    core_->Sample(now(), &batch);
-    passes_.fetch_add(1, std::memory_order_relaxed);
+    Pass();
     cpu_ns_.store(ClockNs(CLOCK_THREAD_CPUTIME_ID), std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ready_.insert(ready_.end(), batch.begin(), batch.end());
-    }
-    batch.clear();
     // The next pass on the period's grid; a pass that overran skips the slots it missed.
     next_ns += options_.period_ns;
     uint64_t mono = MonotonicNs();
@@ -817,14 +822,8 @@ void ProcSampler::Stop(recorder::Recorder& recorder) {
   // One last pass: it books the timed threads up to their EXIT records (the program has usually
   // ended by now), so a run's last partial period is not lost. The switch recorder stops after
   // us: its buffers are still there to collect.
-  if (core_) {
-    std::vector<SamplerCore::Output> batch;
-    const bool monotonic = clock_.base == ClockBase::kMonotonic;
-    core_->Sample(monotonic ? MonotonicNs() : clock_.NowNs(), &batch);
-    passes_.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(mu_);
-    ready_.insert(ready_.end(), batch.begin(), batch.end());
-  }
+  if (core_)
+    Pass();
   Deliver(recorder);
   recorder.AddEndValue("sampler_passes", std::to_string(passes_.load()));
   recorder.AddEndValue("sampler_overruns", std::to_string(overruns_.load()));

@@ -161,6 +161,10 @@ class SamplerCore {
     uint64_t exited_cpu_seen = 0;  // CPU time of its ended threads, as far as we saw it
   };
 
+  // --threads: whether tid is one of those to sample (every thread without the option).
+  bool Wanted(uint32_t tid) const {
+    return options_.only_tids.empty() || options_.only_tids.count(tid) != 0;
+  }
   void SampleProcess(uint32_t pid, Process& p, uint64_t now_ns, std::vector<Output>* out);
   // Whether the thread's interval ending now can be booked without reading it, and as what.
   bool CanAssume(uint32_t tid, const Thread& t, ThreadState* state) const;
@@ -237,6 +241,9 @@ class ProcSampler : public recorder::RecorderSource {
 
  private:
   void Loop();
+  // One sampling pass: its events go to ready_ for the recorder's thread to deliver.
+  void Pass();
+  uint64_t SessionNow() const;  // the session clock, as the sampler reads it
   void Deliver(recorder::Recorder& recorder);
 
   SamplerOptions options_;

@@ -199,6 +199,9 @@ struct Recorded {
   // The share of the machine's CPU time the hypervisor took over the threads' loops: a thread
   // whose CPU is taken while it runs is running for parmon and for its switch records, but its
   // own CPU clock stops. Fractions are compared with that much more slack.
+  // Slack for a CPU-time comparison: the steal seen, and a clock tick more when there was any
+  // (the counter moves in ticks).
+  double StolenNs() const { return steal_ns == 0 ? 0 : static_cast<double>(steal_ns) + 10e6; }
   double StolenShare() const {
     uint64_t from = UINT64_MAX, to = 0;
     for (const Truth& t : truth) {
@@ -332,7 +335,7 @@ void CheckSwitchesAgainstProc(const Recorded& r) {
     // Time stolen by the hypervisor while the thread was switched in counts in the records
     // only: allowed for as far as the machine's counter shows it (a tick more when it moved).
     double cpu = static_cast<double>(t.cpu_at_read);
-    double stolen = r.steal_ns == 0 ? 0 : static_cast<double>(r.steal_ns) + 10e6;
+    double stolen = r.StolenNs();
     EXPECT_NEAR(static_cast<double>(on_cpu), cpu, std::max(0.02 * cpu, 2e6) + stolen)
         << "stolen " << stolen / 1e6 << " ms";
     // The sampler's CPU time (from /proc) at its last sample before the read: no more than at
@@ -383,7 +386,7 @@ TEST(SchedE2E, ShortLivedThreadsAreBookedFromBirthToExit) {
     const double running = static_cast<double>(booked[kRunning]);
     const double waiting = static_cast<double>(total - booked[kRunning] - booked[kRunnable]);
     const double cpu = static_cast<double>(t.cpu_at_read);
-    const double stolen = r.steal_ns == 0 ? 0 : static_cast<double>(r.steal_ns) + 10e6;
+    const double stolen = r.StolenNs();
     std::printf(
         "spinner life %.2f ms booked %.2f ms: running %.2f (its CPU time %.2f) queued "
         "%.2f waiting %.2f\n",
