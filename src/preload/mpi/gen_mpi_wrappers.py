@@ -22,7 +22,7 @@ import sys
 
 # ---------------------------------------------------------------------------------------------
 # Semantics: name -> (hook, args). Arg specs are "<position>:<kind>"; kinds are explained in
-# ValueExpr. Hooks are implemented in mpi_core.cc.
+# ValueExpr. Hooks are declared in mpi_core.h (mpi_state.h lists their files).
 P2P_SEND = ["0:ptr", "1:int", "2:type", "3:int", "4:int", "5:comm"]
 SEMANTICS = {}
 for n in ["Send", "Bsend", "Ssend", "Rsend"]:
@@ -59,7 +59,7 @@ SEMANTICS["Init"] = ("init", [])
 SEMANTICS["Init_thread"] = ("init", [])
 SEMANTICS["Finalize"] = ("finalize", [])
 
-# Collectives. Shapes (see CollBytes in mpi_core.cc): the hook gets the shape name and the
+# Collectives. Shapes (see mpi_collectives.cc): the hook gets the shape name and the
 # argument list below; nonblocking (I*) and persistent (*_init) forms add the request.
 COLL = {
     "Barrier": ("barrier", ["0:comm"]),

@@ -1,5 +1,5 @@
 // libparmon_mpi: the MPI wrappers, generated from the installed mpi.h by gen_mpi_wrappers.py at
-// build time (mpi_wrappers.inc), around the hooks in mpi_core.cc.
+// build time (mpi_wrappers.inc), around the hooks declared in mpi_core.h.
 //
 // Every MPI_Xxx the MPI declares is defined here with its exact prototype: it checks the guard
 // and the enabled flag (pm::Begin), and when recording is off it calls PMPI_Xxx at once. The
