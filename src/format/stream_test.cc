@@ -84,6 +84,18 @@ std::unique_ptr<TraceWriter> NewTrace(std::unique_ptr<ChunkSink> sink, int strea
   return std::move(*w);
 }
 
+std::unique_ptr<TraceWriter> NewFileTrace(const std::string& path, int streams) {
+  auto sink = OpenFileSink(path);
+  EXPECT_TRUE(sink.ok()) << sink.status().message();
+  return NewTrace(std::move(*sink), streams);
+}
+
+void WriteFinishedTrace(const std::string& path, int streams, int rounds, int per_chunk) {
+  auto w = NewFileTrace(path, streams);
+  WriteRounds(w.get(), streams, rounds, per_chunk);
+  EXPECT_TRUE(w->Finish().ok());
+}
+
 uint64_t CountEvents(const TraceReader& r) {
   MergeCursor cur(r);
   Event e;
@@ -155,13 +167,7 @@ TEST(ChunkStream, FdSinkWritesAPipeThatReadsLikeTheFile) {
 TEST(ChunkStream, StandardInput) {
   Dir dir;
   std::string path = dir.File("t.ptrace");
-  {
-    auto sink = OpenFileSink(path);
-    ASSERT_TRUE(sink.ok());
-    auto w = NewTrace(std::move(*sink), 2);
-    WriteRounds(w.get(), 2, 3, 50);
-    ASSERT_TRUE(w->Finish().ok());
-  }
+  WriteFinishedTrace(path, 2, 3, 50);
   int saved = dup(STDIN_FILENO);
   int in = open(path.c_str(), O_RDONLY);
   ASSERT_GE(in, 0);
@@ -179,13 +185,7 @@ TEST(ChunkStream, StandardInput) {
 TEST(ChunkStream, PipeCutAnywhereKeepsEveryIntactChunk) {
   Dir dir;
   std::string path = dir.File("t.ptrace");
-  {
-    auto sink = OpenFileSink(path);
-    ASSERT_TRUE(sink.ok());
-    auto w = NewTrace(std::move(*sink), 3);
-    WriteRounds(w.get(), 3, 4, 200);
-    ASSERT_TRUE(w->Finish().ok());
-  }
+  WriteFinishedTrace(path, 3, 4, 200);
   const std::vector<char> data = Slurp(path);
   const auto chunks = Chunks(data);
   ASSERT_GT(chunks.size(), 15u);
@@ -225,9 +225,7 @@ TEST(ChunkStream, PipeCutAnywhereKeepsEveryIntactChunk) {
 TEST(ChunkStream, GrowingFileRefreshAndWatermark) {
   Dir dir;
   std::string path = dir.File("t.ptrace");
-  auto sink = OpenFileSink(path);
-  ASSERT_TRUE(sink.ok());
-  auto w = NewTrace(std::move(*sink), 2);
+  auto w = NewFileTrace(path, 2);
   auto r = TraceReader::Open(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ((*r)->complete_until(), 0u);
@@ -254,13 +252,7 @@ TEST(ChunkStream, GrowingFileRefreshAndWatermark) {
 TEST(ChunkStream, PartialChunkAtTheEndIsReadOnceWhole) {
   Dir dir;
   std::string whole = dir.File("whole.ptrace"), growing = dir.File("growing.ptrace");
-  {
-    auto sink = OpenFileSink(whole);
-    ASSERT_TRUE(sink.ok());
-    auto w = NewTrace(std::move(*sink), 2);
-    WriteRounds(w.get(), 2, 3, 100);
-    ASSERT_TRUE(w->Finish().ok());
-  }
+  WriteFinishedTrace(whole, 2, 3, 100);
   const std::vector<char> data = Slurp(whole);
   const auto chunks = Chunks(data);
   const uint64_t cut = chunks[chunks.size() - 4].begin + 70;  // inside a chunk
@@ -284,9 +276,7 @@ TEST(ChunkStream, CraftedCountsAndIdsAreDamageNotAllocations) {
   Dir dir;
   std::string path = dir.File("t.ptrace");
   {
-    auto sink = OpenFileSink(path);
-    ASSERT_TRUE(sink.ok());
-    auto w = NewTrace(std::move(*sink), 1);
+    auto w = NewFileTrace(path, 1);
     StreamEncoder defs(0, Source::kDefinitions);
     defs.Append(Def(0xFFFFFFFEu));
     ASSERT_TRUE(w->Flush(&defs).ok());
