@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "base/crc32c.h"
+#include "format/chunk_stream.h"
 #include "format/input.h"
 
 namespace parmon::format {
@@ -32,11 +33,6 @@ bool PreadAll(int fd, void* buf, size_t n, uint64_t offset) {
     offset += static_cast<uint64_t>(r);
   }
   return true;
-}
-
-bool HeaderValid(const ChunkHeader& h) {
-  return h.magic == kChunkMagic && h.header_crc == Crc32c(&h, offsetof(ChunkHeader, header_crc)) &&
-         h.stored_size <= kMaxChunkPayload && h.raw_size <= kMaxChunkPayload;
 }
 
 const char* ChunkTypeName(uint16_t t) {
@@ -201,7 +197,7 @@ bool TraceReader::Resync(uint64_t offset, uint64_t* next) const {
       if (m != kChunkMagic || at + i + sizeof(ChunkHeader) > file_size_)
         continue;
       ChunkHeader c;
-      if (PreadAll(fd_, &c, sizeof c, at + i) && HeaderValid(c)) {
+      if (PreadAll(fd_, &c, sizeof c, at + i) && ChunkHeaderValid(c)) {
         *next = at + i;
         return true;
       }
@@ -258,7 +254,7 @@ Status TraceReader::Scan() {
     }
     if (!PreadAll(fd_, &h, sizeof h, offset))
       return Status::Error(fmt::format("cannot read {}: {}", path_, strerror(errno)));
-    if (!HeaderValid(h)) {
+    if (!ChunkHeaderValid(h)) {
       uint64_t next = 0;
       bool found = Resync(offset, &next);
       uint64_t skipped = (found ? next : file_size_) - offset;

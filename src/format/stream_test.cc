@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "format/chunk_stream.h"
 #include "format/reader.h"
 #include "format/writer.h"
 
@@ -308,6 +309,85 @@ TEST(ChunkStream, NotATraceOnAPipeIsOneSentence) {
   auto r = OpenThroughPipe(junk.data(), junk.size());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("is not a parmon trace"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace parmon::format
+
+namespace parmon::format {
+namespace {
+
+// Feeds bytes through a pipe into a ChunkStream; returns the chunks it yields.
+std::vector<StreamChunk> ReadStream(const std::vector<char>& data,
+                                    size_t n,
+                                    std::vector<Problem>* problems) {
+  int p[2];
+  EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+  std::thread writer([&] {
+    for (size_t done = 0; done < n;) {
+      ssize_t k = write(p[1], data.data() + done, std::min<size_t>(n - done, 777));
+      if (k <= 0)
+        break;
+      done += static_cast<size_t>(k);
+    }
+    close(p[1]);
+  });
+  std::vector<StreamChunk> out;
+  ChunkStream stream(p[0], "pipe");
+  FileHeader fh;
+  if (stream.ReadFileHeader(&fh).ok()) {
+    StreamChunk c;
+    while (stream.Next(&c))
+      out.push_back(c);
+  }
+  writer.join();
+  close(p[0]);
+  *problems = stream.problems();
+  return out;
+}
+
+TEST(ChunkStream, SequentialChunksFromAPipeWithResync) {
+  Dir dir;
+  std::string path = dir.File("t.ptrace");
+  WriteFinishedTrace(path, 2, 4, 100);
+  std::vector<char> data = Slurp(path);
+  const auto chunks = Chunks(data);
+  std::vector<Problem> problems;
+  auto got = ReadStream(data, data.size(), &problems);
+  ASSERT_EQ(got.size(), chunks.size());
+  EXPECT_TRUE(problems.empty()) << problems[0].message;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(got[i].offset, chunks[i].begin);
+
+  // A damaged header (resynchronised) and a damaged payload: those two chunks only are lost.
+  data[chunks[3].begin + 20] ^= 0x40;
+  data[chunks[6].end - 1] ^= 0x01;
+  got = ReadStream(data, data.size(), &problems);
+  EXPECT_EQ(got.size(), chunks.size() - 2);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(
+      problems[0].message.find("reading resumes at offset " + std::to_string(chunks[4].begin)),
+      std::string::npos)
+      << problems[0].message;
+  EXPECT_NE(problems[1].message.find("payload checksum"), std::string::npos);
+
+  // Cut anywhere: every whole chunk before the cut, one tail problem about the rest.
+  data = Slurp(path);
+  for (const auto& c : chunks) {
+    for (uint64_t cut : {c.begin + 1, c.begin + 64, c.end - 1}) {
+      got = ReadStream(data, cut, &problems);
+      size_t whole = 0;
+      bool boundary = false;  // a WATERMARK chunk is a header only
+      for (const auto& k : chunks) {
+        whole += k.end <= cut;
+        boundary = boundary || k.end == cut;
+      }
+      EXPECT_EQ(got.size(), whole) << "cut at " << cut;
+      ASSERT_EQ(problems.size(), boundary ? 0u : 1u) << "cut at " << cut;
+      if (!boundary)
+        EXPECT_TRUE(problems[0].tail);
+    }
+  }
 }
 
 }  // namespace
