@@ -47,6 +47,12 @@ TEST(StreamE2e, StdinReadsLikeTheFile) {
     // The path is the only difference: the file's name, or "-".
     EXPECT_EQ(Replace(file.out, trace, "-"), pipe.out) << cmd;
   }
+  // diff with one side from standard input: the same as with both files.
+  auto diff_file = Parmon({"diff", trace, trace});
+  auto diff_pipe = ThroughPipe(trace, "diff '" + trace + "'");
+  ASSERT_EQ(diff_file.exit_code, 0) << diff_file.err;
+  EXPECT_EQ(diff_pipe.exit_code, 0) << diff_pipe.err;
+  EXPECT_EQ(Replace(diff_file.out, trace, "-"), Replace(diff_pipe.out, trace, "-"));
   auto json_file = Parmon({"report", "--format", "json", trace});
   auto json_pipe = ThroughPipe(trace, "report --format json");
   EXPECT_EQ(Replace(json_file.out, trace, "-"), json_pipe.out);

@@ -110,7 +110,7 @@ int RunReport(int argc, char** argv) {
       "parmon report"};
   std::string path, format = "text", output, color = "auto";
   ReportInputOptions in;
-  app.add_option("file", path, "trace file")->required();
+  app.add_option("file", path, "trace file, session directory, or - (standard input)")->required();
   app.add_option("--format", format, "text, json, csv or html")
       ->check(CLI::IsMember({"text", "json", "csv", "html"}));
   app.add_option("-o,--output", output, "write to this file instead of standard output");

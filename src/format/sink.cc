@@ -1,6 +1,8 @@
 #include "format/sink.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,8 +17,10 @@ namespace {
 
 class FdSink : public ChunkSink {
  public:
-  FdSink(int fd, std::string name, bool owns_fd)
-      : fd_(fd), name_(std::move(name)), owns_(owns_fd) {}
+  FdSink(int fd, std::string name, bool owns_fd) : fd_(fd), name_(std::move(name)), owns_(owns_fd) {
+    struct stat st;
+    socket_ = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+  }
   ~FdSink() override {
     if (owns_ && fd_ >= 0)
       close(fd_);
@@ -32,7 +36,16 @@ class FdSink : public ChunkSink {
       total += e.iov_len;
     size_t first = 0;  // first iovec with bytes left
     while (*written < total) {
-      ssize_t n = writev(fd_, v.data() + first, static_cast<int>(v.size() - first));
+      ssize_t n;
+      if (socket_) {
+        // A peer that went away is an error to report, not a SIGPIPE that kills the writer.
+        msghdr m{};
+        m.msg_iov = v.data() + first;
+        m.msg_iovlen = v.size() - first;
+        n = sendmsg(fd_, &m, MSG_NOSIGNAL);
+      } else {
+        n = writev(fd_, v.data() + first, static_cast<int>(v.size() - first));
+      }
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
@@ -72,6 +85,7 @@ class FdSink : public ChunkSink {
   int fd_;
   std::string name_;
   bool owns_;
+  bool socket_ = false;
 };
 
 }  // namespace

@@ -4,7 +4,8 @@
 // write never leaves half a chunk behind.
 //
 // Two sinks exist: a file created at a path, and an already-open file descriptor (a pipe, a
-// socket, stdout, or a file the caller opened). Both write with writev and retry short writes.
+// socket, stdout, or a file the caller opened). Both retry short writes; a socket is written
+// with MSG_NOSIGNAL so that a reader that went away is an error, not a SIGPIPE.
 #ifndef PARMON_SRC_FORMAT_SINK_H_
 #define PARMON_SRC_FORMAT_SINK_H_
 

@@ -3,6 +3,7 @@
 // counts and ids are larger than their bytes can hold.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -163,6 +164,16 @@ TEST(ChunkStream, FdSinkWritesAPipeThatReadsLikeTheFile) {
   EXPECT_EQ(CountEvents(**r), 1500u);
   EXPECT_EQ((*r)->definitions().locations.size(), 3u);
   EXPECT_EQ((*r)->complete_until(), UINT64_MAX);
+}
+
+TEST(ChunkStream, SocketSinkWhosePeerLeftIsAnErrorNotASignal) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  close(sv[1]);
+  auto w = TraceWriter::Create(MakeFdSink(sv[0], "socket", true));
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("writing socket failed"), std::string::npos)
+      << w.status().message();
 }
 
 TEST(ChunkStream, StandardInput) {
