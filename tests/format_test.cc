@@ -347,7 +347,8 @@ TEST(Reader, RejectsNonTracesAndOtherVersionsInOneSentence) {
   std::string path = dir.File("t.ptrace");
   WriteTrace(path, 1, 10, 10);
   std::vector<char> data = Slurp(path);
-  data[8] = 9;  // version_major
+  data[8] = 9;   // version_major
+  data[10] = 0;  // version_minor (this writer's is 1)
   Spit(path, data);
   r = TraceReader::Open(path);
   ASSERT_FALSE(r.ok());

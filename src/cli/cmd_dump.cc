@@ -73,7 +73,7 @@ int RunDump(int argc, char** argv) {
   std::string path, from, to;
   std::vector<uint32_t> tids, pids, locations;
   bool absolute = false;
-  app.add_option("file", path, "trace file")->required();
+  app.add_option("file", path, "trace file, session directory, or - (standard input)")->required();
   app.add_option("--tid", tids, "only these threads (repeatable)");
   app.add_option("--pid", pids, "only these processes (repeatable)");
   app.add_option("--location", locations, "only these locations (repeatable)");

@@ -52,7 +52,7 @@ int RunInfo(int argc, char** argv) {
   CLI::App app{"Summarise a trace: session, processes, threads, events and losses.", "parmon info"};
   std::string path;
   bool json = false;
-  app.add_option("file", path, "trace file")->required();
+  app.add_option("file", path, "trace file, session directory, or - (standard input)")->required();
   app.add_flag("--json", json, "machine-readable output");
   try {
     app.parse(argc, argv);

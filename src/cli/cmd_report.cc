@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include "analysis/engine.h"
+#include "analysis/units.h"
 #include "analysis/views.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
@@ -17,12 +19,28 @@
 
 namespace parmon::cli {
 
+// A file still being written (not closed, no damage but its open end, a WATERMARK read): the
+// window in which every stream is complete, in ns from the session start as the engine counts.
+std::optional<uint64_t> LiveWindowEnd(const format::TraceReader& reader) {
+  if (reader.closed_cleanly() || reader.complete_until() == 0 || reader.parts().size() != 1)
+    return std::nullopt;
+  for (const auto& p : reader.problems())
+    if (!p.tail)
+      return std::nullopt;
+  uint64_t start = std::strtoull(reader.SessionValue("start_ts", "0").c_str(), nullptr, 10);
+  if (start == 0 || start > reader.first_ts())
+    start = reader.first_ts();
+  // Events at ts < complete_until() are all read; the engine's window end is inclusive.
+  return reader.complete_until() > start + 1 ? reader.complete_until() - 1 - start : 0;
+}
+
 StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInputOptions& in) {
   auto opened = format::TraceReader::Open(path);
   if (!opened.ok())
     return opened.status();
   const format::TraceReader& reader = **opened;
-  if (!in.partial) {
+  const std::optional<uint64_t> live_end = in.partial ? std::nullopt : LiveWindowEnd(reader);
+  if (!in.partial && !live_end) {
     if (!reader.problems().empty())
       return Status::Error(
           fmt::format("{} is damaged or truncated ({}); use --partial to report what is intact",
@@ -43,14 +61,24 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
     return Status::Error(fmt::format("--interval {} is not a positive duration", in.interval));
   if (options.to_ns <= options.from_ns)
     return Status::Error("--to must be later than --from");
+  if (live_end) {
+    options.to_ns = std::min(options.to_ns, std::max<uint64_t>(*live_end, options.from_ns + 1));
+    fmt::print(stderr,
+               "parmon report: {} is not closed (still being written?): reporting its first {}, "
+               "up to which every stream is complete\n",
+               path, analysis::FormatDuration(*live_end));
+  }
   options.default_event_cost_ns = kDefaultEventCostNs;
   auto results = analysis::Analyze(reader, options);
   if (!results.ok())
     return results.status();
   // Chunks found damaged while reading (payload checksums are checked as they are read).
-  if (!in.partial && !reader.problems().empty())
-    return Status::Error(fmt::format("{} is damaged ({}); use --partial to report what is intact",
-                                     path, reader.problems().front().message));
+  if (!in.partial) {
+    for (const auto& p : reader.problems())
+      if (!live_end || !p.tail)
+        return Status::Error(fmt::format(
+            "{} is damaged ({}); use --partial to report what is intact", path, p.message));
+  }
   return results;
 }
 
@@ -82,7 +110,7 @@ int RunReport(int argc, char** argv) {
       "parmon report"};
   std::string path, format = "text", output, color = "auto";
   ReportInputOptions in;
-  app.add_option("file", path, "trace file")->required();
+  app.add_option("file", path, "trace file, session directory, or - (standard input)")->required();
   app.add_option("--format", format, "text, json, csv or html")
       ->check(CLI::IsMember({"text", "json", "csv", "html"}));
   app.add_option("-o,--output", output, "write to this file instead of standard output");

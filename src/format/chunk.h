@@ -15,7 +15,7 @@ namespace parmon::format {
 
 constexpr char kFileMagic[8] = {'P', 'A', 'R', 'M', 'O', 'N', 'T', 'R'};
 constexpr uint16_t kVersionMajor = 1;
-constexpr uint16_t kVersionMinor = 0;
+constexpr uint16_t kVersionMinor = 1;  // 1.1 added the WATERMARK chunk
 
 struct FileHeader {
   char magic[8];
@@ -33,6 +33,9 @@ enum class ChunkType : uint16_t {
   kEvents = 3,   // events of one stream (location, source); definitions are events too
   kIndex = 4,    // one entry per chunk
   kEnd = 5,      // totals; the file was closed cleanly
+  // Since 1.1: every event with ts < first_ts of every stream is in the file before this chunk
+  // (no payload). A reader of a growing file knows up to when its picture is complete.
+  kWatermark = 6,
 };
 
 enum class Codec : uint16_t { kRaw = 0, kZstd = 1 };
@@ -68,6 +71,15 @@ static_assert(sizeof(Trailer) == 16);
 
 // Largest payload a chunk may declare; larger declarations are treated as corruption.
 constexpr uint32_t kMaxChunkPayload = 64u << 20;
+
+// Largest location id a chunk or a location definition may carry. Consumers index tables by
+// location id; a larger id (a damaged or hostile file) is reported as damage, not sized into a
+// table. Recorders number locations densely from 1, so 2^24 leaves room for any real session.
+constexpr uint32_t kMaxLocationId = (1u << 24) - 1;
+
+// Smallest encoded event (a kind varint and a time-delta varint): an EVENTS chunk declaring more
+// events than raw_size / kMinEventBytes is damaged.
+constexpr uint32_t kMinEventBytes = 2;
 
 }  // namespace parmon::format
 

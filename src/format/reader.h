@@ -6,7 +6,14 @@
 // Damage is reported, never fatal: a chunk whose header or payload fails its checksum is named in
 // problems() with the number of events it held (exact when its header or the END chunk says), and
 // every intact chunk is still read. A file that does not end with the END chunk and trailer (the
-// recorder was killed, the disk filled) is read up to its last whole chunk.
+// recorder was killed, the disk filled, or it is still being written) is read up to its last
+// whole chunk; Refresh() picks up the chunks appended since, and complete_until() says up to when
+// every stream is complete (the last WATERMARK chunk).
+//
+// The input needs no seek: "-" (standard input), a FIFO or a socket is read to its end into an
+// unlinked temporary file first (format/input.h), so memory stays bounded. Counts, ids and
+// lengths read from the file are checked against what the bytes can hold before they size
+// anything; a chunk that declares more is damage.
 //
 // A session recorded per MPI rank (`mpirun -np N parmon record -o RUN -- app`) is a directory
 // RUN/ of rank-<K>.ptrace files. Open(RUN) reads them all and presents one trace: locations are
@@ -52,6 +59,9 @@ struct Problem {
   std::string message;
   int64_t events_lost = -1;  // -1: unknown
   std::optional<uint32_t> location;
+  // The end of a file that was not closed (killed, or still being written): not damage inside
+  // it. Refresh() replaces these.
+  bool tail = false;
 };
 
 struct LocationDef {
@@ -117,6 +127,14 @@ class TraceReader {
   // Damage found so far (at open, and by ReadChunk calls since).
   const std::vector<Problem>& problems() const { return problems_; }
   bool closed_cleanly() const { return closed_cleanly_; }
+  // Every event with ts < complete_until() of every stream has been read: UINT64_MAX for a file
+  // closed cleanly, the last WATERMARK of one still being written, 0 when it has none. For a
+  // per-rank session, the smallest over its files.
+  uint64_t complete_until() const { return closed_cleanly_ ? UINT64_MAX : complete_until_; }
+  // Reads the chunks appended to a file still being written since it was opened or last
+  // refreshed (streams gain chunks; problems marked tail are replaced). No-op for a file closed
+  // cleanly, a stream read from a pipe, or a per-rank session.
+  Status Refresh();
   uint64_t total_events() const;  // events in intact chunks (not definitions)
   uint64_t first_ts() const { return first_ts_; }
   uint64_t last_ts() const { return last_ts_; }
@@ -131,7 +149,12 @@ class TraceReader {
 
  private:
   TraceReader() = default;
-  Status Scan(const OpenOptions& options);
+  Status Scan();
+  // Scan's pieces: one chunk whose framing is intact; the problems at the end of the file.
+  void ScanChunk(const ChunkRef& ref, std::vector<uint8_t>* payload);
+  bool ChunkSane(const ChunkRef& ref);
+  bool Resync(uint64_t offset, uint64_t* next) const;
+  void NoteEnd();
   Status ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) const;
   void AddProblem(Problem p, uint32_t file = 0) const;
   static StatusOr<std::unique_ptr<TraceReader>> OpenDirectory(const std::string& path,
@@ -152,6 +175,20 @@ class TraceReader {
   mutable std::vector<Problem> problems_;
   mutable std::set<std::pair<uint32_t, uint64_t>> bad_chunks_;  // (file, offset) reported
   bool closed_cleanly_ = false;
+  bool refreshable_ = false;  // a single regular file
+  OpenOptions options_;
+  // Where the scan stands, kept so that Refresh() continues it.
+  struct ScanState {
+    uint64_t offset = sizeof(FileHeader);  // the next chunk (or the partial one at the end)
+    uint64_t chunk_number = 0;
+    bool have_end = false;
+    std::map<std::pair<uint32_t, uint8_t>, size_t> stream_index;
+    std::map<std::pair<uint32_t, uint8_t>, uint64_t> end_totals;
+    // Events in chunks already reported as damaged (so the END totals do not report them twice).
+    std::map<std::pair<uint32_t, uint8_t>, uint64_t> reported_damaged;
+    uint64_t min_ts = UINT64_MAX;
+  } scan_;
+  uint64_t complete_until_ = 0;
   uint64_t first_ts_ = UINT64_MAX;
   uint64_t last_ts_ = 0;
 };

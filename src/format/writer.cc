@@ -16,17 +16,20 @@ namespace parmon::format {
 
 StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path,
                                                            WriterOptions options) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::Error(fmt::format("cannot create trace file {}: {}", path, strerror(errno)));
-  auto writer = std::unique_ptr<TraceWriter>(new TraceWriter(fd, path, options));
+  PARMON_ASSIGN_OR_RETURN(auto sink, OpenFileSink(path));
+  return Create(std::move(sink), options);
+}
+
+StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(std::unique_ptr<ChunkSink> sink,
+                                                           WriterOptions options) {
+  auto writer = std::unique_ptr<TraceWriter>(new TraceWriter(std::move(sink), options));
   FileHeader header;
   std::memcpy(header.magic, kFileMagic, sizeof header.magic);
   header.version_major = kVersionMajor;
   header.version_minor = kVersionMinor;
   header.flags = 0;
-  if (write(fd, &header, sizeof header) != sizeof header)
-    return Status::Error(fmt::format("cannot write trace file {}: {}", path, strerror(errno)));
+  iovec iov{&header, sizeof header};
+  PARMON_RETURN_IF_ERROR(writer->WriteBytes(&iov, 1));
   writer->offset_ = sizeof header;
   ByteBuffer schema;
   EncodeSchema(&schema);
@@ -35,15 +38,31 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   return writer;
 }
 
-TraceWriter::TraceWriter(int fd, std::string path, WriterOptions options)
-    : fd_(fd), path_(std::move(path)), options_(options), cctx_(ZSTD_createCCtx()) {
+TraceWriter::TraceWriter(std::unique_ptr<ChunkSink> sink, WriterOptions options)
+    : sink_(std::move(sink)), path_(sink_->name()), options_(options), cctx_(ZSTD_createCCtx()) {
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, options_.zstd_level);
 }
 
 TraceWriter::~TraceWriter() {
-  if (fd_ >= 0)
-    close(fd_);
   ZSTD_freeCCtx(cctx_);
+}
+
+Status TraceWriter::WriteBytes(const iovec* iov, int count) {
+  size_t written = 0;
+  Status s = sink_->Write(iov, count, &written);
+  if (!s.ok()) {
+    failed_ = true;
+    // Cut the partial chunk off so the file stays readable up to the last whole chunk (a pipe's
+    // reader resynchronises instead).
+    if (written > 0)
+      sink_->Truncate(offset_);
+    return Status::Error(fmt::format("{} (at byte {})", s.message(), offset_ + written));
+  }
+  return s;
+}
+
+Status TraceWriter::WriteWatermark(uint64_t ts) {
+  return WriteChunk(ChunkType::kWatermark, 0, Source::kDefinitions, ts, ts, 0, nullptr, 0, false);
 }
 
 Status TraceWriter::WriteSession(const std::vector<std::pair<std::string, std::string>>& kv) {
@@ -126,31 +145,8 @@ Status TraceWriter::WriteChunk(ChunkType type,
   h.header_crc = Crc32c(&h, offsetof(ChunkHeader, header_crc));
 
   iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(stored), stored_size}};
-  size_t total = sizeof h + stored_size;
-  size_t done = 0;
-  while (done < total) {
-    ssize_t n = writev(fd_, iov, 2);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      failed_ = true;
-      int err = n < 0 ? errno : EIO;
-      // Cut the partial chunk off so the file stays readable up to the last whole chunk.
-      if (ftruncate(fd_, static_cast<off_t>(offset_)) != 0) {
-      }
-      return Status::Error(fmt::format("writing trace file {} failed at byte {}: {}", path_,
-                                       offset_ + done, strerror(err)));
-    }
-    done += static_cast<size_t>(n);
-    // Advance the iovecs past what was written.
-    size_t skip = static_cast<size_t>(n);
-    for (auto& v : iov) {
-      size_t k = std::min(skip, v.iov_len);
-      v.iov_base = static_cast<uint8_t*>(v.iov_base) + k;
-      v.iov_len -= k;
-      skip -= k;
-    }
-  }
+  const size_t total = sizeof h + stored_size;
+  PARMON_RETURN_IF_ERROR(WriteBytes(iov, stored_size ? 2 : 1));
   index_.push_back({offset_, location, source, type, first_ts, last_ts, count});
   offset_ += total;
   ++sequence_;
@@ -193,13 +189,10 @@ Status TraceWriter::Finish(const std::vector<std::pair<std::string, std::string>
   t.end_chunk_offset = end_offset;
   t.magic = kTrailerMagic;
   t.crc = Crc32c(&t, offsetof(Trailer, crc));
-  if (write(fd_, &t, sizeof t) != sizeof t)
-    return Status::Error(fmt::format("writing trace file {} failed: {}", path_, strerror(errno)));
+  iovec iov{&t, sizeof t};
+  PARMON_RETURN_IF_ERROR(WriteBytes(&iov, 1));
   offset_ += sizeof t;
-  if (close(fd_) != 0)
-    return Status::Error(fmt::format("closing trace file {} failed: {}", path_, strerror(errno)));
-  fd_ = -1;
-  return Status::Ok();
+  return sink_->Close();
 }
 
 }  // namespace parmon::format

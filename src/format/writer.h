@@ -1,8 +1,9 @@
-// TraceWriter: writes the trace file chunk by chunk. Used by the recorder (and by tests and
-// benchmarks that build traces whose right answer they know).
+// TraceWriter: writes a trace chunk by chunk to a ChunkSink (a file, a pipe, a socket). Used by
+// the recorder (and by tests and benchmarks that build traces whose right answer they know).
 //
-// Every chunk is written whole with one write() of header and payload, so a reader of a file whose
-// writer was killed sees every chunk before the last complete one. Finish() adds the index, the
+// Every chunk is written whole with one writev() of header and payload, so a reader of a file
+// whose writer was killed sees every chunk before the last complete one. WriteWatermark() tells a
+// reader of the growing file up to when every stream is complete. Finish() adds the index, the
 // END chunk and the trailer.
 #ifndef PARMON_SRC_FORMAT_WRITER_H_
 #define PARMON_SRC_FORMAT_WRITER_H_
@@ -17,6 +18,7 @@
 #include "base/status.h"
 #include "format/chunk.h"
 #include "format/codec.h"
+#include "format/sink.h"
 
 namespace parmon::format {
 
@@ -33,7 +35,12 @@ struct StreamTotal {
 
 class TraceWriter {
  public:
+  // A new trace file at path.
   static StatusOr<std::unique_ptr<TraceWriter>> Create(const std::string& path,
+                                                       WriterOptions options = {});
+  // A trace written to any sink (MakeFdSink for a pipe or socket); writes the file header and
+  // the schema at once.
+  static StatusOr<std::unique_ptr<TraceWriter>> Create(std::unique_ptr<ChunkSink> sink,
                                                        WriterOptions options = {});
   ~TraceWriter();
 
@@ -48,15 +55,19 @@ class TraceWriter {
                       uint32_t count,
                       const uint8_t* bytes,
                       size_t size);
+  // Writes a WATERMARK chunk: every event with a time below ts, of every stream, has been written
+  // before it. The caller flushes its partial encoders first, or the promise is false.
+  Status WriteWatermark(uint64_t ts);
   // Writes the index, the END chunk (with extra key/values) and the trailer, and closes the file.
   Status Finish(const std::vector<std::pair<std::string, std::string>>& end_kv = {});
 
   uint64_t bytes_written() const { return offset_; }
   uint64_t events_written() const { return events_written_; }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return path_; }  // the sink's name
 
  private:
-  TraceWriter(int fd, std::string path, WriterOptions options);
+  TraceWriter(std::unique_ptr<ChunkSink> sink, WriterOptions options);
+  Status WriteBytes(const iovec* iov, int count);
   Status WriteChunk(ChunkType type,
                     uint32_t location,
                     Source source,
@@ -76,7 +87,7 @@ class TraceWriter {
     uint32_t count;
   };
 
-  int fd_;
+  std::unique_ptr<ChunkSink> sink_;
   std::string path_;
   WriterOptions options_;
   ZSTD_CCtx* cctx_ = nullptr;

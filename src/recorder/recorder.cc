@@ -697,6 +697,7 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
       child_exited_ = true;
       child_exit_ns_ = clock_.NowNs();
     }
+    const uint64_t drain_start = clock_.NowNs();
     size_t drained = DrainAll();
     uint64_t now = clock_.NowNs();
     for (auto& src : sources_)
@@ -713,6 +714,16 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
     }
     if (now - last_flush_ns_ > options_.flush_ns) {
       FlushAll();
+      // Every ring was drained to its head after drain_start and every encoder is flushed: all
+      // events before it are in the file, but for a producer that read the clock and had not yet
+      // committed (the slack). A flight recorder holds chunks back, so it promises nothing.
+      constexpr uint64_t kWatermarkSlackNs = 50'000'000;
+      if (options_.overflow != shm::Overflow::kOverwrite && !write_failed_ &&
+          drain_start > start_ns_ + kWatermarkSlackNs) {
+        Status s = writer_->WriteWatermark(drain_start - kWatermarkSlackNs);
+        if (!s.ok())
+          NoteWriteError(s);
+      }
       last_flush_ns_ = now;
     }
     if (now - last_status_ns_ > 250'000'000) {

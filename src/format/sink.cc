@@ -1,0 +1,104 @@
+#include "format/sink.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace parmon::format {
+namespace {
+
+class FdSink : public ChunkSink {
+ public:
+  FdSink(int fd, std::string name, bool owns_fd) : fd_(fd), name_(std::move(name)), owns_(owns_fd) {
+    struct stat st;
+    socket_ = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+  }
+  ~FdSink() override {
+    if (owns_ && fd_ >= 0)
+      close(fd_);
+  }
+
+  Status Write(const iovec* iov, int count, size_t* written) override {
+    *written = 0;
+    if (fd_ < 0)
+      return Status::Error(fmt::format("{} is closed", name_));
+    std::vector<iovec> v(iov, iov + count);
+    size_t total = 0;
+    for (const auto& e : v)
+      total += e.iov_len;
+    size_t first = 0;  // first iovec with bytes left
+    while (*written < total) {
+      ssize_t n;
+      if (socket_) {
+        // A peer that went away is an error to report, not a SIGPIPE that kills the writer.
+        msghdr m{};
+        m.msg_iov = v.data() + first;
+        m.msg_iovlen = v.size() - first;
+        n = sendmsg(fd_, &m, MSG_NOSIGNAL);
+      } else {
+        n = writev(fd_, v.data() + first, static_cast<int>(v.size() - first));
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return Status::Error(
+            fmt::format("writing {} failed: {}", name_, strerror(n < 0 ? errno : EIO)));
+      *written += static_cast<size_t>(n);
+      size_t skip = static_cast<size_t>(n);
+      while (first < v.size() && skip >= v[first].iov_len)
+        skip -= v[first++].iov_len;
+      if (first < v.size()) {
+        v[first].iov_base = static_cast<uint8_t*>(v[first].iov_base) + skip;
+        v[first].iov_len -= skip;
+      }
+    }
+    return Status::Ok();
+  }
+
+  bool Truncate(uint64_t length) override {
+    return fd_ >= 0 && ftruncate(fd_, static_cast<off_t>(length)) == 0;
+  }
+
+  Status Close() override {
+    if (fd_ < 0 || !owns_) {
+      fd_ = -1;
+      return Status::Ok();
+    }
+    int fd = fd_;
+    fd_ = -1;
+    if (close(fd) != 0)
+      return Status::Error(fmt::format("closing {} failed: {}", name_, strerror(errno)));
+    return Status::Ok();
+  }
+
+  const std::string& name() const override { return name_; }
+
+ private:
+  int fd_;
+  std::string name_;
+  bool owns_;
+  bool socket_ = false;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ChunkSink>> OpenFileSink(const std::string& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::Error(fmt::format("cannot create trace file {}: {}", path, strerror(errno)));
+  return std::unique_ptr<ChunkSink>(new FdSink(fd, path, true));
+}
+
+std::unique_ptr<ChunkSink> MakeFdSink(int fd, std::string name, bool owns_fd) {
+  return std::make_unique<FdSink>(fd, std::move(name), owns_fd);
+}
+
+}  // namespace parmon::format
