@@ -100,19 +100,24 @@ void Merge::Align(Head& h) const {
       e.args[i] = h.clock->Apply(e.args[i], &h.clock_hint);
 }
 
-bool Merge::Next(format::Event* out, uint64_t until, StreamIndex* stream) {
-  if (pending_) {
-    Head* h = pending_;
-    pending_ = nullptr;
-    for (size_t i = 0; i < live_.size(); ++i)
-      if (live_[i] == h) {
-        if (Advance(*h))
-          live_ts_[i] = h->event.ts;
-        else
-          Remove(i);
-        break;
-      }
+void Merge::AdvancePending() {
+  if (!pending_)
+    return;
+  Head* h = pending_;
+  pending_ = nullptr;
+  for (size_t i = 0; i < live_.size(); ++i) {
+    if (live_[i] != h)
+      continue;
+    if (Advance(*h))
+      live_ts_[i] = h->event.ts;
+    else
+      Remove(i);
+    return;
   }
+}
+
+bool Merge::Next(format::Event* out, uint64_t until, StreamIndex* stream) {
+  AdvancePending();
   Refresh(until);
   while (!live_.empty()) {
     size_t best = 0;

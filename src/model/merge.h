@@ -69,6 +69,9 @@ class Merge {
   // revives heads whose stream got more chunks.
   void Refresh(uint64_t until);
   void Insert(Head* h);
+  // Moves past the event Next handed out last (kept until now: its payload view points into its
+  // head's chunk).
+  void AdvancePending();
   void Remove(size_t i);
   // Loads the next chunk in the window: false at the end of what the stream has.
   [[gnu::noinline]] bool NextChunk(Head& h);
@@ -100,18 +103,7 @@ class Merge {
 
 template <class Fn>
 void Merge::Run(Fn&& fn, uint64_t until) {
-  if (pending_) {
-    Head* h = pending_;
-    pending_ = nullptr;
-    for (size_t i = 0; i < live_.size(); ++i)
-      if (live_[i] == h) {
-        if (Advance(*h))
-          live_ts_[i] = h->event.ts;
-        else
-          Remove(i);
-        break;
-      }
-  }
+  AdvancePending();
   Refresh(until);
   while (!live_.empty()) {
     // The smallest head and the bound set by the second smallest.
