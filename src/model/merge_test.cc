@@ -150,14 +150,15 @@ std::unique_ptr<Session> OpenSession(const std::string& path) {
   return s.ok() ? std::move(*s) : nullptr;
 }
 
+// Three small streams with ties within and across them (args 0-3, 4-6, 7-8).
+const std::vector<StreamSpec> kSmall = {{1, Source::kRuntime, {10, 20, 20, 30}},
+                                        {2, Source::kRuntime, {20, 20, 25}},
+                                        {3, Source::kSampler, {5, 20}}};
+
 TEST(MergeTest, TiesGoToTheEarlierStreamThenTheEarlierEvent) {
   TempDir dir;
   std::string path = dir.path + "/t.ptrace";
-  WriteTrace(path,
-             {{1, Source::kRuntime, {10, 20, 20, 30}},
-              {2, Source::kRuntime, {20, 20, 25}},
-              {3, Source::kSampler, {5, 20}}},
-             2);
+  WriteTrace(path, kSmall, 2);
   auto s = OpenSession(path);
   ASSERT_TRUE(s);
   // Stream order is the order of the streams' first chunks in the file: 1, 2, 3.
@@ -170,11 +171,7 @@ TEST(MergeTest, TiesGoToTheEarlierStreamThenTheEarlierEvent) {
 TEST(MergeTest, FiltersAndWindows) {
   TempDir dir;
   std::string path = dir.path + "/t.ptrace";
-  WriteTrace(path,
-             {{1, Source::kRuntime, {10, 20, 20, 30}},
-              {2, Source::kRuntime, {20, 20, 25}},
-              {3, Source::kSampler, {5, 20}}},
-             1);
+  WriteTrace(path, kSmall, 1);  // one event per chunk
   auto s = OpenSession(path);
   ASSERT_TRUE(s);
   MergeFilter by_location;
