@@ -5,7 +5,8 @@
 #include <cstring>
 
 #include "cli/commands.h"
-#include "format/reader.h"
+#include "model/merge.h"
+#include "model/session.h"
 #include "recorder/recorder.h"
 
 namespace parmon::cli {
@@ -87,16 +88,17 @@ int RunDump(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  auto opened = format::TraceReader::Open(path);
+  auto opened = model::Session::Open(path);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon dump: {}\n", opened.status().message());
     return 1;
   }
-  const format::TraceReader& r = **opened;
-  uint64_t start = std::stoull(r.SessionValue("start_ts", "0"));
-  if (start == 0)
-    start = r.first_ts();
-  format::CursorFilter filter;
+  const model::Session& session = **opened;
+  const format::TraceReader& r = session.reader();
+  // Times count from the session's start; a per-rank session's are on rank 0's clock, as in
+  // `parmon report`.
+  const uint64_t start = session.start();
+  model::MergeFilter filter;
   if (!tids.empty() || !pids.empty() || !locations.empty()) {
     std::set<uint32_t> sel(locations.begin(), locations.end());
     for (const auto& [id, l] : r.definitions().locations) {
@@ -122,15 +124,13 @@ int RunDump(int argc, char** argv) {
     }
     filter.to_ts = start + ns;
   }
-  format::MergeCursor cursor(r, filter);
+  model::Merge merge(session, filter);
   format::Event e;
   std::string out;
-  const auto& defs = r.definitions();
-  while (cursor.Next(&e)) {
-    auto it = defs.locations.find(e.location);
-    std::string where = it == defs.locations.end() ? fmt::format("loc{}", e.location)
-                                                   : fmt::format("{}/{} {}", it->second.pid,
-                                                                 it->second.tid, it->second.name);
+  while (merge.Next(&e)) {
+    const format::LocationDef* l = session.Location(e.location);
+    std::string where =
+        l ? fmt::format("{}/{} {}", l->pid, l->tid, l->name) : fmt::format("loc{}", e.location);
     std::string t =
         absolute
             ? std::to_string(e.ts)

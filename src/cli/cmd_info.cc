@@ -5,10 +5,11 @@
 
 #include <ctime>
 #include <map>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "format/reader.h"
+#include "model/merge.h"
+#include "model/session.h"
 #include "sched/summary.h"
 
 namespace parmon::cli {
@@ -23,19 +24,6 @@ struct LocationStats {
   uint64_t first = UINT64_MAX;
   uint64_t last = 0;
 };
-
-std::map<uint32_t, uint64_t> ParseCounts(const std::string& s) {
-  std::map<uint32_t, uint64_t> out;
-  std::istringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ';')) {
-    unsigned loc;
-    unsigned long long n;
-    if (sscanf(item.c_str(), "%u:%llu", &loc, &n) == 2)
-      out[loc] += n;
-  }
-  return out;
-}
 
 std::string FormatTime(uint64_t realtime_ns) {
   time_t t = static_cast<time_t>(realtime_ns / 1000000000ull);
@@ -61,36 +49,43 @@ int RunInfo(int argc, char** argv) {
   }
   format::OpenOptions oo;
   oo.verify_payloads = true;
-  auto opened = format::TraceReader::Open(path, oo);
+  model::SessionOptions so;
+  so.open = oo;
+  auto opened = model::Session::Open(path, so);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon info: {}\n", opened.status().message());
     return 1;
   }
-  const format::TraceReader& r = **opened;
+  const model::Session& session = **opened;
+  const format::TraceReader& r = session.reader();
+  const format::SessionInfo& info = session.info();
+  const format::EndInfo& totals = session.totals();
   const auto& defs = r.definitions();
 
   std::map<uint32_t, LocationStats> stats;
-  for (const auto& s : r.streams()) {
+  for (model::StreamIndex i = 0; i < r.streams().size(); ++i) {
+    const format::Stream& s = r.streams()[i];
     auto& st = stats[s.location];
     st.events += s.events;
     static const char* kSourceNames[] = {"definitions", "runtime", "sched", "sampler", "recorder"};
     auto src = static_cast<size_t>(s.source);
     st.by_source[src < 5 ? kSourceNames[src] : "other"] += s.events;
-    st.first = std::min(st.first, s.first_ts);
-    st.last = std::max(st.last, s.last_ts);
+    // On rank 0's clock for a per-rank session, as dump prints them.
+    st.first = std::min(st.first, session.first_ts(i));
+    st.last = std::max(st.last, session.last_ts(i));
   }
   // Lost events: the END chunk's totals when the file was closed, else count the Lost events.
   if (r.closed_cleanly()) {
-    for (const auto& [loc, n] : ParseCounts(r.SessionValue("lost_by_location")))
+    for (const auto& [loc, n] : totals.lost_by_location)
       stats[loc].lost += n;
   } else {
-    format::CursorFilter f;
+    model::MergeFilter f;
     f.sources = std::set<format::Source>{format::Source::kRuntime, format::Source::kRecorder};
-    format::MergeCursor cursor(r, f);
-    format::Event e;
-    while (cursor.Next(&e))
+    model::Merge merge(session, f);
+    merge.Run([&](const format::Event& e, model::StreamIndex) {
       if (e.kind_enum() == Kind::kLost || e.kind_enum() == Kind::kRingLost)
         stats[e.location].lost += e.args[0];
+    });
   }
   uint64_t lost_total = 0, damaged_total = 0;
   bool damaged_unknown = false;
@@ -102,11 +97,11 @@ int RunInfo(int argc, char** argv) {
     if (p.events_lost < 0)
       damaged_unknown = true;
   }
-  uint64_t unattached = std::stoull(r.SessionValue("unattached_lost_events", "0"));
-  uint64_t overwritten = std::stoull(r.SessionValue("overwritten_events", "0"));
+  uint64_t unattached = totals.unattached_lost_events;
+  uint64_t overwritten = totals.overwritten_events;
   uint64_t events = r.total_events();
-  uint64_t start_ts = std::stoull(r.SessionValue("start_ts", "0"));
-  uint64_t end_ts = std::stoull(r.SessionValue("end_ts", std::to_string(r.last_ts())));
+  uint64_t start_ts = info.start_ts;
+  uint64_t end_ts = r.session().count("end_ts") ? totals.end_ts : r.last_ts();
   if (start_ts == 0)
     start_ts = r.first_ts();
   double duration = end_ts > start_ts ? static_cast<double>(end_ts - start_ts) / 1e9 : 0;
@@ -132,7 +127,7 @@ int RunInfo(int argc, char** argv) {
     j["damaged_events"] = damaged_total;
     j["damaged_events_unknown"] = damaged_unknown;
     j["bytes_per_event"] = bytes_per_event;
-    j["clock"] = r.SessionValue("clock");
+    j["clock"] = info.clock;
     nlohmann::json locs = nlohmann::json::array();
     for (const auto& [id, st] : stats) {
       nlohmann::json l;
@@ -165,21 +160,24 @@ int RunInfo(int argc, char** argv) {
       problems.push_back(pj);
     }
     j["problems"] = problems;
-    j["sched"] = sched::SummaryJson(r, sched::Summarize(r));
+    j["sched"] = sched::SummaryJson(session, sched::Summarize(session));
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
 
   fmt::print("trace       {} ({} bytes, format {}.{}{})\n", path, r.file_size(), r.version_major(),
              r.version_minor(), r.closed_cleanly() ? "" : ", NOT closed cleanly");
-  fmt::print("command     {}\n", r.SessionValue("command", "?"));
-  fmt::print("host        {}\n", r.SessionValue("host", "?"));
-  if (auto rt = r.SessionValue("start_realtime_ns"); !rt.empty())
-    fmt::print("started     {}\n", FormatTime(std::stoull(rt)));
+  auto or_unknown = [&](const char* key, const std::string& v) {
+    return r.session().count(key) ? v : std::string("?");
+  };
+  fmt::print("command     {}\n", or_unknown("command", info.command));
+  fmt::print("host        {}\n", or_unknown("host", info.host));
+  if (info.start_realtime_ns)
+    fmt::print("started     {}\n", FormatTime(info.start_realtime_ns));
   fmt::print("duration    {:.6f} s\n", duration);
-  fmt::print("clock       {}\n", r.SessionValue("clock", "?"));
-  if (auto ec = r.SessionValue("exit_code"); !ec.empty())
-    fmt::print("exit code   {}\n", ec);
+  fmt::print("clock       {}\n", or_unknown("clock", info.clock));
+  if (totals.exit_code)
+    fmt::print("exit code   {}\n", *totals.exit_code);
   fmt::print("processes   {}\n", defs.processes.size());
   fmt::print("threads     {}\n", threads);
   fmt::print("events      {} ({:.2f} bytes per event on disk)\n", events, bytes_per_event);
@@ -207,7 +205,7 @@ int RunInfo(int argc, char** argv) {
     fmt::print("{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12.6f}\n", id, pid, tid,
                name.substr(0, 16), st.events, st.lost, span);
   }
-  sched::PrintSummary(r, sched::Summarize(r));
+  sched::PrintSummary(session, sched::Summarize(session));
   return 0;
 }
 

@@ -2,19 +2,19 @@
 
 #include <fmt/format.h>
 
+#include "model/merge.h"
 #include "sched/classify.h"
 
 namespace parmon::sched {
 
 using format::Kind;
 
-SchedSummary Summarize(const format::TraceReader& reader) {
+SchedSummary Summarize(const model::Session& session) {
   SchedSummary s;
-  format::CursorFilter f;
+  model::MergeFilter f;
   f.sources = std::set<format::Source>{format::Source::kSched, format::Source::kSampler};
-  format::MergeCursor cursor(reader, f);
-  format::Event e;
-  while (cursor.Next(&e)) {
+  model::Merge merge(session, f);
+  merge.Run([&s](const format::Event& e, model::StreamIndex) {
     switch (e.kind_enum()) {
       case Kind::kThreadStates: {
         auto& t = s.threads[e.location];
@@ -53,16 +53,11 @@ SchedSummary Summarize(const format::TraceReader& reader) {
       default:
         break;
     }
-  }
+  });
   return s;
 }
 
 namespace {
-
-const format::LocationDef* Location(const format::TraceReader& reader, uint32_t id) {
-  auto it = reader.definitions().locations.find(id);
-  return it == reader.definitions().locations.end() ? nullptr : &it->second;
-}
 
 double Percent(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0;
@@ -70,7 +65,7 @@ double Percent(uint64_t part, uint64_t whole) {
 
 }  // namespace
 
-void PrintSummary(const format::TraceReader& reader, const SchedSummary& s) {
+void PrintSummary(const model::Session& session, const SchedSummary& s) {
   if (s.empty())
     return;
   fmt::print("\nthread states (% of sampled time; switches: blocked/preempted)\n");
@@ -79,7 +74,7 @@ void PrintSummary(const format::TraceReader& reader, const SchedSummary& s) {
       "LOC", "TID", "NAME", "RUN", "QUEUE", "COMM", "LOCK", "TIMER", "IO", "STOP", "OTHER",
       "CPU(s)", "SWITCHES", "MIGR");
   for (const auto& [loc, t] : s.threads) {
-    const format::LocationDef* l = Location(reader, loc);
+    const format::LocationDef* l = session.Location(loc);
     uint64_t total = 0;
     for (uint64_t v : t.state_ns)
       total += v;
@@ -95,7 +90,7 @@ void PrintSummary(const format::TraceReader& reader, const SchedSummary& s) {
     fmt::print("{:>5} {:<8} {:>7} {:>7} {:>7} {:>7}\n", "LOC", "CPU", "BUSY%", "IDLE%", "IOWAIT%",
                "STEAL%");
     for (const auto& [loc, c] : s.cpus) {
-      const format::LocationDef* l = Location(reader, loc);
+      const format::LocationDef* l = session.Location(loc);
       uint64_t total = c.busy_ns + c.idle_ns + c.iowait_ns + c.steal_ns;
       fmt::print("{:>5} {:<8} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f}\n", loc, l ? l->name : "",
                  Percent(c.busy_ns, total), Percent(c.idle_ns, total), Percent(c.iowait_ns, total),
@@ -106,11 +101,11 @@ void PrintSummary(const format::TraceReader& reader, const SchedSummary& s) {
     fmt::print("\ncontext-switch records lost by the kernel: {}\n", s.lost_switch_records);
 }
 
-nlohmann::json SummaryJson(const format::TraceReader& reader, const SchedSummary& s) {
+nlohmann::json SummaryJson(const model::Session& session, const SchedSummary& s) {
   nlohmann::json j;
   nlohmann::json threads = nlohmann::json::array();
   for (const auto& [loc, t] : s.threads) {
-    const format::LocationDef* l = Location(reader, loc);
+    const format::LocationDef* l = session.Location(loc);
     nlohmann::json tj{{"location", loc}, {"tid", l ? l->tid : 0}, {"pid", l ? l->pid : 0}};
     for (int i = 0; i < kThreadStateCount; ++i)
       tj["state_ns"][ThreadStateName(static_cast<ThreadState>(i))] = t.state_ns[i];
@@ -122,7 +117,7 @@ nlohmann::json SummaryJson(const format::TraceReader& reader, const SchedSummary
   }
   nlohmann::json cpus = nlohmann::json::array();
   for (const auto& [loc, c] : s.cpus) {
-    const format::LocationDef* l = Location(reader, loc);
+    const format::LocationDef* l = session.Location(loc);
     cpus.push_back({{"location", loc},
                     {"cpu", l ? l->tid : 0},
                     {"busy_ns", c.busy_ns},

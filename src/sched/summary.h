@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "format/reader.h"
+#include "model/session.h"
 
 namespace parmon::sched {
 
@@ -31,10 +31,10 @@ struct SchedSummary {
   bool empty() const { return threads.empty() && cpus.empty(); }
 };
 
-SchedSummary Summarize(const format::TraceReader& reader);
+SchedSummary Summarize(const model::Session& session);
 // The text tables of `parmon info` (nothing when the trace has no scheduling events).
-void PrintSummary(const format::TraceReader& reader, const SchedSummary& s);
-nlohmann::json SummaryJson(const format::TraceReader& reader, const SchedSummary& s);
+void PrintSummary(const model::Session& session, const SchedSummary& s);
+nlohmann::json SummaryJson(const model::Session& session, const SchedSummary& s);
 
 }  // namespace parmon::sched
 

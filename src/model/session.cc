@@ -1,0 +1,128 @@
+#include "model/session.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace parmon::model {
+
+StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& path, SessionOptions options) {
+  auto reader = format::TraceReader::Open(path, options.open);
+  if (!reader.ok())
+    return reader.status();
+  return FromReader(std::move(*reader), options);
+}
+
+StatusOr<std::unique_ptr<Session>> Session::FromReader(std::unique_ptr<format::TraceReader> reader,
+                                                       SessionOptions options) {
+  auto s = std::unique_ptr<Session>(new Session());
+  s->reader_ = std::move(reader);
+  PARMON_RETURN_IF_ERROR(s->Init(options));
+  return s;
+}
+
+Status Session::Init(const SessionOptions& options) {
+  auto metadata = format::DecodeSessionMetadata(reader_->session());
+  if (!metadata.ok())
+    return Status::Error(fmt::format("{}: {}", reader_->path(), metadata.status().message()));
+  metadata_ = std::move(*metadata);
+  if (options.align_clocks && reader_->parts().size() > 1) {
+    // One pass finds the ranks and the ping-pongs alike.
+    MpiScan scan = ScanMpi(*reader_);
+    clocks_ = AlignClocks(scan.file_rank, scan.syncs);
+    rank_by_file_pid_ = std::move(scan.rank_by_file_pid);
+  }
+  const auto& streams = reader_->streams();
+  stream_clock_.resize(streams.size(), nullptr);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (streams[i].chunks.empty())
+      continue;
+    const uint32_t file = streams[i].chunks.front().file;
+    stream_clock_[i] = clocks_.ForFile(file);
+    file_of_location_.emplace(streams[i].location, file);
+  }
+  ComputeWindow();
+  return Status::Ok();
+}
+
+void Session::ComputeWindow() {
+  const format::TraceReader& r = *reader_;
+  start_ = metadata_.session.start_ts;
+  if (start_ == 0 || start_ > r.first_ts())
+    start_ = r.first_ts();
+  end_ = std::max(metadata_.end.end_ts, r.last_ts());
+  if (!clocks_.empty()) {
+    // Recorders' start and end times are on their own clocks: the session is the span of its
+    // events on rank 0's.
+    start_ = UINT64_MAX;
+    end_ = 0;
+    for (StreamIndex i = 0; i < r.streams().size(); ++i) {
+      const format::Stream& st = r.streams()[i];
+      if (st.source == format::Source::kDefinitions || st.events == 0)
+        continue;
+      start_ = std::min(start_, first_ts(i));
+      end_ = std::max(end_, last_ts(i));
+    }
+    if (start_ == UINT64_MAX)
+      start_ = 0;
+  }
+  if (end_ < start_)
+    end_ = start_;
+}
+
+const ClockMap* Session::ClockOf(StreamIndex s) const {
+  return s < stream_clock_.size() ? stream_clock_[s] : nullptr;
+}
+
+uint64_t Session::Aligned(StreamIndex s, uint64_t t) const {
+  size_t hint = 0;
+  const ClockMap* c = ClockOf(s);
+  return c ? c->Apply(t, &hint) : t;
+}
+
+const format::LocationDef* Session::Location(uint32_t id) const {
+  const auto& locations = reader_->definitions().locations;
+  auto it = locations.find(id);
+  return it == locations.end() ? nullptr : &it->second;
+}
+
+uint32_t Session::PidOf(uint32_t id) const {
+  const format::LocationDef* l = Location(id);
+  return l ? l->pid : 0;
+}
+
+uint32_t Session::TidOf(uint32_t id) const {
+  const format::LocationDef* l = Location(id);
+  return l ? l->tid : 0;
+}
+
+std::string_view Session::NameOf(uint32_t id) const {
+  const format::LocationDef* l = Location(id);
+  return l ? std::string_view(l->name) : std::string_view();
+}
+
+bool Session::IsCpu(uint32_t id) const {
+  const format::LocationDef* l = Location(id);
+  return l && l->type == format::LocationType::kCpu;
+}
+
+uint32_t Session::FileOf(uint32_t id) const {
+  auto it = file_of_location_.find(id);
+  return it == file_of_location_.end() ? 0 : it->second;
+}
+
+void Session::EnsureRanks() const {
+  if (!rank_by_file_pid_)
+    rank_by_file_pid_ = ScanMpi(*reader_).rank_by_file_pid;
+}
+
+int64_t Session::RankOf(uint32_t id) const {
+  const format::LocationDef* l = Location(id);
+  if (!l || l->type == format::LocationType::kCpu)
+    return -1;
+  EnsureRanks();
+  auto it = rank_by_file_pid_->find({FileOf(id), l->pid});
+  return it == rank_by_file_pid_->end() ? -1 : it->second;
+}
+
+}  // namespace parmon::model
