@@ -15,27 +15,41 @@ namespace parmon::analysis::rules {
 
 Graph BuildGraph(const Results& r) {
   Graph g;
+  std::map<int64_t, PartyId> main_thread;  // rank -> location id
   for (const auto& l : r.locations) {
     if (l.type != LocationKind::kThread)
       continue;
     // A rank's run is its time between MPI start-up and shut-down: MPI_Init can take longer
     // than the work on a small run, and would dilute every share.
     uint64_t wall = l.wall_ns > l.mpi_init_ns ? l.wall_ns - l.mpi_init_ns : l.wall_ns;
-    Node n{&l, l.label, wall, l.compute_ns};
-    g.nodes.emplace(l.label, n);
+    g.nodes.emplace(l.id, Node{&l, l.label, wall, l.compute_ns});
+    g.names.emplace(l.id, l.label);
   }
+  // Ends that are no recorded thread: one negative id per MPI rank, per channel link's unread
+  // end (named by what it is, e.g. its description), interned by that name.
+  std::map<std::string, PartyId> others;
+  auto party = [&](int64_t location, const std::string& label) {
+    if (location >= 0 && g.nodes.count(location))
+      return static_cast<PartyId>(location);
+    auto [it, added] = others.emplace(label, -2 - static_cast<PartyId>(others.size()));
+    if (added)
+      g.names.emplace(it->second, label);
+    return it->second;
+  };
+  for (const auto& k : r.links)
+    g.ends.emplace_back(party(k.from_location, k.from_label), party(k.to_location, k.to_label));
   return g;
 }
 
-// The link on which `label` waits most as a sender (or receiver), with that wait.
 const LinkResult* WorstLink(const Results& r,
-                            const std::string& label,
+                            const Graph& g,
+                            PartyId who,
                             bool as_sender,
                             uint64_t* wait) {
   const LinkResult* best = nullptr;
   *wait = 0;
   for (const auto& k : r.links) {
-    if ((as_sender ? k.from_label : k.to_label) != label)
+    if ((as_sender ? g.From(r, k) : g.To(r, k)) != who)
       continue;
     uint64_t w = as_sender ? k.sender_wait_ns : k.receiver_wait_ns;
     if (w > *wait) {
@@ -46,24 +60,23 @@ const LinkResult* WorstLink(const Results& r,
   return best;
 }
 
-// Follows waits from `start` (waiting on `next`) to the location the chain ends at.
-std::vector<std::string> Chase(const Results& r,
-                               const Graph& g,
-                               const std::string& start,
-                               const std::string& next,
-                               bool as_sender) {
-  std::vector<std::string> chain{start, next};
-  std::set<std::string> seen{start, next};
-  std::string cur = next;
+std::vector<PartyId> Chase(const Results& r,
+                           const Graph& g,
+                           PartyId start,
+                           PartyId next,
+                           bool as_sender) {
+  std::vector<PartyId> chain{start, next};
+  std::set<PartyId> seen{start, next};
+  PartyId cur = next;
   for (;;) {
     const Node* n = g.Find(cur);
     if (!n || !n->wall)
       break;
     uint64_t w;
-    const LinkResult* k = WorstLink(r, cur, as_sender, &w);
+    const LinkResult* k = WorstLink(r, g, cur, as_sender, &w);
     if (!k || static_cast<double>(w) < kChainThreshold * static_cast<double>(n->wall))
       break;
-    const std::string& partner = as_sender ? k->to_label : k->from_label;
+    PartyId partner = as_sender ? g.To(r, *k) : g.From(r, *k);
     if (seen.count(partner))
       break;  // a cycle: the last one before it is where the time goes
     chain.push_back(partner);

@@ -20,8 +20,8 @@ namespace {
 struct LinkWait {
   uint64_t wait = 0;
   const LinkResult* link = nullptr;
-  std::string who, partner;
-  std::vector<std::string> chain;
+  PartyId who = 0, partner = 0;
+  std::vector<PartyId> chain;
 };
 
 }  // namespace
@@ -34,11 +34,11 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
   // One finding per bottleneck, named by the link that waits most; the other links whose waits
   // end at the same bottleneck are its evidence.
   for (bool as_sender : {true, false}) {
-    std::map<std::string, std::vector<LinkWait>> by_bottleneck;
+    std::map<PartyId, std::vector<LinkWait>> by_bottleneck;
     for (const auto& k : r.links) {
       uint64_t wait = as_sender ? k.sender_wait_ns : k.receiver_wait_ns;
-      const std::string& who = as_sender ? k.from_label : k.to_label;
-      const std::string& partner = as_sender ? k.to_label : k.from_label;
+      PartyId who = as_sender ? g.From(r, k) : g.To(r, k);
+      PartyId partner = as_sender ? g.To(r, k) : g.From(r, k);
       const Node* n = g.Find(who);
       if (!n || !n->wall ||
           static_cast<double>(wait) < kWaitThreshold * static_cast<double>(n->wall))
@@ -48,7 +48,7 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
         // sender-side finding names the cause.
         const Node* p = g.Find(partner);
         uint64_t pw;
-        if (p && p->wall && WorstLink(r, partner, true, &pw) &&
+        if (p && p->wall && WorstLink(r, g, partner, true, &pw) &&
             static_cast<double>(pw) >= kChainThreshold * static_cast<double>(p->wall))
           continue;
       }
@@ -62,8 +62,9 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
       // Receive waits that lead back to the serialised loop's source are its consequence.
       if (!as_sender && serialised &&
           std::find(lw.chain.begin(), lw.chain.end(), serialised->source) != lw.chain.end()) {
-        (*out)[serialised_index].evidence += fmt::format("; {} waits {} receiving from {}", who,
-                                                         FormatPercent(wait, n->wall), partner);
+        (*out)[serialised_index].evidence +=
+            fmt::format("; {} waits {} receiving from {}", g.Name(who),
+                        FormatPercent(wait, n->wall), g.Name(partner));
         continue;
       }
       by_bottleneck[lw.chain.back()].push_back(std::move(lw));
@@ -86,26 +87,26 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
       if (top.chain.size() > 2) {
         via = " (the wait passes along";
         for (size_t i = 1; i < top.chain.size(); ++i)
-          via += (i == 1 ? " " : " -> ") + top.chain[i];
+          via += (i == 1 ? " " : " -> ") + g.Name(top.chain[i]);
         via += ")";
       }
-      f.text = fmt::format("{} waits {} of the run {} {}: {} {}{}{}", top.who,
-                           FormatPercent(top.wait, n->wall), verb, top.partner, bottleneck,
-                           as_sender ? "is the bottleneck" : "sends late: it is the bottleneck",
-                           computes, via);
+      f.text = fmt::format(
+          "{} waits {} of the run {} {}: {} {}{}{}", g.Name(top.who),
+          FormatPercent(top.wait, n->wall), verb, g.Name(top.partner), g.Name(bottleneck),
+          as_sender ? "is the bottleneck" : "sends late: it is the bottleneck", computes, via);
       f.evidence =
           fmt::format("link {} -> {}: {} messages, {}, {} waiting of {} in its calls", k.from_label,
                       k.to_label, FormatCount(k.messages), FormatBytes(k.bytes),
                       FormatDuration(top.wait), FormatDuration(k.time_ns));
       for (size_t i = 1; i < waits.size(); ++i) {
         const Node* wn = g.Find(waits[i].who);
-        f.evidence +=
-            fmt::format("; {} waits {} {} {}", waits[i].who,
-                        FormatPercent(waits[i].wait, wn ? wn->wall : 0), verb, waits[i].partner);
+        f.evidence += fmt::format("; {} waits {} {} {}", g.Name(waits[i].who),
+                                  FormatPercent(waits[i].wait, wn ? wn->wall : 0), verb,
+                                  g.Name(waits[i].partner));
       }
       f.time_at_stake_ns = top.wait;
       f.percent_of_run = Percent(top.wait, n->wall);
-      f.subjects = {top.who, top.partner, bottleneck,
+      f.subjects = {g.Name(top.who), g.Name(top.partner), g.Name(bottleneck),
                     fmt::format("{} -> {}", k.from_label, k.to_label)};
       out->push_back(std::move(f));
     }

@@ -24,6 +24,11 @@ constexpr double kWaitThreshold = 0.10;
 // the blame on.
 constexpr double kChainThreshold = 0.25;
 
+// A party to a link, as the rules compare it: a recorded thread location's id (an MPI link's end
+// is its rank's main thread), or, for an end that is no recorded location (an MPI rank without
+// its main thread, a channel nobody read), a negative id of its own.
+using PartyId = int64_t;
+
 struct Node {
   const LocationResult* loc = nullptr;
   std::string label;
@@ -32,36 +37,45 @@ struct Node {
 };
 
 struct Graph {
-  // Endpoint label -> location; for MPI the rank's main thread.
-  std::map<std::string, Node> nodes;
-  const Node* Find(const std::string& label) const {
-    auto it = nodes.find(label);
+  std::map<PartyId, Node> nodes;                  // the thread locations
+  std::map<PartyId, std::string> names;           // every party's label (for output only)
+  std::vector<std::pair<PartyId, PartyId>> ends;  // by link index: (from, to)
+  const Node* Find(PartyId id) const {
+    auto it = nodes.find(id);
     return it == nodes.end() ? nullptr : &it->second;
+  }
+  const std::string& Name(PartyId id) const { return names.at(id); }
+  PartyId From(const Results& r, const LinkResult& k) const {
+    return ends[&k - r.links.data()].first;
+  }
+  PartyId To(const Results& r, const LinkResult& k) const {
+    return ends[&k - r.links.data()].second;
   }
 };
 
 Graph BuildGraph(const Results& r);
-// The link on which `label` waits most as a sender (or receiver), with that wait.
+// The link on which `who` waits most as a sender (or receiver), with that wait.
 const LinkResult* WorstLink(const Results& r,
-                            const std::string& label,
+                            const Graph& g,
+                            PartyId who,
                             bool as_sender,
                             uint64_t* wait);
 // Follows waits from `start` (waiting on `next`) to the location the chain ends at.
-std::vector<std::string> Chase(const Results& r,
-                               const Graph& g,
-                               const std::string& start,
-                               const std::string& next,
-                               bool as_sender);
+std::vector<PartyId> Chase(const Results& r,
+                           const Graph& g,
+                           PartyId start,
+                           PartyId next,
+                           bool as_sender);
 // For a bottleneck that computes less than half the time: what else keeps it.
 std::string BusyElsewhere(const Node& n);
 
 // A feedback loop run one item at a time (serialised_cycle.cc).
 struct Serialised {
-  std::string source, feedback, consumer;
+  PartyId source = 0, feedback = 0, consumer = 0;
   uint64_t source_wait = 0, consumer_wait = 0;
   const LinkResult* link = nullptr;  // feedback -> source
   const LinkResult* out = nullptr;   // source -> consumer
-  std::vector<std::string> path;     // source -> consumer -> ... -> feedback
+  std::vector<PartyId> path;         // source -> consumer -> ... -> feedback
 };
 std::optional<Serialised> FindSerialisedLoop(const Results& r, const Graph& g);
 Finding SerialisedFinding(const Graph& g, const Serialised& s);

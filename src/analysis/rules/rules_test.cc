@@ -27,14 +27,15 @@ LocationResult Thread(uint32_t id, const std::string& label, int32_t rank = -1) 
   return l;
 }
 
-LinkResult Link(const std::string& from,
-                const std::string& to,
-                uint64_t sender_wait,
-                uint64_t receiver_wait) {
+// A channel link between two thread locations (ids from, to), matched to them by id.
+LinkResult Link(int64_t from, int64_t to, uint64_t sender_wait, uint64_t receiver_wait) {
   LinkResult k;
+  k.type = LinkKind::kChannel;
   k.kind = "channel";
-  k.from_label = from;
-  k.to_label = to;
+  k.from = k.from_location = from;
+  k.to = k.to_location = to;
+  k.from_label = std::string(1, static_cast<char>('A' + from - 1));
+  k.to_label = std::string(1, static_cast<char>('A' + to - 1));
   k.messages = 10;
   k.sender_wait_ns = sender_wait;
   k.receiver_wait_ns = receiver_wait;
@@ -61,15 +62,22 @@ TEST(Rules, LinkWaitNamesTheBottleneckAtTheEndOfTheChain) {
   // A -> B -> C; B waits 50% sending to C, A waits 40% sending to B: C is the bottleneck.
   Results r;
   r.locations = {Thread(1, "A"), Thread(2, "B"), Thread(3, "C")};
-  r.links = {Link("A", "B", 40 * kMs, 0), Link("B", "C", 50 * kMs, 0)};
+  r.links = {Link(1, 2, 40 * kMs, 0), Link(2, 3, 50 * kMs, 0)};
   std::vector<Finding> f = Apply(LinkWaitRule, r);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "link-wait-send");
   ASSERT_GT(f[0].subjects.size(), 2u);
   EXPECT_EQ(f[0].subjects[2], "C");
   EXPECT_EQ(f[0].time_at_stake_ns, 50 * kMs);
+  // Ends are matched by location id, not by label: the same links with their labels swapped
+  // still name C.
+  r.locations[0].label = "C";
+  r.locations[2].label = "A";
+  f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].subjects[2], "A");  // location 3, whatever its label
   // Below the threshold: nothing.
-  r.links = {Link("A", "B", 5 * kMs, 0)};
+  r.links = {Link(1, 2, 5 * kMs, 0)};
   EXPECT_TRUE(Apply(LinkWaitRule, r).empty());
 }
 

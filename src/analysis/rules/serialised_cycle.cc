@@ -18,25 +18,27 @@ namespace {
 
 // The path of links from `from` to `to` (message direction) that does not pass through
 // `avoid`, empty when there is none.
-std::vector<std::string> FlowPath(const Results& r,
-                                  const std::string& from,
-                                  const std::string& to,
-                                  const std::string& avoid = "") {
-  std::map<std::string, std::string> parent{{from, ""}};
-  std::vector<std::string> queue{from};
+std::vector<PartyId> FlowPath(const Results& r,
+                              const Graph& g,
+                              PartyId from,
+                              PartyId to,
+                              PartyId avoid) {
+  constexpr PartyId kRoot = INT64_MIN;
+  std::map<PartyId, PartyId> parent{{from, kRoot}};
+  std::vector<PartyId> queue{from};
   for (size_t i = 0; i < queue.size(); ++i) {
     for (const auto& k : r.links) {
-      if (k.from_label != queue[i] || !k.messages || parent.count(k.to_label) ||
-          k.to_label == avoid)
+      PartyId kf = g.From(r, k), kt = g.To(r, k);
+      if (kf != queue[i] || !k.messages || parent.count(kt) || kt == avoid)
         continue;
-      parent[k.to_label] = queue[i];
-      if (k.to_label == to) {
-        std::vector<std::string> path{to};
-        while (!parent[path.back()].empty())
+      parent[kt] = queue[i];
+      if (kt == to) {
+        std::vector<PartyId> path{to};
+        while (parent[path.back()] != kRoot)
           path.push_back(parent[path.back()]);
         return {path.rbegin(), path.rend()};
       }
-      queue.push_back(k.to_label);
+      queue.push_back(kt);
     }
   }
   return {};
@@ -52,9 +54,9 @@ Finding SerialisedFinding(const Graph& g, const Serialised& s) {
   const Node* src = g.Find(s.source);
   const Node* con = g.Find(s.consumer);
   std::string ring;
-  for (const auto& p : s.path)
-    ring += p + " -> ";
-  ring += s.source;
+  for (PartyId p : s.path)
+    ring += g.Name(p) + " -> ";
+  ring += g.Name(s.source);
   Finding f;
   f.id = "serialised-cycle";
   f.text = fmt::format(
@@ -62,24 +64,25 @@ Finding SerialisedFinding(const Graph& g, const Serialised& s) {
       "messages to {} were sent only after {}'s previous output had come back round, so the work "
       "goes round {} one item at a time; the extra synchronisation on link {} -> {} is the "
       "bottleneck",
-      s.source, FormatPercent(s.source_wait, src->wall), s.feedback,
-      FormatCount(s.out->closed_loop_messages), FormatCount(s.out->messages), s.consumer,
-      s.consumer, ring, s.feedback, s.source);
+      g.Name(s.source), FormatPercent(s.source_wait, src->wall), g.Name(s.feedback),
+      FormatCount(s.out->closed_loop_messages), FormatCount(s.out->messages), g.Name(s.consumer),
+      g.Name(s.consumer), ring, g.Name(s.feedback), g.Name(s.source));
   f.evidence = fmt::format(
       "link {} -> {}: {} messages, {} waiting of {} in its calls; {} waits {} "
       "of the run receiving work from {}",
       s.link->from_label, s.link->to_label, FormatCount(s.link->messages),
-      FormatDuration(s.source_wait), FormatDuration(s.link->time_ns), s.consumer,
-      FormatPercent(s.consumer_wait, con->wall), s.source);
+      FormatDuration(s.source_wait), FormatDuration(s.link->time_ns), g.Name(s.consumer),
+      FormatPercent(s.consumer_wait, con->wall), g.Name(s.source));
   for (size_t i = 1; i < s.path.size(); ++i) {
     const Node* n = g.Find(s.path[i]);
     if (n)
-      f.evidence += fmt::format("; {} computes {}", s.path[i], FormatPercent(n->compute, n->wall));
+      f.evidence +=
+          fmt::format("; {} computes {}", g.Name(s.path[i]), FormatPercent(n->compute, n->wall));
   }
   f.time_at_stake_ns = s.source_wait;
   f.percent_of_run = Percent(s.source_wait, src->wall);
-  f.subjects = {s.source, s.feedback, s.source, fmt::format("{} -> {}", s.feedback, s.source),
-                s.consumer};
+  f.subjects = {g.Name(s.source), g.Name(s.feedback), g.Name(s.source),
+                fmt::format("{} -> {}", g.Name(s.feedback), g.Name(s.source)), g.Name(s.consumer)};
   return f;
 }
 
@@ -91,11 +94,11 @@ Finding SerialisedFinding(const Graph& g, const Serialised& s) {
 // frame, from the master, while the words come from a second thread).
 constexpr double kClosedLoopShare = 0.5;
 
-// Messages received by `label`, over all its links.
-uint64_t MessagesInto(const Results& r, const std::string& label) {
+// Messages received by `who`, over all its links.
+uint64_t MessagesInto(const Results& r, const Graph& g, PartyId who) {
   uint64_t n = 0;
   for (const auto& k : r.links)
-    if (k.to_label == label)
+    if (g.To(r, k) == who)
       n += k.messages;
   return n;
 }
@@ -110,27 +113,29 @@ uint64_t MessagesInto(const Results& r, const std::string& label) {
 std::optional<Serialised> FindSerialisedLoop(const Results& r, const Graph& g) {
   std::optional<Serialised> best;
   for (const auto& out : r.links) {
-    const Node* src = g.Find(out.from_label);
-    const Node* con = g.Find(out.to_label);
+    PartyId source = g.From(r, out), consumer = g.To(r, out);
+    const Node* src = g.Find(source);
+    const Node* con = g.Find(consumer);
     if (!src || !con || !src->wall || !con->wall || !out.messages)
       continue;
     if (out.closed_loop_messages < 2 ||
         static_cast<double>(out.closed_loop_messages) <
-            kClosedLoopShare * static_cast<double>(MessagesInto(r, out.to_label)))
+            kClosedLoopShare * static_cast<double>(MessagesInto(r, g, consumer)))
       continue;
     uint64_t source_wait;
-    const LinkResult* feedback = WorstLink(r, out.from_label, false, &source_wait);
+    const LinkResult* feedback = WorstLink(r, g, source, false, &source_wait);
     if (!feedback ||
         static_cast<double>(source_wait) < kWaitThreshold * static_cast<double>(src->wall))
       continue;
-    if (feedback->from_label == out.to_label)
+    PartyId back = g.From(r, *feedback);
+    if (back == consumer)
       continue;
     if (best && best->source_wait >= source_wait)
       continue;
-    std::vector<std::string> path = FlowPath(r, out.to_label, feedback->from_label, out.from_label);
+    std::vector<PartyId> path = FlowPath(r, g, consumer, back, source);
     if (path.empty())
       continue;
-    path.insert(path.begin(), out.from_label);
+    path.insert(path.begin(), source);
     // The source is the loop's most idle member: every member's results come back round to it
     // too, but only the source holds the next work back while it waits.
     double source_share = static_cast<double>(source_wait) / static_cast<double>(src->wall);
@@ -138,19 +143,13 @@ std::optional<Serialised> FindSerialisedLoop(const Results& r, const Graph& g) {
     for (size_t i = 1; i < path.size() && most_idle; ++i) {
       const Node* m = g.Find(path[i]);
       uint64_t w;
-      if (m && m->wall && WorstLink(r, path[i], false, &w))
+      if (m && m->wall && WorstLink(r, g, path[i], false, &w))
         most_idle = static_cast<double>(w) / static_cast<double>(m->wall) <= source_share;
     }
     if (!most_idle)
       continue;
-    best = Serialised{out.from_label,
-                      feedback->from_label,
-                      out.to_label,
-                      source_wait,
-                      out.receiver_wait_ns,
-                      feedback,
-                      &out,
-                      path};
+    best =
+        Serialised{source, back, consumer, source_wait, out.receiver_wait_ns, feedback, &out, path};
   }
   return best;
 }
