@@ -33,7 +33,7 @@ TimeSplit SplitTime(const Results& r) {
   TimeSplit t;
   double total = 0;
   for (const auto& l : r.locations) {
-    if (l.kind != "thread")
+    if (l.type != LocationKind::kThread)
       continue;
     const auto& s = l.states;
     double run = static_cast<double>(s[static_cast<int>(State::kRunning)]);

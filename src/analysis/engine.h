@@ -1,6 +1,8 @@
 // The analysis engine: one pass over a trace's events in time order (the reader's k-way merge),
 // feeding per-location state machines, message matching, interval aggregation, wait-state
-// patterns and the critical path; Finish() turns the state into Results and a diagnosis.
+// patterns and the critical path; Snapshot() turns the state into Results and a diagnosis at any
+// point of the stream, and Finish() is the last snapshot. The parts are described in
+// engine_impl.h.
 //
 // Memory: per location (call stack, region table, state totals, one row of intervals, a share
 // vector for the critical path) and per message in flight (sends not yet received, collective
@@ -47,6 +49,10 @@ class Engine {
   ~Engine();
   // Consumes one event (in time order across all locations).
   void Consume(const format::Event& e);
+  // The results of the events consumed so far, as if the window ended after them; the engine's
+  // state is not changed (a live view may take one after every batch of events).
+  Results Snapshot() const;
+  // The results of every event consumed: the last snapshot.
   Results Finish();
   // Reads every event of the window from the reader (in time order) and finishes.
   Results Run();
@@ -64,7 +70,8 @@ StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& opti
 // Ranks findings from Results (called by Engine::Finish; exposed for tests).
 void Diagnose(Results* results);
 
-// MPI function family by name ("p2p", "wait", "collective", "one-sided", "io", "other").
+// MPI function family by name ("p2p", "wait", "collective", "one-sided", "io", "init", "other"),
+// from the wrapper generator's table (mpi_families.h).
 std::string MpiFamily(const std::string& function);
 // True for the collectives where every member waits for the last to arrive.
 bool IsNToN(const std::string& function);

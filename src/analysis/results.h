@@ -13,20 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "format/thread_state.h"
+
 namespace parmon::analysis {
 
-// What a location is doing. The first six are the states; kOther is time a location
-// existed but nothing said what it did (stopped, idle, or no sampler data for that span).
-enum class State : uint8_t {
-  kRunning = 0,
-  kRunnable,   // ready but queued for a CPU
-  kCommWait,   // blocked on a message, pipe, socket
-  kLockWait,   // blocked on a mutex, condition variable, barrier, join
-  kTimerWait,  // sleeping
-  kIoWait,     // blocked on disk I/O
-  kOther,
-};
-constexpr int kStateCount = 7;
+// What a location is doing: the state enum shared with the sampler (format/thread_state.h).
+// Reports keep the first six states and State::kOther (stopped, other waits, idle, or no data).
+using State = format::ThreadState;
+constexpr int kStateCount = format::kReportStateCount;
 const char* StateName(State s);   // "running", "runnable", ...
 const char* StateLabel(State s);  // short column label for text output
 using StateTimes = std::array<uint64_t, kStateCount>;
@@ -46,9 +40,16 @@ struct CallFamilyStat {
   uint64_t ns = 0;
 };
 
+// Identities: results are compared by these numbers; the strings beside them are for output.
+enum class LocationKind : uint8_t { kThread, kCpu };
+enum class LinkKind : uint8_t { kMpi, kChannel };
+
 struct LocationResult {
   uint32_t id = 0;
-  std::string kind;  // "thread" or "cpu"
+  LocationKind type = LocationKind::kThread;
+  std::string kind;          // "thread" or "cpu" (output)
+  bool main_thread = false;  // a rank's main thread (the location its MPI links stand for)
+  bool sampled = false;      // state_source == "sampled"
   uint32_t pid = 0;
   uint32_t tid = 0;
   int32_t rank = -1;  // MPI world rank, -1 when none
@@ -82,9 +83,12 @@ struct LocationResult {
 // One direction of communication between two endpoints (ranks, or thread/process locations for
 // POSIX channels and locks).
 struct LinkResult {
-  std::string kind;   // "mpi" or "channel"
+  LinkKind type = LinkKind::kMpi;
+  std::string kind;   // "mpi" or "channel" (output)
   int64_t from = -1;  // rank for mpi, location id for channels
   int64_t to = -1;
+  // The locations at either end (for mpi the ranks' main threads); -1 when not a recorded one.
+  int64_t from_location = -1, to_location = -1;
   std::string from_label, to_label;
   uint64_t messages = 0;
   uint64_t bytes = 0;
@@ -100,8 +104,20 @@ struct LinkResult {
 };
 
 // One wait-state finding per (location, call) pair: where the time was lost.
+enum class WaitPattern : uint8_t {
+  kLateSender,
+  kLateReceiver,
+  kBarrier,      // wait at barrier
+  kNToN,         // wait at N-to-N
+  kBlockedSend,  // a channel write blocked on a full channel
+  kBlockedReceive,
+};
+// "late sender", "late receiver", "wait at barrier", "wait at N-to-N", "blocked send", ...
+const char* WaitPatternName(WaitPattern p);
+
 struct WaitStateResult {
-  std::string pattern;  // "late sender", "late receiver", "wait at barrier", "wait at N-to-N"
+  WaitPattern kind = WaitPattern::kLateSender;
+  std::string pattern;  // WaitPatternName(kind) (output)
   uint32_t location = 0;
   std::string location_label;
   std::string call;  // "MPI_Recv", "MPI_Barrier", "read", ...

@@ -21,22 +21,14 @@
 #include <cstdint>
 #include <functional>
 
+#include "format/thread_state.h"
 #include "sched/proc.h"
 
 namespace parmon::sched {
 
-// In the order of the ThreadStates event's args.
-enum class ThreadState : int {
-  kRunning = 0,
-  kRunnable,
-  kCommWait,
-  kLockWait,
-  kTimerWait,
-  kIoWait,
-  kStopped,
-  kOtherWait,
-};
-constexpr int kThreadStateCount = 8;
+// In the order of the ThreadStates event's args: the state enum shared with the analysis.
+using ThreadState = format::ThreadState;
+constexpr int kThreadStateCount = format::kThreadStateCount;
 const char* ThreadStateName(ThreadState s);
 
 // The state of a thread that is not running, from its /proc state letter and the (x86-64) system

@@ -1,0 +1,528 @@
+// The analysis engine's state and its per-event dispatch (engine.h has the public interface).
+//
+// Engine::Impl is the dispatcher: ConsumeAt(loc, event) hands each event to the analyzer of its
+// concern. The analyzers share the per-location record (Loc) and are written one concern per
+// file:
+//   thread states, regions, critical path  here (inline: they run on nearly every event)
+//   MPI point-to-point matching, waits     mpi_p2p.cc    (MpiSend/MpiRecv/MpiRequestDone/
+//                                                          MpiLeave/FinishCall/AddWaitCall)
+//   collectives                            collectives.cc (MpiCollective)
+//   POSIX channels                         channels.cc   (ChanInfo/ChanIo, numeric endpoints)
+//   interval binning                       binning.h     (Bins, used by every per-interval row)
+//   results builder                        results_builder.cc (Finish: one part per analyzer)
+// The events come from the feed (feed.h), which knows nothing of the analyzers but Resolve and
+// ConsumeAt. Snapshot() copies the state and finishes the copy, so results can be taken at any
+// point of the stream without disturbing it; Finish() is the last snapshot.
+#ifndef PARMON_SRC_ANALYSIS_ENGINE_IMPL_H_
+#define PARMON_SRC_ANALYSIS_ENGINE_IMPL_H_
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/binning.h"
+#include "analysis/engine.h"
+#include "analysis/feed.h"
+#include "analysis/loop_clocks.h"
+#include "analysis/mpi_families.h"
+#include "format/thread_state.h"
+
+namespace parmon::analysis {
+
+constexpr uint64_t kNone = UINT64_MAX;
+// Critical-path shares are tracked per location only up to this many locations (each message in
+// flight carries a copy of the sender's share vector).
+constexpr size_t kMaxShareLocations = 64;
+
+// The report's state for a ThreadStates arg (format::ThreadState order): stopped and other
+// waits are both "other".
+inline State StateOfArg(int i) {
+  return i >= static_cast<int>(State::kOther) ? State::kOther : static_cast<State>(i);
+}
+
+struct RegionAgg {
+  uint64_t count = 0, inclusive = 0, exclusive = 0;
+};
+
+struct RegionFrame {
+  uint32_t region;
+  uint64_t enter;
+  uint64_t child_ns;
+};
+
+using Shares = std::vector<uint64_t>;
+
+// One MPI call that completed messages: a blocking send or receive, a Sendrecv, a Wait*/Test*
+// completing nonblocking ones. It waited from its entry until the last partner it needed had
+// arrived (a receive: its send started; a send: its receive was posted), within the call.
+struct CallWaits {
+  uint32_t loc = 0;  // index in locs
+  uint32_t func = 0;
+  uint64_t enter = 0;
+  uint64_t leave = kNone;   // kNone while the call is open
+  uint32_t unresolved = 0;  // sends of the call whose receive has not been seen yet
+  bool done = false;
+  struct Part {
+    uint64_t end;  // when this message's partner arrived (clamped to the call at the end)
+    size_t link;
+    bool send;  // late receiver (a send) or late sender (a receive)
+  };
+  std::vector<Part> parts;
+};
+
+struct PendingSend {
+  uint64_t ts = 0;
+  uint32_t loc = 0;
+  bool blocking = false;
+  size_t link = 0;
+  uint64_t cp = 0;
+  std::shared_ptr<const Shares> shares;
+  std::shared_ptr<const LoopClocks::Clock> clock;  // the sender's loop clock at the send
+  // The call that completed the send (the blocking send itself, or the Wait*/Test* completing a
+  // nonblocking one), and when the matching receive was posted (kNone until it is seen).
+  std::shared_ptr<CallWaits> call;
+  uint64_t recv_posted = kNone;
+};
+
+struct Loc {
+  uint32_t id = 0;
+  bool cpu = false;
+  uint32_t pid = 0, tid = 0;
+  uint64_t first = kNone, last = 0;
+  uint64_t events = 0, lost = 0;
+  bool sampled = false;
+  StateTimes sampled_states{};
+  StateTimes waits{};                    // inferred from instrumented calls
+  uint64_t cpu_busy = 0, cpu_total = 0;  // cpu locations
+  std::vector<StateTimes> iv;            // sampled states (or cpu busy/idle) per interval
+  std::vector<StateTimes> iv_waits;      // inferred waits per interval
+  // MPI
+  bool in_mpi = false;
+  uint64_t mpi_enter = 0;
+  uint32_t mpi_func = 0;
+  uint64_t mpi_ns = 0, mpi_calls = 0, mpi_init_ns = 0;
+  std::array<CallFamilyStat, kMpiFamilyCount> families{};  // by MpiFamilyId; calls 0: none
+  std::vector<std::shared_ptr<PendingSend>> call_sends;
+  std::shared_ptr<CallWaits> call_waits;  // of the open call, once it completes a message
+  uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
+  uint64_t late_sender = 0, late_receiver = 0, barrier_wait = 0, collective_wait = 0;
+  // Regions: dense table by region id (interned ids are small), stack of open regions.
+  std::vector<RegionAgg> regions;
+  std::vector<RegionFrame> stack;
+  // Critical path (Hollingsworth's online algorithm): computation along the longest chain of
+  // dependencies ending at this location's current time.
+  uint64_t cp = 0;
+  uint64_t cp_mark = kNone;  // computing since; kNone while waiting in a call
+  std::shared_ptr<Shares> shares;
+  uint64_t switches = 0, preempted = 0;
+};
+
+struct CollectiveInstance {
+  std::vector<std::pair<uint32_t, uint64_t>> members;  // loc index, enter ts
+  uint64_t max_enter = 0;
+  uint64_t max_cp = 0;
+  std::shared_ptr<const Shares> max_shares;
+  uint32_t func = 0;
+};
+
+struct Endpoint {
+  uint32_t type = 0;
+  uint64_t local = 0, peer = 0;
+  std::string description;
+  struct Use {
+    uint64_t calls = 0, bytes = 0, wait = 0;
+    uint64_t closed_loop = 0;  // reads of this writer's data that closed a loop
+  };
+  std::map<uint32_t, Use> writers, readers;  // by loc index
+  uint64_t last_write_cp = 0;
+  std::shared_ptr<const Shares> last_write_shares;
+  LoopClocks::Stream stream;  // of the bytes written here
+};
+
+struct LinkAgg {
+  LinkResult r;
+  std::vector<uint64_t> busy;   // per interval: ns either end spent in this link's calls
+  std::vector<uint64_t> bytes;  // per interval
+};
+
+// A POSIX channel endpoint's identity: a pipe (by its inode), one end of a socket (type, local
+// and peer inode), or, before the channel's ChanInfo is seen, a bare (pid, fd).
+struct EndpointKey {
+  enum Kind : uint8_t { kFd, kPipe, kSocket };
+  uint8_t kind = kFd;
+  uint64_t a = 0, b = 0, c = 0;  // fd: pid, fd; pipe: inode; socket: type, local, peer
+  auto operator<=>(const EndpointKey&) const = default;
+  // The key of the other end (a socket's peer; a pipe's and a bare fd's own key).
+  EndpointKey Peer(const Endpoint& ep) const;
+  // How reports name an endpoint with no description: "fd:41:3", "pipe:123", "sock:1:12:13".
+  std::string Format() const;
+};
+
+struct MpiFunc {
+  std::string name;
+  MpiFamilyId family = MpiFamilyId::kOther;
+  bool n_to_n = false;
+  bool barrier = false;
+};
+
+struct Engine::Impl {
+  using Location = Loc;
+  using Event = format::Event;
+  using Kind = format::Kind;
+
+  const format::TraceReader& reader;
+  Options options;
+  const format::Definitions& defs;
+  uint64_t session_start = 0, session_end = 0;
+  uint64_t ws = 0, we = 0;  // window
+  uint64_t iv_ns = 1;
+  size_t iv_count = 0;
+  Bins bins;  // the window's intervals (ws, we, iv_ns, iv_count)
+
+  std::vector<Loc> locs;
+  std::vector<int32_t> loc_index;  // by location id, -1 when absent
+  std::unordered_map<uint32_t, int32_t> rank_of_pid;
+  uint32_t world_size = 0;
+  std::unordered_map<uint64_t, uint32_t> comm_size;
+  std::unordered_map<uint32_t, MpiFunc> funcs;  // by function string id
+
+  // (src, dst, comm, tag) -> sends not received yet, oldest first. A vector: nearly always one
+  // message per key is in flight, and a deque costs two allocations where a vector costs one.
+  std::map<std::tuple<int64_t, int64_t, uint64_t, uint64_t>,
+           std::vector<std::shared_ptr<PendingSend>>>
+      in_flight;
+  // Nonblocking sends not completed yet, by (pid, request id): request ids are per process.
+  std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<PendingSend>> open_sends;
+  std::map<std::pair<int64_t, int64_t>, size_t> mpi_link_index;
+  std::vector<LinkAgg> links;
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> coll_seq;  // (comm, loc) -> count
+  std::map<std::pair<uint64_t, uint64_t>, CollectiveInstance> collectives;
+  std::map<std::tuple<uint32_t, std::string, uint32_t>, WaitStateResult> wait_states;
+  // AddWaitCall's recent rows per location (a location waits in few calls): finding one costs a
+  // pointer and a short string compare instead of building the map's key.
+  struct WaitRow {
+    WaitPattern pattern;
+    std::string call;
+    WaitStateResult* row;
+  };
+  std::vector<std::vector<WaitRow>> wait_rows;
+
+  std::map<std::pair<uint32_t, uint64_t>, EndpointKey> fd_endpoint;  // (pid, fd) -> endpoint
+  std::map<EndpointKey, Endpoint> endpoints;
+  // Channel calls are attributed to links only at the end (the link needs both ends known), but
+  // their per-interval busy time is folded into per-endpoint rows as they come.
+  struct ChannelCall {
+    EndpointKey key;
+    uint32_t loc;
+    bool write;
+    uint64_t begin, end;
+  };
+  std::vector<ChannelCall> pending_channel_busy;
+  // (endpoint, written (else read), loc index) -> busy ns per interval.
+  std::map<std::tuple<EndpointKey, bool, uint32_t>, std::vector<uint64_t>> endpoint_busy;
+
+  uint64_t events = 0, runtime_events = 0;
+  bool has_sched = false, has_comm = false;
+  bool track_shares = true;
+  ClockAlignment clocks;  // of a multi-recorder session's files against rank 0's
+  LoopClocks loop_clocks;
+
+  Impl(const format::TraceReader& r, const Options& o);
+  int32_t LocFor(uint32_t id);
+  Loc* Resolve(uint32_t id) { return &locs[static_cast<size_t>(LocFor(id))]; }
+  const MpiFunc& Func(uint32_t id);
+  uint32_t IndexOf(const Loc& l) const { return static_cast<uint32_t>(&l - locs.data()); }
+
+  // --- interval binning (binning.h) ------------------------------------------------------------
+  // Adds [b, e) (clipped to the window) of state s to a per-interval row.
+  void AddSpan(std::vector<StateTimes>& row, State s, uint64_t b, uint64_t e) const {
+    bins.Split(b, e, [&](size_t i, uint64_t ns) { row[i][static_cast<int>(s)] += ns; });
+  }
+  // Adds a quantity spread evenly over [b, e) (clipped) to a per-interval row of one state.
+  void AddSpread(std::vector<StateTimes>& row,
+                 State s,
+                 uint64_t amount,
+                 uint64_t b,
+                 uint64_t e) const {
+    if (e <= b) {
+      if (e >= ws && e < we)
+        row[bins.IntervalOf(e)][static_cast<int>(s)] += amount;
+      return;
+    }
+    double per_ns = static_cast<double>(amount) / static_cast<double>(e - b);
+    bins.Split(b, e, [&](size_t i, uint64_t ns) {
+      row[i][static_cast<int>(s)] +=
+          static_cast<uint64_t>(std::llround(per_ns * static_cast<double>(ns)));
+    });
+  }
+  // The part of [b, e) inside the window.
+  uint64_t Clip(uint64_t b, uint64_t e) const { return bins.Clip(b, e); }
+  size_t IntervalOf(uint64_t t) const { return bins.IntervalOf(t); }
+
+  int32_t RankOf(const Loc& l) const {
+    auto it = rank_of_pid.find(l.pid);
+    return it == rank_of_pid.end() ? -1 : it->second;
+  }
+
+  // --- critical path -------------------------------------------------------------------------
+  void Accrue(Loc& l, uint64_t t) {
+    if (l.cp_mark == kNone || t <= l.cp_mark) {
+      if (l.cp_mark != kNone)
+        l.cp_mark = std::max(l.cp_mark, t);
+      return;
+    }
+    uint64_t d = Clip(l.cp_mark, t);
+    l.cp += d;
+    if (track_shares && d) {
+      Own(l);
+      (*l.shares)[static_cast<size_t>(&l - locs.data())] += d;
+    }
+    l.cp_mark = t;
+  }
+  void Own(Loc& l) {
+    if (!l.shares)
+      l.shares = std::make_shared<Shares>(locs.size(), 0);
+    else if (l.shares.use_count() > 1)
+      l.shares = std::make_shared<Shares>(*l.shares);
+    if (l.shares->size() < locs.size())
+      l.shares->resize(locs.size(), 0);
+  }
+  std::shared_ptr<const Shares> ShareSnapshot(Loc& l) {
+    if (!track_shares)
+      return nullptr;
+    Own(l);
+    // Copy-on-write: the snapshot and the location share one vector until either changes.
+    return l.shares;
+  }
+  void Adopt(Loc& l, uint64_t cp, const std::shared_ptr<const Shares>& shares) {
+    if (cp <= l.cp)
+      return;
+    l.cp = cp;
+    if (track_shares && shares)
+      l.shares = std::make_shared<Shares>(*shares);
+  }
+
+  // --- events --------------------------------------------------------------------------------
+  void Consume(const Event& e) {
+    if (e.ts < ws || e.ts > we)
+      return;
+    ConsumeAt(locs[LocFor(e.location)], e);
+  }
+  // l is e's location, resolved by the caller (once per stream in Run).
+  void ConsumeAt(Loc& l, const Event& e) {
+    ++events;
+    ++l.events;
+    if (l.first == kNone) {
+      l.first = e.ts;
+      l.cp_mark = e.ts;
+    }
+    l.last = e.ts;
+    if (e.source == format::Source::kRuntime)
+      ++runtime_events;
+    switch (e.kind_enum()) {
+      case Kind::kRegionEnter:
+        l.stack.push_back({static_cast<uint32_t>(e.args[0]), e.ts, 0});
+        break;
+      case Kind::kRegionLeave:
+        RegionLeave(l, static_cast<uint32_t>(e.args[0]), e.ts);
+        break;
+      case Kind::kLost:
+      case Kind::kRingLost:
+        l.lost += e.args[0];
+        break;
+      case Kind::kMpiInit:
+        rank_of_pid[l.pid] = static_cast<int32_t>(e.args[0]);
+        world_size = std::max(world_size, static_cast<uint32_t>(e.args[1]));
+        has_comm = true;
+        break;
+      case Kind::kMpiCommDef:
+        comm_size[e.args[0]] = static_cast<uint32_t>(e.args[1]);
+        break;
+      case Kind::kMpiEnter:
+        if (l.call_waits) {  // the previous call's leave is missing (lost)
+          l.call_waits->leave = e.ts;
+          FinishCall(*l.call_waits);
+          l.call_waits.reset();
+        }
+        l.call_sends.clear();
+        Accrue(l, e.ts);
+        l.cp_mark = kNone;
+        l.in_mpi = true;
+        l.mpi_enter = e.ts;
+        l.mpi_func = static_cast<uint32_t>(e.args[0]);
+        has_comm = true;
+        break;
+      case Kind::kMpiLeave:
+        MpiLeave(l, e);
+        break;
+      case Kind::kMpiSend:
+        MpiSend(l, e);
+        break;
+      case Kind::kMpiRecv:
+        MpiRecv(l, e);
+        break;
+      case Kind::kMpiRequestDone:
+        MpiRequestDone(l, e);
+        break;
+      case Kind::kMpiCollective:
+        MpiCollective(l, e);
+        break;
+      case Kind::kChanInfo:
+        ChanInfo(l, e);
+        break;
+      case Kind::kChanRead:
+      case Kind::kChanWrite:
+        ChanIo(l, e);
+        break;
+      case Kind::kChanWait:
+        BlockingCall(l, State::kCommWait, e.args[3], e.ts);
+        break;
+      case Kind::kSyncWait:
+        BlockingCall(l, State::kLockWait, e.args[2], e.ts);
+        break;
+      case Kind::kTimerWait:
+        BlockingCall(l, State::kTimerWait, e.args[2], e.ts);
+        break;
+      case Kind::kThreadStates:
+        ThreadStates(l, e);
+        break;
+      case Kind::kCpuSample:
+        CpuSample(l, e);
+        break;
+      case Kind::kSwitchOut:
+        ++l.switches;
+        l.preempted += e.args[1] != 0;
+        has_sched = true;
+        break;
+      case Kind::kSwitchCounts:
+        l.switches += e.args[0];
+        l.preempted += e.args[1];
+        has_sched = true;
+        break;
+      default:
+        break;
+    }
+  }
+
+  // --- thread states -----------------------------------------------------------------------------
+  // A sampler interval: ns per state (format::ThreadState order) ending at e.ts.
+  void ThreadStates(Loc& l, const format::Event& e) {
+    uint64_t total = 0;
+    for (int i = 0; i < format::kThreadStateCount; ++i)
+      total += e.args[i];
+    uint64_t begin = e.ts > total ? e.ts - total : 0;
+    // Clip a sample that straddles the window's start proportionally.
+    uint64_t inside = Clip(begin, e.ts);
+    for (int i = 0; i < format::kThreadStateCount; ++i) {
+      if (!e.args[i])
+        continue;
+      uint64_t part = total ? static_cast<uint64_t>(std::llround(static_cast<double>(e.args[i]) *
+                                                                 static_cast<double>(inside) /
+                                                                 static_cast<double>(total)))
+                            : 0;
+      l.sampled_states[static_cast<int>(StateOfArg(i))] += part;
+      AddSpread(l.iv, StateOfArg(i), e.args[i], begin, e.ts);
+    }
+    l.sampled = true;
+    if (begin < l.first)
+      l.first = std::max(begin, ws);
+    has_sched = true;
+  }
+  // A CPU's busy and idle time over the sample's span.
+  void CpuSample(Loc& l, const format::Event& e) {
+    uint64_t busy = e.args[0];
+    uint64_t total = e.args[0] + e.args[1] + e.args[2] + e.args[3];
+    uint64_t begin = e.ts > total ? e.ts - total : 0;
+    l.cpu_busy += busy;
+    l.cpu_total += total;
+    AddSpread(l.iv, State::kRunning, busy, begin, e.ts);
+    AddSpread(l.iv, State::kOther, total - busy, begin, e.ts);
+    has_sched = true;
+  }
+
+  void RegionLeave(Loc& l, uint32_t region, uint64_t ts) {
+    // Unwind to the matching enter (a leave without enter, e.g. before the window, is ignored).
+    while (!l.stack.empty()) {
+      RegionFrame f = l.stack.back();
+      l.stack.pop_back();
+      uint64_t incl = ts - f.enter;
+      if (f.region >= l.regions.size())
+        l.regions.resize(std::max<size_t>(f.region + 1, l.regions.size() * 2));
+      RegionAgg& a = l.regions[f.region];
+      ++a.count;
+      a.inclusive += incl;
+      a.exclusive += incl > f.child_ns ? incl - f.child_ns : 0;
+      if (!l.stack.empty())
+        l.stack.back().child_ns += incl;
+      if (f.region == region)
+        break;
+    }
+  }
+
+  void AddWaitState(Loc& l, State s, uint64_t b, uint64_t e) {
+    uint64_t d = Clip(b, e);
+    if (!d || l.cpu)
+      return;
+    l.waits[static_cast<int>(s)] += d;
+    AddSpan(l.iv_waits, s, b, e);
+  }
+
+  void BlockingCall(Loc& l, State s, uint64_t begin, uint64_t end) {
+    if (l.in_mpi)
+      return;  // the MPI call already counts this time
+    if (begin > end)
+      begin = end;
+    Accrue(l, begin);
+    AddWaitState(l, s, begin, end);
+    l.cp_mark = end;
+  }
+
+  // --- MPI point-to-point and wait states (mpi_p2p.cc) -----------------------------------------
+  void AddWaitCall(WaitPattern pattern, uint32_t loc_index, const std::string& call, uint64_t ns);
+  size_t MpiLink(int64_t from, int64_t to);
+  void LinkBusy(LinkAgg& a, uint64_t b, uint64_t e);
+  [[gnu::noinline]] void MpiLeave(Loc& l, const format::Event& e);
+  CallWaits& CurrentCall(Loc& l);
+  [[gnu::noinline]] void FinishCall(CallWaits& c);
+  [[gnu::noinline]] void MpiSend(Loc& l, const format::Event& e);
+  [[gnu::noinline]] void MpiRequestDone(Loc& l, const format::Event& e);
+  [[gnu::noinline]] void MpiRecv(Loc& l, const format::Event& e);
+  // Finishes, without changing this engine, the calls still waiting at the end (snapshot).
+  void FlushOpenCalls();
+
+  // --- collectives (collectives.cc) -------------------------------------------------------------
+  [[gnu::noinline]] void MpiCollective(Loc& l, const format::Event& e);
+
+  // --- POSIX channels (channels.cc) -------------------------------------------------------------
+  [[gnu::noinline]] void ChanInfo(Loc& l, const format::Event& e);
+  [[gnu::noinline]] void ChanIo(Loc& l, const format::Event& e);
+  void FlushChannelBusy();
+  // Channel links: writes on an endpoint reach the readers of its peer endpoint.
+  void AddChannelLinks();
+
+  // --- results builder (results_builder.cc) -----------------------------------------------------
+  std::string Label(const Loc& l) const;
+  // Turns the state into results; changes the state (call it on a copy: Snapshot).
+  Results Finish();
+  void BuildSummary(Summary* s) const;
+  void BuildLocations(Results* res, std::vector<size_t>* order, std::vector<int>* result_index);
+  LocationResult BuildLocation(Loc& l, std::vector<StateTimes>* row);
+  void BuildLost(Results* res) const;
+  void BuildLinks(Results* res);
+  void BuildIntervalStats(Results* res) const;
+  void BuildWaitStates(Results* res);
+  void BuildCriticalPath(Results* res,
+                         const std::vector<size_t>& order,
+                         const std::vector<int>& result_index) const;
+};
+
+}  // namespace parmon::analysis
+
+#endif  // PARMON_SRC_ANALYSIS_ENGINE_IMPL_H_

@@ -1,0 +1,260 @@
+// Engine tests on small traces built here: snapshots (a snapshot taken midway is the result of the
+// prefix, and taking one changes nothing), and each analyzer on the events of its concern
+// (thread states, regions, MPI point-to-point waits, collectives, POSIX channels, critical path).
+#include "analysis/engine.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/views.h"
+#include "format/reader.h"
+#include "report/trace_builder.h"
+
+namespace parmon::analysis {
+namespace {
+
+using format::Kind;
+using format::StringCategory;
+using testing::kMs;
+using testing::TraceBuilder;
+
+constexpr uint64_t kUs = 1000;
+constexpr uint32_t kSend = 1, kRecv = 2, kBarrier = 3, kWrite = 4, kCompute = 10, kInner = 11;
+
+std::string TempPath(const char* name) {
+  return ::testing::TempDir() + "/engine_test_" + std::to_string(getpid()) + "_" + name;
+}
+
+// Two MPI ranks: a late receiver (rank 1 posts 2 ms after rank 0 sends), a late sender (rank 1
+// sends 2 ms after rank 0 waits) and a barrier rank 0 enters 0.3 ms before rank 1. Rank 0 runs a
+// region "compute" (0-4 ms) with "inner" (1-3 ms) nested in it.
+void BuildMpi(TraceBuilder& b) {
+  b.Session({{"command", "t"}, {"start_ts", std::to_string(testing::kT0)}});
+  const std::pair<uint32_t, const char*> strings[] = {
+      {kSend, "MPI_Send"}, {kRecv, "MPI_Recv"}, {kBarrier, "MPI_Barrier"}};
+  for (const auto& [id, text] : strings)
+    b.String(id, StringCategory::kFunction, text);
+  b.String(kCompute, StringCategory::kRegion, "compute");
+  b.String(kInner, StringCategory::kRegion, "inner");
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    uint32_t loc = rank + 1, pid = 100 * loc;
+    b.Process(pid, 1, "t");
+    b.Thread(loc, pid, pid, "t");
+    b.Ev(loc, 0, Kind::kMpiInit, {rank, 2, 0});
+  }
+  auto call = [&](uint32_t loc, uint64_t enter_us, uint64_t leave_us, uint32_t func, Kind what,
+                  std::vector<uint64_t> args) {
+    b.Ev(loc, enter_us * kUs, Kind::kMpiEnter, {func});
+    uint64_t at = what == Kind::kMpiRecv ? leave_us : enter_us;
+    b.Ev(loc, at * kUs, what, std::move(args));
+    b.Ev(loc, leave_us * kUs, Kind::kMpiLeave, {func});
+  };
+  // Each location's events in time order.
+  b.Ev(1, 0, Kind::kRegionEnter, {kCompute});
+  b.Ev(1, 1000 * kUs, Kind::kRegionEnter, {kInner});
+  b.Ev(1, 3000 * kUs, Kind::kRegionLeave, {kInner});
+  b.Ev(1, 4000 * kUs, Kind::kRegionLeave, {kCompute});
+  call(1, 4000, 6200, kSend, Kind::kMpiSend, {1, 7, 1, 1000, 0});
+  call(1, 7000, 9300, kRecv, Kind::kMpiRecv, {1, 8, 1, 500, 0, TraceBuilder::At(7000 * kUs)});
+  call(1, 9500, 9900, kBarrier, Kind::kMpiCollective, {kBarrier, 1, UINT64_MAX, 0, 0, 0});
+  call(2, 6000, 6200, kRecv, Kind::kMpiRecv, {0, 7, 1, 1000, 0, TraceBuilder::At(6000 * kUs)});
+  call(2, 9000, 9100, kSend, Kind::kMpiSend, {0, 8, 1, 500, 0});
+  call(2, 9800, 9900, kBarrier, Kind::kMpiCollective, {kBarrier, 1, UINT64_MAX, 0, 0, 0});
+  for (uint32_t loc : {1u, 2u})
+    b.Ev(loc, 10 * kMs, Kind::kThreadEnd);
+}
+
+// A writer thread and a reader thread of one process on a pipe; a sampled third thread.
+void BuildChannels(TraceBuilder& b) {
+  b.Session({{"command", "t"}, {"start_ts", std::to_string(testing::kT0)}});
+  b.Process(300, 1, "t");
+  b.Thread(1, 300, 301, "writer");
+  b.Thread(2, 300, 302, "reader");
+  b.Thread(3, 300, 303, "sampled");
+  b.String(kWrite, StringCategory::kFunction, "write");
+  b.Ev(1, 0, Kind::kChanInfo, {4, 1, 99, 0}, "pipe:[99]");
+  b.Ev(2, 0, Kind::kChanInfo, {3, 1, 99, 0}, "pipe:[99]");
+  for (uint64_t i = 0; i < 4; ++i) {
+    b.Ev(1, (2 * i + 1) * kMs, Kind::kChanWrite,
+         {4, 100, TraceBuilder::At((2 * i + 1) * kMs), kWrite});
+    b.Ev(2, (2 * i + 1) * kMs + 500 * kUs, Kind::kChanRead,
+         {3, 100, TraceBuilder::At(2 * i * kMs), 0});
+  }
+  b.Ev(1, 10 * kMs, Kind::kThreadEnd);
+  b.Ev(2, 10 * kMs, Kind::kThreadEnd);
+  // 10 ms: 6 running, 2 queued, 2 in lock waits.
+  b.Ev(3, 10 * kMs, Kind::kThreadStates, {6 * kMs, 2 * kMs, 0, 2 * kMs, 0, 0, 0, 0}, "",
+       format::Source::kSampler);
+}
+
+struct Trace {
+  std::string path;
+  std::unique_ptr<format::TraceReader> reader;
+};
+
+template <typename Build>
+Trace Make(const char* name, Build build) {
+  Trace t;
+  t.path = TempPath(name);
+  TraceBuilder b(t.path);
+  build(b);
+  EXPECT_TRUE(b.Finish({{"end_ts", std::to_string(testing::kT0 + 10 * kMs)}}));
+  auto r = format::TraceReader::Open(t.path);
+  EXPECT_TRUE(r.ok());
+  t.reader = std::move(*r);
+  return t;
+}
+
+// The window's events in time order (what the feed hands the engine).
+std::vector<format::Event> Events(const format::TraceReader& reader,
+                                  std::vector<std::string>* payloads) {
+  std::vector<format::Event> out;
+  format::MergeCursor cursor(reader);
+  format::Event e;
+  payloads->reserve(1024);
+  while (cursor.Next(&e)) {
+    if (e.source == format::Source::kDefinitions)
+      continue;
+    payloads->emplace_back(e.payload);
+    out.push_back(e);
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i].payload = (*payloads)[i];
+  return out;
+}
+
+Options FixedIntervals() {
+  Options o;
+  o.interval_ns = kMs;
+  return o;
+}
+
+TEST(EngineSnapshot, MidwaySnapshotIsThePrefixResult) {
+  for (auto build : {&BuildMpi, &BuildChannels}) {
+    Trace t = Make("snapshot", build);
+    std::vector<std::string> payloads;
+    std::vector<format::Event> events = Events(*t.reader, &payloads);
+    ASSERT_GT(events.size(), 6u);
+    for (size_t cut : {size_t{3}, events.size() / 2, events.size() - 1}) {
+      Engine live(*t.reader, FixedIntervals());
+      Engine prefix(*t.reader, FixedIntervals());
+      for (size_t i = 0; i < cut; ++i) {
+        live.Consume(events[i]);
+        prefix.Consume(events[i]);
+      }
+      Results snap = live.Snapshot();
+      EXPECT_EQ(ToJson(snap).dump(), ToJson(prefix.Finish()).dump()) << "cut at " << cut;
+      // The snapshot did not disturb the live engine: it ends as one that was never asked.
+      Engine whole(*t.reader, FixedIntervals());
+      for (size_t i = 0; i < events.size(); ++i) {
+        if (i >= cut)
+          live.Consume(events[i]);
+        whole.Consume(events[i]);
+      }
+      EXPECT_EQ(ToJson(live.Finish()).dump(), ToJson(whole.Finish()).dump()) << "cut at " << cut;
+    }
+  }
+}
+
+TEST(EngineSnapshot, FinishOfFedEventsEqualsRun) {
+  Trace t = Make("run", &BuildMpi);
+  std::vector<std::string> payloads;
+  std::vector<format::Event> events = Events(*t.reader, &payloads);
+  Engine fed(*t.reader, FixedIntervals());
+  for (const auto& e : events)
+    fed.Consume(e);
+  Engine run(*t.reader, FixedIntervals());
+  EXPECT_EQ(ToJson(fed.Finish()).dump(), ToJson(run.Run()).dump());
+}
+
+const LocationResult& Loc(const Results& r, uint32_t id) {
+  int i = r.LocationIndex(id);
+  EXPECT_GE(i, 0);
+  return r.locations[static_cast<size_t>(i)];
+}
+
+TEST(Analyzers, RegionsInclusiveAndExclusive) {
+  Trace t = Make("regions", &BuildMpi);
+  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  const auto& regions = Loc(r, 1).top_regions;
+  ASSERT_EQ(regions.size(), 2u);
+  EXPECT_EQ(regions[0].name, "compute");
+  EXPECT_EQ(regions[0].inclusive_ns, 4 * kMs);
+  EXPECT_EQ(regions[0].exclusive_ns, 2 * kMs);
+  EXPECT_EQ(regions[1].name, "inner");
+  EXPECT_EQ(regions[1].inclusive_ns, 2 * kMs);
+}
+
+TEST(Analyzers, MpiPointToPointWaits) {
+  Trace t = Make("p2p", &BuildMpi);
+  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  EXPECT_EQ(Loc(r, 1).late_receiver_ns, 2 * kMs);
+  EXPECT_EQ(Loc(r, 1).late_sender_ns, 2 * kMs);
+  EXPECT_EQ(Loc(r, 1).messages_sent, 1u);
+  EXPECT_EQ(Loc(r, 2).bytes_received, 1000u);
+  ASSERT_EQ(r.links.size(), 2u);
+  EXPECT_EQ(r.links[0].from, 0);
+  EXPECT_EQ(r.links[0].to, 1);
+  EXPECT_EQ(r.links[0].sender_wait_ns, 2 * kMs);
+  // MPI time by family, from the generated table.
+  ASSERT_FALSE(Loc(r, 1).mpi_families.empty());
+  EXPECT_EQ(Loc(r, 1).mpi_families[0].family, "p2p");
+}
+
+TEST(Analyzers, CollectiveWaitAtBarrier) {
+  Trace t = Make("coll", &BuildMpi);
+  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  EXPECT_EQ(Loc(r, 1).barrier_wait_ns, 300 * kUs);
+  EXPECT_EQ(Loc(r, 2).barrier_wait_ns, 0u);
+  bool found = false;
+  for (const auto& w : r.wait_states)
+    found |= w.pattern == "wait at barrier" && w.location == 1 && w.call == "MPI_Barrier";
+  EXPECT_TRUE(found);
+}
+
+TEST(Analyzers, CriticalPathFollowsMessages) {
+  Trace t = Make("cp", &BuildMpi);
+  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  EXPECT_GT(r.critical_path.length_ns, 0u);
+  EXPECT_LE(r.critical_path.length_ns, r.critical_path.wall_ns);
+  uint64_t sum = 0;
+  for (const auto& [label, ns] : r.critical_path.shares)
+    sum += ns;
+  EXPECT_EQ(sum, r.critical_path.length_ns);
+}
+
+TEST(Analyzers, ChannelLinkBetweenThreads) {
+  Trace t = Make("chan", &BuildChannels);
+  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  ASSERT_EQ(r.links.size(), 1u);
+  const LinkResult& k = r.links[0];
+  EXPECT_EQ(k.kind, "channel");
+  EXPECT_EQ(k.from, 1);
+  EXPECT_EQ(k.to, 2);
+  EXPECT_EQ(k.bytes, 400u);
+  // Each read blocked 1.5 ms for the writer.
+  EXPECT_EQ(k.receiver_wait_ns, 4 * 1500 * kUs);
+  EXPECT_EQ(Loc(r, 2).states[static_cast<int>(State::kCommWait)], 4 * 1500 * kUs);
+}
+
+TEST(Analyzers, SampledThreadStatesAndIntervals) {
+  Trace t = Make("states", &BuildChannels);
+  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  const LocationResult& l = Loc(r, 3);
+  EXPECT_EQ(l.state_source, "sampled");
+  EXPECT_EQ(l.states[static_cast<int>(State::kRunning)], 6 * kMs);
+  EXPECT_EQ(l.states[static_cast<int>(State::kRunnable)], 2 * kMs);
+  EXPECT_EQ(l.states[static_cast<int>(State::kLockWait)], 2 * kMs);
+  // Spread evenly over the ten 1 ms intervals.
+  int li = r.LocationIndex(3);
+  ASSERT_EQ(r.intervals.count, 10u);
+  for (size_t i = 0; i < 10; ++i)
+    EXPECT_EQ(r.intervals.location_states[li][i][static_cast<int>(State::kRunning)], 600 * kUs);
+}
+
+}  // namespace
+}  // namespace parmon::analysis

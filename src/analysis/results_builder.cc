@@ -1,0 +1,483 @@
+// The results builder: Finish turns the analyzers' state into Results, one part per analyzer
+// (summary, locations with their states, regions, MPI totals and waits, lost events, links,
+// interval statistics, wait states, load imbalance, critical path), then the diagnosis.
+//
+// Finish changes the state it reads (open regions and calls are closed at the window's end), so
+// the engine runs it on a copy: Engine::Snapshot.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "analysis/engine_impl.h"
+
+namespace parmon::analysis {
+namespace {
+
+// A number from the session's key/values; `fallback` when absent or not a number (a trace's
+// values are data, never trusted to parse).
+template <typename T>
+T SessionNumber(const format::TraceReader& reader, const char* key, T fallback) {
+  std::string v = reader.SessionValue(key);
+  size_t b = v.find_first_not_of(" \t");
+  if (b == std::string::npos)
+    return fallback;
+  T out{};
+  auto [end, ec] = std::from_chars(v.data() + b, v.data() + v.size(), out);
+  return ec == std::errc() ? out : fallback;
+}
+
+// Mean and standard deviation of a series.
+void Stats(const std::vector<double>& v, double* mean, double* sd) {
+  double m = 0;
+  for (double x : v)
+    m += x;
+  m /= static_cast<double>(std::max<size_t>(1, v.size()));
+  double var = 0;
+  for (double x : v)
+    var += (x - m) * (x - m);
+  *mean = m;
+  *sd = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size())) : 0;
+}
+
+// Load imbalance: over ranks' main threads when there are ranks, else over threads.
+void BuildImbalance(Results* res) {
+  std::vector<const LocationResult*> members;
+  bool by_rank = res->summary.ranks > 1;
+  // Without ranks: the worker threads. A process's main thread that started others mostly
+  // waits for them, so it would always look like the least loaded.
+  std::map<uint32_t, int> threads_per_pid;
+  for (const auto& r : res->locations)
+    if (r.type == LocationKind::kThread)
+      ++threads_per_pid[r.pid];
+  for (const auto& r : res->locations) {
+    if (r.type != LocationKind::kThread)
+      continue;
+    if (by_rank && !r.main_thread)
+      continue;
+    if (!by_rank && r.tid == r.pid && threads_per_pid[r.pid] > 1)
+      continue;
+    members.push_back(&r);
+  }
+  LoadImbalance& li = res->imbalance;
+  li.over = by_rank ? "ranks" : "threads";
+  li.members = members.size();
+  if (!members.empty()) {
+    uint64_t sum = 0;
+    li.min_compute_ns = UINT64_MAX;
+    for (const auto* m : members) {
+      sum += m->compute_ns;
+      if (m->compute_ns >= li.max_compute_ns) {
+        li.max_compute_ns = m->compute_ns;
+        li.max_label = m->label;
+      }
+      if (m->compute_ns < li.min_compute_ns) {
+        li.min_compute_ns = m->compute_ns;
+        li.min_label = m->label;
+      }
+    }
+    li.mean_compute_ns = sum / members.size();
+    li.percent = li.max_compute_ns
+                     ? 100.0 * static_cast<double>(li.max_compute_ns - li.mean_compute_ns) /
+                           static_cast<double>(li.max_compute_ns)
+                     : 0;
+  }
+}
+
+}  // namespace
+
+std::string Engine::Impl::Label(const Loc& l) const {
+  if (l.cpu) {
+    auto it = defs.locations.find(l.id);
+    return it != defs.locations.end() && !it->second.name.empty() ? it->second.name
+                                                                  : fmt::format("cpu{}", l.tid);
+  }
+  int32_t rank = RankOf(l);
+  std::string name;
+  if (auto it = defs.locations.find(l.id); it != defs.locations.end())
+    name = it->second.name;
+  if (rank >= 0) {
+    // The rank's main thread is "rank r"; its other threads carry their tid.
+    if (l.tid == l.pid || l.tid == 0)
+      return fmt::format("rank {}", rank);
+    return fmt::format("rank {} tid {}", rank, l.tid);
+  }
+  if (name.empty())
+    return fmt::format("tid {}", l.tid);
+  return fmt::format("{} ({})", name, l.tid);
+}
+
+Results Engine::Impl::Finish() {
+  FlushChannelBusy();
+  FlushOpenCalls();
+  Results res;
+  BuildSummary(&res.summary);
+  std::vector<size_t> order;
+  std::vector<int> result_index;
+  BuildLocations(&res, &order, &result_index);
+  BuildLost(&res);
+  AddChannelLinks();
+  BuildLinks(&res);
+  BuildIntervalStats(&res);
+  BuildWaitStates(&res);
+  BuildImbalance(&res);
+  BuildCriticalPath(&res, order, result_index);
+  Diagnose(&res);
+  return res;
+}
+
+void Engine::Impl::BuildSummary(Summary* out) const {
+  Summary& s = *out;
+  s.file = reader.path();
+  s.command = reader.SessionValue("command");
+  s.host = reader.SessionValue("host");
+  s.format_version = fmt::format("{}.{}", reader.version_major(), reader.version_minor());
+  s.closed_cleanly = reader.closed_cleanly();
+  s.session_start = session_start;
+  s.session_end = session_end;
+  s.window_start = ws;
+  s.window_end = we;
+  s.duration_ns = we - ws;
+  s.exit_code = SessionNumber<int>(reader, "exit_code", -1);
+  s.processes = static_cast<uint32_t>(defs.processes.size());
+  s.cpus = SessionNumber<uint32_t>(reader, "cpus", 0);
+  s.events = events;
+  s.unattached_lost_events = SessionNumber<uint64_t>(reader, "unattached_lost_events", 0);
+  s.overwritten_events = SessionNumber<uint64_t>(reader, "overwritten_events", 0);
+  for (const auto& p : reader.problems()) {
+    s.problems.push_back(p.message);
+    if (p.events_lost > 0)
+      s.damaged_events += static_cast<uint64_t>(p.events_lost);
+  }
+  s.recorder_cpu_ns = SessionNumber<uint64_t>(reader, "recorder_cpu_ns", 0);
+  s.program_cpu_ns = SessionNumber<uint64_t>(reader, "children_cpu_ns", 0);
+  double cost = SessionNumber<double>(reader, "event_cost_ns", -1);
+  if (cost >= 0) {
+    s.event_cost_ns = cost;
+    s.event_cost_source = "measured";
+  } else {
+    s.event_cost_ns = options.default_event_cost_ns;
+    s.event_cost_source = "estimate";
+  }
+  s.in_thread_overhead_ns =
+      static_cast<uint64_t>(std::llround(s.event_cost_ns * static_cast<double>(runtime_events)));
+  s.has_sched = has_sched;
+  s.has_comm = has_comm;
+  s.clock_offsets = clocks.offsets();
+  s.clocks_aligned = clocks.aligned();
+}
+
+void Engine::Impl::BuildLocations(Results* res,
+                                  std::vector<size_t>* order_out,
+                                  std::vector<int>* result_index_out) {
+  Summary& s = res->summary;
+  std::vector<size_t>& order = *order_out;
+  // Locations: threads (pid, tid order), then CPUs. Locations with no events in the window and
+  // no definition-time presence are dropped.
+  for (size_t i = 0; i < locs.size(); ++i)
+    if (locs[i].events > 0)
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Loc& x = locs[a];
+    const Loc& y = locs[b];
+    if (x.cpu != y.cpu)
+      return !x.cpu;
+    int32_t rx = RankOf(x), ry = RankOf(y);
+    if (rx != ry)
+      return (rx < 0 ? INT32_MAX : rx) < (ry < 0 ? INT32_MAX : ry);
+    if (x.pid != y.pid)
+      return x.pid < y.pid;
+    return x.tid < y.tid;
+  });
+  std::vector<int>& result_index = *result_index_out;
+  result_index.assign(locs.size(), -1);
+  std::map<int32_t, bool> ranks;
+  auto& iv = res->intervals;
+  iv.interval_ns = iv_ns;
+  iv.window_start = ws;
+  iv.count = iv_count;
+  for (size_t oi : order) {
+    std::vector<StateTimes> row;
+    LocationResult r = BuildLocation(locs[oi], &row);
+    if (r.rank >= 0 && !locs[oi].cpu)
+      ranks[r.rank] = true;
+    result_index[oi] = static_cast<int>(res->locations.size());
+    std::vector<double> util(iv_count);
+    for (size_t i = 0; i < iv_count; ++i)
+      util[i] = std::min(1.0, static_cast<double>(row[i][static_cast<int>(State::kRunning)]) /
+                                  static_cast<double>(bins.Span(i)));
+    iv.location_states.push_back(std::move(row));
+    iv.location_utilisation.push_back(std::move(util));
+    res->locations.push_back(std::move(r));
+  }
+  // Threads of rank processes were counted as ranks; count ranks once and every thread as one.
+  s.threads = 0;
+  for (const auto& r : res->locations)
+    s.threads += r.type == LocationKind::kThread;
+  s.ranks = static_cast<uint32_t>(ranks.size());
+  if (s.cpus == 0)
+    for (const auto& r : res->locations)
+      s.cpus += r.type == LocationKind::kCpu;
+}
+
+// One location's result and its per-interval states.
+LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_out) {
+  std::vector<StateTimes>& row = *row_out;
+  Accrue(l, l.last);
+  LocationResult r;
+  r.id = l.id;
+  r.type = l.cpu ? LocationKind::kCpu : LocationKind::kThread;
+  r.kind = l.cpu ? "cpu" : "thread";
+  r.pid = l.pid;
+  r.tid = l.tid;
+  r.rank = RankOf(l);
+  // The rank's main thread is "rank r" (Label); its MPI links stand for it.
+  r.main_thread = !l.cpu && r.rank >= 0 && (l.tid == l.pid || l.tid == 0);
+  r.sampled = l.cpu || l.sampled;
+  if (auto it = defs.locations.find(l.id); it != defs.locations.end())
+    r.name = it->second.name;
+  r.label = Label(l);
+  r.first_ts = l.first;
+  r.last_ts = l.last;
+  r.wall_ns = l.last > l.first ? l.last - l.first : 0;
+  r.events = l.events;
+  r.lost_events = l.lost;
+  row.assign(iv_count, StateTimes{});
+  if (l.cpu) {
+    r.states[static_cast<int>(State::kRunning)] = l.cpu_busy;
+    r.states[static_cast<int>(State::kOther)] = l.cpu_total - l.cpu_busy;
+    r.cpu_ns = l.cpu_busy;
+    r.state_source = "sampled";
+    row = l.iv;
+  } else if (l.sampled) {
+    r.states = l.sampled_states;
+    r.state_source = "sampled";
+    r.cpu_ns = l.sampled_states[static_cast<int>(State::kRunning)];
+    r.wall_ns = std::max(r.wall_ns, Sum(l.sampled_states));
+    row = l.iv;
+  } else {
+    // Inferred: the location's life minus the instrumented waits is running.
+    r.states = l.waits;
+    uint64_t waits = Sum(l.waits);
+    r.states[static_cast<int>(State::kRunning)] = r.wall_ns > waits ? r.wall_ns - waits : 0;
+    r.cpu_ns = 0;  // unknown without the sampler
+    for (size_t i = 0; i < iv_count; ++i) {
+      uint64_t b = bins.Begin(i), e = bins.End(i);
+      uint64_t alive = 0;
+      if (l.last > l.first) {
+        uint64_t ab = std::max(b, l.first), ae = std::min(e, l.last);
+        alive = ae > ab ? ae - ab : 0;
+      }
+      row[i] = l.iv_waits[i];
+      uint64_t w = Sum(row[i]);
+      row[i][static_cast<int>(State::kRunning)] = alive > w ? alive - w : 0;
+    }
+  }
+  r.messages_sent = l.messages_sent;
+  r.bytes_sent = l.bytes_sent;
+  r.messages_received = l.messages_received;
+  r.bytes_received = l.bytes_received;
+  r.mpi_ns = l.mpi_ns;
+  r.mpi_calls = l.mpi_calls;
+  r.mpi_init_ns = l.mpi_init_ns;
+  for (size_t fi = 0; fi < l.families.size(); ++fi) {
+    if (!l.families[fi].calls)
+      continue;
+    r.mpi_families.push_back(l.families[fi]);
+    r.mpi_families.back().family = MpiFamilyName(static_cast<MpiFamilyId>(fi));
+  }
+  std::sort(r.mpi_families.begin(), r.mpi_families.end(), [](const auto& a, const auto& b) {
+    return a.ns != b.ns ? a.ns > b.ns : a.family < b.family;
+  });
+  // Regions still open at the end of the window count up to the location's last event.
+  while (!l.stack.empty())
+    RegionLeave(l, l.stack.front().region, l.last);
+  for (size_t id = 0; id < l.regions.size(); ++id) {
+    const RegionAgg& a = l.regions[id];
+    if (!a.count)
+      continue;
+    r.top_regions.push_back(
+        {defs.Name(static_cast<uint32_t>(id)), a.count, a.inclusive, a.exclusive});
+  }
+  std::sort(r.top_regions.begin(), r.top_regions.end(), [](const auto& a, const auto& b) {
+    return a.inclusive_ns != b.inclusive_ns ? a.inclusive_ns > b.inclusive_ns : a.name < b.name;
+  });
+  if (r.top_regions.size() > options.top_regions)
+    r.top_regions.resize(options.top_regions);
+  r.late_sender_ns = l.late_sender;
+  r.late_receiver_ns = l.late_receiver;
+  r.barrier_wait_ns = l.barrier_wait;
+  r.collective_wait_ns = l.collective_wait;
+  uint64_t waited = Sum(l.waits);
+  if (l.sampled) {
+    uint64_t not_running = 0;
+    for (int st = 1; st < kStateCount; ++st)
+      not_running += l.sampled_states[st];
+    waited = std::max(waited, not_running);
+  }
+  r.compute_ns = l.cpu ? l.cpu_busy : (r.wall_ns > waited ? r.wall_ns - waited : 0);
+  return r;
+}
+
+// Lost events: the END chunk's exact per-location totals when the file was closed, else the
+// Lost events read.
+void Engine::Impl::BuildLost(Results* res) const {
+  Summary& s = res->summary;
+  std::map<uint32_t, uint64_t> lost;
+  for (const auto& r : res->locations)
+    if (r.lost_events)
+      lost[r.id] += r.lost_events;
+  if (reader.closed_cleanly() && options.from_ns == 0 && options.to_ns == UINT64_MAX) {
+    std::map<uint32_t, uint64_t> from_end;
+    std::string list = reader.SessionValue("lost_by_location");
+    size_t pos = 0;
+    while (pos < list.size()) {
+      size_t semi = list.find(';', pos);
+      std::string item =
+          list.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos);
+      unsigned loc;
+      unsigned long long n;
+      if (sscanf(item.c_str(), "%u:%llu", &loc, &n) == 2)
+        from_end[loc] += n;
+      pos = semi == std::string::npos ? list.size() : semi + 1;
+    }
+    for (auto& [loc, n] : from_end)
+      lost[loc] = std::max(lost[loc], n);
+  }
+  s.lost_by_location = lost;
+  for (auto& [loc, n] : lost)
+    s.lost_events += n;
+  s.lost_events += s.unattached_lost_events;
+  for (auto& r : res->locations)
+    if (auto it = lost.find(r.id); it != lost.end())
+      r.lost_events = it->second;
+}
+
+// Links in report order (MPI by ranks, then channels), with their per-interval use.
+void Engine::Impl::BuildLinks(Results* res) {
+  auto& iv = res->intervals;
+  std::map<int64_t, int64_t> main_thread_of_rank;  // rank -> location id
+  for (const auto& r : res->locations)
+    if (r.main_thread)
+      main_thread_of_rank.emplace(r.rank, r.id);
+  for (auto& a : links) {
+    if (a.r.type == LinkKind::kMpi) {
+      auto from = main_thread_of_rank.find(a.r.from), to = main_thread_of_rank.find(a.r.to);
+      a.r.from_location = from == main_thread_of_rank.end() ? -1 : from->second;
+      a.r.to_location = to == main_thread_of_rank.end() ? -1 : to->second;
+      a.r.from_label = fmt::format("rank {}", a.r.from);
+      a.r.to_label = fmt::format("rank {}", a.r.to);
+      a.r.transfer_ns = a.r.time_ns > a.r.wait_ns ? a.r.time_ns - a.r.wait_ns : 0;
+    }
+  }
+  std::vector<size_t> link_order(links.size());
+  for (size_t i = 0; i < links.size(); ++i)
+    link_order[i] = i;
+  std::stable_sort(link_order.begin(), link_order.end(), [&](size_t a, size_t b) {
+    const auto& x = links[a].r;
+    const auto& y = links[b].r;
+    if (x.kind != y.kind)
+      return x.type == LinkKind::kMpi;
+    if (x.from != y.from)
+      return x.from < y.from;
+    return x.to < y.to;
+  });
+  for (size_t li : link_order) {
+    res->links.push_back(links[li].r);
+    std::vector<double> u(iv_count);
+    for (size_t i = 0; i < iv_count; ++i) {
+      // Both ends may be busy at once; a link is in use at most the whole interval.
+      u[i] =
+          std::min(1.0, static_cast<double>(links[li].busy[i]) / static_cast<double>(bins.Span(i)));
+    }
+    iv.link_utilisation.push_back(std::move(u));
+    iv.link_bytes.push_back(links[li].bytes);
+  }
+}
+
+// Means and standard deviations over the window, and each interval's imbalance across thread
+// locations (max - min utilisation among those alive in it).
+void Engine::Impl::BuildIntervalStats(Results* res) const {
+  auto& iv = res->intervals;
+  for (const auto& u : iv.location_utilisation) {
+    double m, sd;
+    Stats(u, &m, &sd);
+    iv.location_mean.push_back(m);
+    iv.location_stddev.push_back(sd);
+  }
+  for (const auto& u : iv.link_utilisation) {
+    double m, sd;
+    Stats(u, &m, &sd);
+    iv.link_mean.push_back(m);
+    iv.link_stddev.push_back(sd);
+  }
+  iv.imbalance.assign(iv_count, 0);
+  for (size_t i = 0; i < iv_count; ++i) {
+    double lo = 2, hi = -1;
+    uint64_t b = bins.Begin(i), e = bins.End(i);
+    for (size_t k = 0; k < res->locations.size(); ++k) {
+      const auto& r = res->locations[k];
+      if (r.type != LocationKind::kThread || r.last_ts <= b || r.first_ts >= e)
+        continue;
+      lo = std::min(lo, iv.location_utilisation[k][i]);
+      hi = std::max(hi, iv.location_utilisation[k][i]);
+    }
+    iv.imbalance[i] = hi >= lo ? hi - lo : 0;
+  }
+  std::vector<size_t> worst(iv_count);
+  for (size_t i = 0; i < iv_count; ++i)
+    worst[i] = i;
+  std::stable_sort(worst.begin(), worst.end(),
+                   [&](size_t a, size_t b) { return iv.imbalance[a] > iv.imbalance[b]; });
+  for (size_t i = 0; i < worst.size() && i < 5; ++i)
+    if (iv.imbalance[worst[i]] > 0)
+      iv.most_imbalanced.push_back(worst[i]);
+}
+
+// Wait states, largest first.
+void Engine::Impl::BuildWaitStates(Results* res) {
+  for (auto& [key, w] : wait_states) {
+    w.location_label = Label(locs[std::get<0>(key)]);
+    res->wait_states.push_back(w);
+  }
+  std::stable_sort(res->wait_states.begin(), res->wait_states.end(),
+                   [](const auto& a, const auto& b) { return a.ns > b.ns; });
+}
+
+// Critical path: the longest chain of computation through messages ends at the location with
+// the largest path value.
+void Engine::Impl::BuildCriticalPath(Results* res,
+                                     const std::vector<size_t>& order,
+                                     const std::vector<int>& result_index) const {
+  CriticalPath& cp = res->critical_path;
+  cp.wall_ns = we - ws;
+  const Loc* end = nullptr;
+  for (size_t oi : order)
+    if (!locs[oi].cpu && (!end || locs[oi].cp > end->cp))
+      end = &locs[oi];
+  // Without messages every location is its own path: there is nothing to report.
+  if (end && !links.empty()) {
+    cp.length_ns = end->cp;
+    if (end->shares) {
+      for (size_t i = 0; i < end->shares->size() && i < locs.size(); ++i) {
+        uint64_t v = (*end->shares)[i];
+        if (!v)
+          continue;
+        cp.shares.push_back({Label(locs[i]), v});
+        if (result_index[i] >= 0)
+          res->locations[result_index[i]].critical_path_ns = v;
+      }
+      std::stable_sort(cp.shares.begin(), cp.shares.end(),
+                       [](const auto& a, const auto& b) { return a.second > b.second; });
+    } else {
+      cp.shares.push_back({Label(*end), end->cp});
+    }
+  }
+}
+
+}  // namespace parmon::analysis

@@ -1,0 +1,116 @@
+// Rule: link waits. One finding per bottleneck, following each wait to the partner that causes
+// it (a pipeline A -> B -> C where C is slow: B waits sending to C and A waits sending to B), and
+// the serialised-loop finding when a loop runs one item at a time.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "analysis/rules/rules.h"
+#include "analysis/units.h"
+
+namespace parmon::analysis::rules {
+
+namespace {
+
+struct LinkWait {
+  uint64_t wait = 0;
+  const LinkResult* link = nullptr;
+  PartyId who = 0, partner = 0;
+  std::vector<PartyId> chain;
+};
+
+}  // namespace
+
+void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
+  std::optional<Serialised> serialised = FindSerialisedLoop(r, g);
+  size_t serialised_index = out->size();
+  if (serialised)
+    out->push_back(SerialisedFinding(g, *serialised));
+  // One finding per bottleneck, named by the link that waits most; the other links whose waits
+  // end at the same bottleneck are its evidence.
+  for (bool as_sender : {true, false}) {
+    std::map<PartyId, std::vector<LinkWait>> by_bottleneck;
+    for (const auto& k : r.links) {
+      uint64_t wait = as_sender ? k.sender_wait_ns : k.receiver_wait_ns;
+      PartyId who = as_sender ? g.From(r, k) : g.To(r, k);
+      PartyId partner = as_sender ? g.To(r, k) : g.From(r, k);
+      const Node* n = g.Find(who);
+      if (!n || !n->wall ||
+          static_cast<double>(wait) < kWaitThreshold * static_cast<double>(n->wall))
+        continue;
+      if (!as_sender) {
+        // A sender that is itself blocked sending is late because of its own receivers: the
+        // sender-side finding names the cause.
+        const Node* p = g.Find(partner);
+        uint64_t pw;
+        if (p && p->wall && WorstLink(r, g, partner, true, &pw) &&
+            static_cast<double>(pw) >= kChainThreshold * static_cast<double>(p->wall))
+          continue;
+      }
+      // The serialised loop's waits (the source on its feedback, the consumer on the source)
+      // are that finding, not late senders.
+      if (!as_sender && serialised &&
+          ((who == serialised->source && partner == serialised->feedback) ||
+           (who == serialised->consumer && partner == serialised->source)))
+        continue;
+      LinkWait lw{wait, &k, who, partner, Chase(r, g, who, partner, as_sender)};
+      // Receive waits that lead back to the serialised loop's source are its consequence.
+      if (!as_sender && serialised &&
+          std::find(lw.chain.begin(), lw.chain.end(), serialised->source) != lw.chain.end()) {
+        (*out)[serialised_index].evidence +=
+            fmt::format("; {} waits {} receiving from {}", g.Name(who),
+                        FormatPercent(wait, n->wall), g.Name(partner));
+        continue;
+      }
+      by_bottleneck[lw.chain.back()].push_back(std::move(lw));
+    }
+    for (auto& [bottleneck, waits] : by_bottleneck) {
+      std::stable_sort(waits.begin(), waits.end(),
+                       [](const LinkWait& a, const LinkWait& b) { return a.wait > b.wait; });
+      const LinkWait& top = waits.front();
+      const Node* n = g.Find(top.who);
+      const Node* b = g.Find(bottleneck);
+      const LinkResult& k = *top.link;
+      const char* verb = as_sender ? "sending to" : "receiving from";
+      Finding f;
+      f.id = as_sender ? "link-wait-send" : "link-wait-receive";
+      std::string computes =
+          b ? fmt::format(", it computes {} of the time{}", FormatPercent(b->compute, b->wall),
+                          b->compute * 2 < b->wall ? BusyElsewhere(*b) : "")
+            : "";
+      std::string via;
+      if (top.chain.size() > 2) {
+        via = " (the wait passes along";
+        for (size_t i = 1; i < top.chain.size(); ++i)
+          via += (i == 1 ? " " : " -> ") + g.Name(top.chain[i]);
+        via += ")";
+      }
+      f.text = fmt::format(
+          "{} waits {} of the run {} {}: {} {}{}{}", g.Name(top.who),
+          FormatPercent(top.wait, n->wall), verb, g.Name(top.partner), g.Name(bottleneck),
+          as_sender ? "is the bottleneck" : "sends late: it is the bottleneck", computes, via);
+      f.evidence =
+          fmt::format("link {} -> {}: {} messages, {}, {} waiting of {} in its calls", k.from_label,
+                      k.to_label, FormatCount(k.messages), FormatBytes(k.bytes),
+                      FormatDuration(top.wait), FormatDuration(k.time_ns));
+      for (size_t i = 1; i < waits.size(); ++i) {
+        const Node* wn = g.Find(waits[i].who);
+        f.evidence += fmt::format("; {} waits {} {} {}", g.Name(waits[i].who),
+                                  FormatPercent(waits[i].wait, wn ? wn->wall : 0), verb,
+                                  g.Name(waits[i].partner));
+      }
+      f.time_at_stake_ns = top.wait;
+      f.percent_of_run = Percent(top.wait, n->wall);
+      f.subjects = {g.Name(top.who), g.Name(top.partner), g.Name(bottleneck),
+                    fmt::format("{} -> {}", k.from_label, k.to_label)};
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+}  // namespace parmon::analysis::rules

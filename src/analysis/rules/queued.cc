@@ -1,0 +1,62 @@
+// Rule: threads queued for a CPU (more runnable threads than CPUs, or other work).
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "analysis/rules/rules.h"
+#include "analysis/units.h"
+
+namespace parmon::analysis::rules {
+
+void QueuedRule(const Results& r, const Graph&, std::vector<Finding>* out) {
+  uint64_t runnable = 0, total = 0;
+  size_t busy = 0;
+  for (const auto& l : r.locations) {
+    if (l.type != LocationKind::kThread || !l.sampled)
+      continue;
+    uint64_t t = Sum(l.states);
+    uint64_t q = l.states[static_cast<int>(State::kRunnable)];
+    uint64_t run = l.states[static_cast<int>(State::kRunning)];
+    runnable += q;
+    total += t;
+    if (t && run + q >= t / 2)
+      ++busy;
+  }
+  if (!total || static_cast<double>(runnable) < 0.05 * static_cast<double>(total))
+    return;
+  Finding f;
+  f.id = "queued";
+  uint32_t cpus = r.summary.cpus;
+  const std::string on_cpus = cpus ? fmt::format("{} CPUs", cpus) : std::string("the CPUs");
+  if (cpus && busy > cpus)
+    f.text = fmt::format(
+        "{} runnable threads on {}: {} of thread time is spent queued, waiting for a CPU", busy,
+        on_cpus, FormatPercent(runnable, total));
+  else  // not this program's threads alone: other work on the machine, or bursts
+    f.text = fmt::format(
+        "{} of thread time is spent queued, waiting for a CPU ({} of the program's threads were "
+        "runnable most of the time, on {}: the rest of the queueing is other work on the "
+        "machine or short bursts)",
+        FormatPercent(runnable, total), busy, on_cpus);
+  f.evidence = fmt::format("{} queued of {} sampled thread time", FormatDuration(runnable),
+                           FormatDuration(total));
+  f.time_at_stake_ns = runnable;
+  f.percent_of_run = Percent(runnable, total);
+  std::vector<std::pair<uint64_t, std::string>> worst;
+  for (const auto& l : r.locations)
+    if (l.type == LocationKind::kThread && l.states[static_cast<int>(State::kRunnable)])
+      worst.push_back({l.states[static_cast<int>(State::kRunnable)], l.label});
+  std::sort(worst.rbegin(), worst.rend());
+  for (size_t i = 0; i < worst.size() && i < 3; ++i) {
+    f.evidence += fmt::format("; {} queued {}", worst[i].second, FormatDuration(worst[i].first));
+    f.subjects.push_back(worst[i].second);
+  }
+  out->push_back(std::move(f));
+}
+
+}  // namespace parmon::analysis::rules

@@ -1,0 +1,164 @@
+// Each diagnosis rule on hand-built Results: the finding it makes, and none below its threshold.
+#include "analysis/rules/rules.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/engine.h"
+
+namespace parmon::analysis::rules {
+namespace {
+
+constexpr uint64_t kMs = 1000000;
+
+LocationResult Thread(uint32_t id, const std::string& label, int32_t rank = -1) {
+  LocationResult l;
+  l.id = id;
+  l.kind = "thread";
+  l.pid = id;
+  l.tid = id;
+  l.rank = rank;
+  l.label = label;
+  l.wall_ns = 100 * kMs;
+  l.compute_ns = 100 * kMs;
+  l.states[static_cast<int>(State::kRunning)] = 100 * kMs;
+  return l;
+}
+
+// A channel link between two thread locations (ids from, to), matched to them by id.
+LinkResult Link(int64_t from, int64_t to, uint64_t sender_wait, uint64_t receiver_wait) {
+  LinkResult k;
+  k.type = LinkKind::kChannel;
+  k.kind = "channel";
+  k.from = k.from_location = from;
+  k.to = k.to_location = to;
+  k.from_label = std::string(1, static_cast<char>('A' + from - 1));
+  k.to_label = std::string(1, static_cast<char>('A' + to - 1));
+  k.messages = 10;
+  k.sender_wait_ns = sender_wait;
+  k.receiver_wait_ns = receiver_wait;
+  k.wait_ns = sender_wait + receiver_wait;
+  k.time_ns = k.wait_ns;
+  return k;
+}
+
+std::vector<Finding> Apply(RuleFn rule, const Results& r) {
+  std::vector<Finding> out;
+  rule(r, BuildGraph(r), &out);
+  return out;
+}
+
+TEST(Rules, RegistryHoldsEveryRuleOnce) {
+  std::vector<std::string> names;
+  for (const Rule& rule : Registry())
+    names.push_back(rule.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"link-wait", "queued", "imbalance", "collective-wait",
+                                             "lock-wait", "io-wait", "timer-wait"}));
+}
+
+TEST(Rules, LinkWaitNamesTheBottleneckAtTheEndOfTheChain) {
+  // A -> B -> C; B waits 50% sending to C, A waits 40% sending to B: C is the bottleneck.
+  Results r;
+  r.locations = {Thread(1, "A"), Thread(2, "B"), Thread(3, "C")};
+  r.links = {Link(1, 2, 40 * kMs, 0), Link(2, 3, 50 * kMs, 0)};
+  std::vector<Finding> f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "link-wait-send");
+  ASSERT_GT(f[0].subjects.size(), 2u);
+  EXPECT_EQ(f[0].subjects[2], "C");
+  EXPECT_EQ(f[0].time_at_stake_ns, 50 * kMs);
+  // Ends are matched by location id, not by label: the same links with their labels swapped
+  // still name C.
+  r.locations[0].label = "C";
+  r.locations[2].label = "A";
+  f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].subjects[2], "A");  // location 3, whatever its label
+  // Below the threshold: nothing.
+  r.links = {Link(1, 2, 5 * kMs, 0)};
+  EXPECT_TRUE(Apply(LinkWaitRule, r).empty());
+}
+
+TEST(Rules, QueuedThreads) {
+  Results r;
+  r.summary.cpus = 1;
+  for (uint32_t i = 1; i <= 3; ++i) {
+    LocationResult l = Thread(i, "t" + std::to_string(i));
+    l.state_source = "sampled";
+    l.sampled = true;
+    l.states[static_cast<int>(State::kRunning)] = 50 * kMs;
+    l.states[static_cast<int>(State::kRunnable)] = 50 * kMs;
+    r.locations.push_back(l);
+  }
+  std::vector<Finding> f = Apply(QueuedRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "queued");
+  EXPECT_EQ(f[0].time_at_stake_ns, 150 * kMs);
+  for (auto& l : r.locations)
+    l.states[static_cast<int>(State::kRunnable)] = kMs;  // 2%: not worth a finding
+  EXPECT_TRUE(Apply(QueuedRule, r).empty());
+}
+
+TEST(Rules, Imbalance) {
+  Results r;
+  r.imbalance.over = "ranks";
+  r.imbalance.members = 2;
+  r.imbalance.max_compute_ns = 100 * kMs;
+  r.imbalance.mean_compute_ns = 75 * kMs;
+  r.imbalance.percent = 25;
+  r.imbalance.max_label = "rank 0";
+  std::vector<Finding> f = Apply(ImbalanceRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].time_at_stake_ns, 50 * kMs);
+  r.imbalance.percent = 5;
+  EXPECT_TRUE(Apply(ImbalanceRule, r).empty());
+}
+
+TEST(Rules, CollectiveWait) {
+  Results r;
+  r.locations = {Thread(1, "rank 0", 0), Thread(2, "rank 1", 1)};
+  r.locations[0].barrier_wait_ns = 20 * kMs;
+  WaitStateResult w;
+  w.kind = WaitPattern::kBarrier;
+  w.pattern = "wait at barrier";
+  w.location = 1;
+  w.location_label = "rank 0";
+  w.call = "MPI_Barrier";
+  w.ns = 20 * kMs;
+  r.wait_states = {w};
+  std::vector<Finding> f = Apply(CollectiveWaitRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "collective-wait");
+  EXPECT_EQ(f[0].subjects, std::vector<std::string>{"rank 0"});
+  r.locations[0].barrier_wait_ns = kMs;
+  EXPECT_TRUE(Apply(CollectiveWaitRule, r).empty());
+}
+
+TEST(Rules, StateWaits) {
+  Results r;
+  r.locations = {Thread(1, "worker")};
+  r.locations[0].states[static_cast<int>(State::kLockWait)] = 30 * kMs;
+  r.locations[0].states[static_cast<int>(State::kIoWait)] = 20 * kMs;
+  r.locations[0].states[static_cast<int>(State::kTimerWait)] = 5 * kMs;
+  std::vector<Finding> lock = Apply(LockWaitRule, r);
+  ASSERT_EQ(lock.size(), 1u);
+  EXPECT_EQ(lock[0].id, "lock-wait");
+  EXPECT_EQ(Apply(IoWaitRule, r).size(), 1u);
+  EXPECT_TRUE(Apply(TimerWaitRule, r).empty());  // 5%: below the threshold
+}
+
+TEST(Rules, DiagnoseRanksByTimeAtStake) {
+  Results r;
+  r.locations = {Thread(1, "worker")};
+  r.locations[0].states[static_cast<int>(State::kLockWait)] = 30 * kMs;
+  r.locations[0].states[static_cast<int>(State::kIoWait)] = 40 * kMs;
+  Diagnose(&r);
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].id, "io-wait");
+  EXPECT_EQ(r.findings[1].id, "lock-wait");
+}
+
+}  // namespace
+}  // namespace parmon::analysis::rules
