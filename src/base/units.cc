@@ -1,0 +1,152 @@
+#include "base/units.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace parmon {
+namespace {
+
+// Splits "2.5ms" into 2.5 and "ms"; false when there is no leading non-negative number.
+bool SplitNumber(std::string_view text, double* value, std::string* unit) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
+  if (i == 0)
+    return false;
+  auto r = std::from_chars(text.data(), text.data() + i, *value);
+  if (r.ec != std::errc() || r.ptr != text.data() + i || !std::isfinite(*value))
+    return false;
+  unit->clear();
+  for (char c : text.substr(i))
+    unit->push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return true;
+}
+
+std::string Quoted(std::string_view what, std::string_view text) {
+  std::string s(what);
+  s += " '";
+  s += text;
+  s += "'";
+  return s;
+}
+
+std::string OneDecimal(double v, const char* unit) {
+  char buf[48];
+  snprintf(buf, sizeof buf, "%.1f %s", v, unit);
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<uint64_t> ParseSize(std::string_view text, std::string_view what) {
+  double v = 0;
+  std::string unit;
+  if (!SplitNumber(text, &v, &unit))
+    return Status::Error(Quoted(what, text) + " is not a size (try 4M, 512K or 1GiB)");
+  double mult = 0;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib")
+    mult = 1024.0;
+  else if (unit == "m" || unit == "mb" || unit == "mib")
+    mult = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gb" || unit == "gib")
+    mult = 1024.0 * 1024 * 1024;
+  if (mult == 0)
+    return Status::Error(Quoted(what, text) +
+                         " has an unknown unit (sizes take K, M or G, all powers of 1024)");
+  const double bytes = v * mult;
+  if (bytes >= 18e18)
+    return Status::Error(Quoted(what, text) + " is too large");
+  return static_cast<uint64_t>(bytes);
+}
+
+StatusOr<uint64_t> ParseDuration(std::string_view text, std::string_view what) {
+  double v = 0;
+  std::string unit;
+  if (!SplitNumber(text, &v, &unit))
+    return Status::Error(Quoted(what, text) + " is not a duration (try 10ms, 2.5s or 500us)");
+  double mult = 0;
+  if (unit == "ns")
+    mult = 1;
+  else if (unit == "us")
+    mult = 1e3;
+  else if (unit == "ms")
+    mult = 1e6;
+  else if (unit == "s" || unit.empty())
+    mult = 1e9;
+  else if (unit == "m" || unit == "min")
+    mult = 60e9;
+  if (mult == 0)
+    return Status::Error(Quoted(what, text) +
+                         " has an unknown unit (durations take ns, us, ms, s or min)");
+  const double ns = v * mult;
+  if (ns >= 18e18)
+    return Status::Error(Quoted(what, text) + " is too long");
+  return static_cast<uint64_t>(std::llround(ns));
+}
+
+StatusOr<uint64_t> ParseSizeInRange(std::string_view text,
+                                    std::string_view what,
+                                    uint64_t min,
+                                    uint64_t max) {
+  PARMON_ASSIGN_OR_RETURN(uint64_t v, ParseSize(text, what));
+  if (v < min || v > max)
+    return Status::Error(Quoted(what, text) + " is outside " + FormatBytes(min) + " to " +
+                         FormatBytes(max));
+  return v;
+}
+
+StatusOr<uint64_t> ParseDurationInRange(std::string_view text,
+                                        std::string_view what,
+                                        uint64_t min_ns,
+                                        uint64_t max_ns) {
+  PARMON_ASSIGN_OR_RETURN(uint64_t v, ParseDuration(text, what));
+  if (v < min_ns || v > max_ns)
+    return Status::Error(Quoted(what, text) + " is outside " + FormatDuration(min_ns) + " to " +
+                         FormatDuration(max_ns));
+  return v;
+}
+
+std::string FormatBytes(uint64_t b) {
+  if (b >= (1ull << 30))
+    return OneDecimal(static_cast<double>(b) / (1ull << 30), "GiB");
+  if (b >= (1ull << 20))
+    return OneDecimal(static_cast<double>(b) / (1ull << 20), "MiB");
+  if (b >= (1ull << 10))
+    return OneDecimal(static_cast<double>(b) / (1ull << 10), "KiB");
+  return std::to_string(b) + " B";
+}
+
+std::string FormatDuration(uint64_t ns) {
+  struct Unit {
+    uint64_t ns;
+    const char* name;
+  };
+  for (Unit u : {Unit{60'000'000'000, "min"}, Unit{1'000'000'000, "s"}, Unit{1'000'000, "ms"},
+                 Unit{1'000, "us"}}) {
+    if (ns < u.ns)
+      continue;
+    if (ns % u.ns == 0)
+      return std::to_string(ns / u.ns) + " " + u.name;
+    return OneDecimal(static_cast<double>(ns) / static_cast<double>(u.ns), u.name);
+  }
+  return std::to_string(ns) + " ns";
+}
+
+std::string FormatCount(uint64_t n) {
+  char buf[32];
+  if (n >= 1000000) {
+    snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
+    return buf;
+  }
+  if (n >= 1000) {
+    snprintf(buf, sizeof buf, "%.1fk", static_cast<double>(n) / 1e3);
+    return buf;
+  }
+  return std::to_string(n);
+}
+
+}  // namespace parmon
