@@ -67,12 +67,23 @@ TEST(SamplerSource, EmitsThreadAndCpuSamplesThroughTheSink) {
   options.attached = true;
   ProcSampler sampler(options);
   ASSERT_TRUE(sampler.Start(sink).ok());
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(60);
+  // Sample until the sink has a CPU sample (CPU figures need two passes of /proc/stat), at most
+  // a few seconds on a loaded machine.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto at_least = std::chrono::steady_clock::now() + std::chrono::milliseconds(60);
   volatile uint64_t spin = 0;
+  auto has_cpu_sample = [&] {
+    for (const auto& e : sink.events_)
+      if (e.kind == format::Kind::kCpuSample)
+        return true;
+    return false;
+  };
   while (std::chrono::steady_clock::now() < until) {
     for (int i = 0; i < 100000; ++i)
       spin = spin + 1;
     sampler.Poll(sink, sink.clock().NowNs());
+    if (std::chrono::steady_clock::now() > at_least && has_cpu_sample())
+      break;
   }
   sampler.Stop(sink);
 
