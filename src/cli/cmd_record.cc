@@ -36,138 +36,167 @@ bool Option(const std::string& text, Parse parse, uint64_t* out) {
   return true;
 }
 
+// The command line of `parmon record`, as given.
+struct RecordArgs {
+  recorder::RecordOptions options;
+  std::string buffer_size, overflow = "block", flight_size, window;
+  std::string period = "10ms", mode = "trace", duration, threads;
+  bool no_switches = false;
+  std::vector<std::string> command;
+};
+
+void DeclareOptions(CLI::App& app, RecordArgs& a) {
+  app.add_option("-o,--output", a.options.output, "trace file to write")->capture_default_str();
+  app.add_option("--buffer-size", a.buffer_size, "ring size per thread, e.g. 4M (default 4M)");
+  app.add_option("--overflow", a.overflow,
+                 "when a thread's ring is full: block (wait, lose nothing), drop (count what is "
+                 "lost) or overwrite (flight recorder: keep the newest --flight-size)")
+      ->check(CLI::IsMember({"block", "drop", "overwrite"}))
+      ->capture_default_str();
+  app.add_option("--flight-size", a.flight_size,
+                 "overwrite mode: encoded bytes kept (default 64M)");
+  app.add_option("--window", a.window, "drain period when idle, e.g. 5ms");
+  app.add_option("--max-threads", a.options.ring_count, "most threads alive at once (rings)")
+      ->capture_default_str();
+  app.add_option("--zstd-level", a.options.zstd_level, "compression level")->capture_default_str();
+  app.add_flag("-q,--quiet", a.options.quiet, "no status line");
+  app.add_option("-t,--period", a.period, "sampling period of /proc, 1ms to 60s")
+      ->capture_default_str();
+  app.add_option("--mode", a.mode,
+                 "trace: keep every context switch; periodic: per-interval aggregates only")
+      ->check(CLI::IsMember({"trace", "periodic"}))
+      ->capture_default_str();
+  app.add_option("-p,--pid", a.options.attach_pid, "monitor this running process (no command)");
+  app.add_option("--duration", a.duration, "with -p: stop after this long, e.g. 10s");
+  app.add_option("--threads", a.threads, "monitor only these thread ids, e.g. 1234,1240");
+  app.add_flag("--no-switches", a.no_switches, "do not record context switches (sampling only)");
+}
+
+// Either a command or -p PID. False after printing why not.
+bool CheckCommand(const RecordArgs& a) {
+  if (a.options.attach_pid < 0) {
+    fmt::print(stderr, "parmon record: -p needs a process id, not {}\n", a.options.attach_pid);
+    return false;
+  }
+  if (a.options.attach_pid > 0 && !a.command.empty()) {
+    fmt::print(stderr, "parmon record: give either -p PID or a command, not both\n");
+    return false;
+  }
+  if (a.command.empty() && a.options.attach_pid == 0) {
+    fmt::print(
+        stderr,
+        "parmon record: no command given\nusage: parmon record [options] -- CMD [ARGS...]\n");
+    return false;
+  }
+  return true;
+}
+
+// Sizes, durations and thread lists (base/units.h). False after printing the one-sentence error.
+bool ParseValues(RecordArgs& a, sched::SchedOptions* sched_options) {
+  if (!Option(
+          a.buffer_size,
+          [](const std::string& t) {
+            return ParseSizeInRange(t, "--buffer-size", kMinRingBytes, kMaxRingBytes);
+          },
+          &a.options.ring_bytes) ||
+      !Option(
+          a.flight_size,
+          [](const std::string& t) {
+            return ParseSizeInRange(t, "--flight-size", kMinFlightBytes, kMaxFlightBytes);
+          },
+          &a.options.flight_bytes) ||
+      !Option(
+          a.window,
+          [](const std::string& t) {
+            return ParseDurationInRange(t, "--window", kMinWindowNs, kMaxWindowNs);
+          },
+          &a.options.window_ns))
+    return false;
+  if (!ParseDurationInRange(a.period, "-t", sched::kMinPeriodNs, sched::kMaxPeriodNs).ok()) {
+    fmt::print(stderr, "parmon record: -t '{}' is not a period from 1ms to 60s (try 10ms)\n",
+               a.period);
+    return false;
+  }
+  sched_options->period_ns = *ParseDuration(a.period, "-t");
+  if (a.options.ring_count == 0) {
+    fmt::print(stderr, "parmon record: --max-threads must be at least 1\n");
+    return false;
+  }
+  if (!a.duration.empty() &&
+      (a.options.attach_pid == 0 || !ParseDuration(a.duration, "--duration").ok() ||
+       *ParseDuration(a.duration, "--duration") == 0)) {
+    fmt::print(stderr, "parmon record: --duration '{}' needs -p and a duration such as 10s\n",
+               a.duration);
+    return false;
+  }
+  if (!a.duration.empty())
+    a.options.duration_ns = *ParseDuration(a.duration, "--duration");
+  if (!a.threads.empty()) {
+    std::string error;
+    if (!sched::ParseThreadList(a.threads, &sched_options->only_tids, &error)) {
+      fmt::print(stderr, "parmon record: --threads: {}\n", error);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The mode, the session values and the preload families; false after printing an error.
+bool Configure(RecordArgs& a, sched::SchedOptions* sched_options) {
+  sched_options->periodic = a.mode == "periodic";
+  // The preload families (libparmon_mpi's per-interval aggregates) read the mode and the period
+  // from the session's shared-memory header.
+  a.options.run_mode = sched_options->periodic ? shm::RunMode::kPeriodic : shm::RunMode::kTrace;
+  a.options.period_ns = sched_options->period_ns;
+  sched_options->attached = a.options.attach_pid > 0;
+  sched_options->switches = !a.no_switches;
+  a.options.extra_session.emplace_back("sample_period_ns",
+                                       std::to_string(sched_options->period_ns));
+  a.options.extra_session.emplace_back("mode", a.mode);
+  if (a.options.attach_pid > 0)
+    a.options.extra_session.emplace_back("attached_pid", std::to_string(a.options.attach_pid));
+  if (!a.threads.empty())
+    a.options.extra_session.emplace_back("threads", a.threads);
+  a.options.overflow = a.overflow == "drop"        ? shm::Overflow::kDrop
+                       : a.overflow == "overwrite" ? shm::Overflow::kOverwrite
+                                                   : shm::Overflow::kBlock;
+  // Communication monitoring (docs/comm.md): MPI, POSIX channels and pthread waits are recorded
+  // by preload libraries; each is loaded when it was built.
+  a.options.extra_preload.emplace_back(recorder::MpiWrapperLibrary(a.command));
+  for (const char* lib : {"libparmon_posix.so", "libparmon_pthread.so"})
+    a.options.extra_preload.emplace_back(lib);
+  if (a.options.attach_pid == 0) {
+    // Under mpirun/srun: one file per rank in the -o directory (recorder/mpi_launch.h).
+    if (Status s = recorder::ApplyMpiLaunch(&a.options); !s.ok()) {
+      fmt::print(stderr, "parmon record: {}\n", s.message());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int RunRecord(int argc, char** argv) {
   CLI::App app{"Run a command and record what its threads, processes and ranks do.",
                "parmon record"};
-  recorder::RecordOptions options;
-  std::string buffer_size, overflow = "block", flight_size, window;
-  app.add_option("-o,--output", options.output, "trace file to write")->capture_default_str();
-  app.add_option("--buffer-size", buffer_size, "ring size per thread, e.g. 4M (default 4M)");
-  app.add_option("--overflow", overflow,
-                 "when a thread's ring is full: block (wait, lose nothing), drop (count what is "
-                 "lost) or overwrite (flight recorder: keep the newest --flight-size)")
-      ->check(CLI::IsMember({"block", "drop", "overwrite"}))
-      ->capture_default_str();
-  app.add_option("--flight-size", flight_size, "overwrite mode: encoded bytes kept (default 64M)");
-  app.add_option("--window", window, "drain period when idle, e.g. 5ms");
-  app.add_option("--max-threads", options.ring_count, "most threads alive at once (rings)")
-      ->capture_default_str();
-  app.add_option("--zstd-level", options.zstd_level, "compression level")->capture_default_str();
-  app.add_flag("-q,--quiet", options.quiet, "no status line");
-  std::string period = "10ms", mode = "trace", duration, threads;
-  bool no_switches = false;
-  app.add_option("-t,--period", period, "sampling period of /proc, 1ms to 60s")
-      ->capture_default_str();
-  app.add_option("--mode", mode,
-                 "trace: keep every context switch; periodic: per-interval aggregates only")
-      ->check(CLI::IsMember({"trace", "periodic"}))
-      ->capture_default_str();
-  app.add_option("-p,--pid", options.attach_pid, "monitor this running process (no command)");
-  app.add_option("--duration", duration, "with -p: stop after this long, e.g. 10s");
-  app.add_option("--threads", threads, "monitor only these thread ids, e.g. 1234,1240");
-  app.add_flag("--no-switches", no_switches, "do not record context switches (sampling only)");
+  RecordArgs a;
+  DeclareOptions(app, a);
   app.prefix_command();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  std::vector<std::string> command = app.remaining();
-  if (!command.empty() && command[0] == "--")
-    command.erase(command.begin());
-  if (options.attach_pid < 0) {
-    fmt::print(stderr, "parmon record: -p needs a process id, not {}\n", options.attach_pid);
-    return 2;
-  }
-  if (options.attach_pid > 0 && !command.empty()) {
-    fmt::print(stderr, "parmon record: give either -p PID or a command, not both\n");
-    return 2;
-  }
-  if (command.empty() && options.attach_pid == 0) {
-    fmt::print(
-        stderr,
-        "parmon record: no command given\nusage: parmon record [options] -- CMD [ARGS...]\n");
-    return 2;
-  }
+  a.command = app.remaining();
+  if (!a.command.empty() && a.command[0] == "--")
+    a.command.erase(a.command.begin());
   sched::SchedOptions sched_options;
-  if (!Option(
-          buffer_size,
-          [](const std::string& t) {
-            return ParseSizeInRange(t, "--buffer-size", kMinRingBytes, kMaxRingBytes);
-          },
-          &options.ring_bytes) ||
-      !Option(
-          flight_size,
-          [](const std::string& t) {
-            return ParseSizeInRange(t, "--flight-size", kMinFlightBytes, kMaxFlightBytes);
-          },
-          &options.flight_bytes) ||
-      !Option(
-          window,
-          [](const std::string& t) {
-            return ParseDurationInRange(t, "--window", kMinWindowNs, kMaxWindowNs);
-          },
-          &options.window_ns))
+  if (!CheckCommand(a) || !ParseValues(a, &sched_options) || !Configure(a, &sched_options))
     return 2;
-  if (!ParseDurationInRange(period, "-t", sched::kMinPeriodNs, sched::kMaxPeriodNs).ok()) {
-    fmt::print(stderr, "parmon record: -t '{}' is not a period from 1ms to 60s (try 10ms)\n",
-               period);
-    return 2;
-  }
-  sched_options.period_ns = *ParseDuration(period, "-t");
-  if (options.ring_count == 0) {
-    fmt::print(stderr, "parmon record: --max-threads must be at least 1\n");
-    return 2;
-  }
-  if (!duration.empty() &&
-      (options.attach_pid == 0 || !ParseDuration(duration, "--duration").ok() ||
-       *ParseDuration(duration, "--duration") == 0)) {
-    fmt::print(stderr, "parmon record: --duration '{}' needs -p and a duration such as 10s\n",
-               duration);
-    return 2;
-  }
-  if (!duration.empty())
-    options.duration_ns = *ParseDuration(duration, "--duration");
-  if (!threads.empty()) {
-    std::string error;
-    if (!sched::ParseThreadList(threads, &sched_options.only_tids, &error)) {
-      fmt::print(stderr, "parmon record: --threads: {}\n", error);
-      return 2;
-    }
-  }
-  sched_options.periodic = mode == "periodic";
-  // The preload families (libparmon_mpi's per-interval aggregates) read the mode and the period
-  // from the session's shared-memory header.
-  options.run_mode = sched_options.periodic ? shm::RunMode::kPeriodic : shm::RunMode::kTrace;
-  options.period_ns = sched_options.period_ns;
-  sched_options.attached = options.attach_pid > 0;
-  sched_options.switches = !no_switches;
-  options.extra_session.emplace_back("sample_period_ns", std::to_string(sched_options.period_ns));
-  options.extra_session.emplace_back("mode", mode);
-  if (options.attach_pid > 0)
-    options.extra_session.emplace_back("attached_pid", std::to_string(options.attach_pid));
-  if (!threads.empty())
-    options.extra_session.emplace_back("threads", threads);
-  options.overflow = overflow == "drop"        ? shm::Overflow::kDrop
-                     : overflow == "overwrite" ? shm::Overflow::kOverwrite
-                                               : shm::Overflow::kBlock;
-  // Communication monitoring (docs/comm.md): MPI, POSIX channels and pthread waits are recorded
-  // by preload libraries; each is loaded when it was built.
-  options.extra_preload.emplace_back(recorder::MpiWrapperLibrary(command));
-  for (const char* lib : {"libparmon_posix.so", "libparmon_pthread.so"})
-    options.extra_preload.emplace_back(lib);
-  if (options.attach_pid == 0) {
-    // Under mpirun/srun: one file per rank in the -o directory (recorder/mpi_launch.h).
-    if (Status s = recorder::ApplyMpiLaunch(&options); !s.ok()) {
-      fmt::print(stderr, "parmon record: {}\n", s.message());
-      return 2;
-    }
-  }
-  recorder::Recorder rec(options);
+  recorder::Recorder rec(a.options);
   sched::AddSchedSources(rec, sched_options);
-  auto result = rec.Run(command);
+  auto result = rec.Run(a.command);
   if (!result.ok()) {
     fmt::print(stderr, "parmon record: {}\n", result.status().message());
     return 127;
