@@ -88,26 +88,34 @@ StatusOr<uint64_t> ParseDuration(std::string_view text, std::string_view what) {
   return static_cast<uint64_t>(std::llround(ns));
 }
 
+namespace {
+
+// A parsed value checked against [min, max]; the error names both bounds in the value's unit.
+StatusOr<uint64_t> InRange(StatusOr<uint64_t> v,
+                           std::string_view text,
+                           std::string_view what,
+                           uint64_t min,
+                           uint64_t max,
+                           std::string (*format)(uint64_t)) {
+  if (v.ok() && (*v < min || *v > max))
+    return Status::Error(Quoted(what, text) + " is outside " + format(min) + " to " + format(max));
+  return v;
+}
+
+}  // namespace
+
 StatusOr<uint64_t> ParseSizeInRange(std::string_view text,
                                     std::string_view what,
                                     uint64_t min,
                                     uint64_t max) {
-  PARMON_ASSIGN_OR_RETURN(uint64_t v, ParseSize(text, what));
-  if (v < min || v > max)
-    return Status::Error(Quoted(what, text) + " is outside " + FormatBytes(min) + " to " +
-                         FormatBytes(max));
-  return v;
+  return InRange(ParseSize(text, what), text, what, min, max, FormatBytes);
 }
 
 StatusOr<uint64_t> ParseDurationInRange(std::string_view text,
                                         std::string_view what,
                                         uint64_t min_ns,
                                         uint64_t max_ns) {
-  PARMON_ASSIGN_OR_RETURN(uint64_t v, ParseDuration(text, what));
-  if (v < min_ns || v > max_ns)
-    return Status::Error(Quoted(what, text) + " is outside " + FormatDuration(min_ns) + " to " +
-                         FormatDuration(max_ns));
-  return v;
+  return InRange(ParseDuration(text, what), text, what, min_ns, max_ns, FormatDuration);
 }
 
 std::string FormatBytes(uint64_t b) {
