@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 
 namespace parmon {
 namespace {
@@ -40,51 +41,63 @@ std::string OneDecimal(double v, const char* unit) {
 
 }  // namespace
 
-StatusOr<uint64_t> ParseSize(std::string_view text, std::string_view what) {
+namespace {
+
+struct UnitName {
+  const char* name;  // lower case
+  double multiplier;
+};
+
+// "Number unit" with the unit one of `units`; the messages say what a good value looks like.
+StatusOr<double> ParseScaled(std::string_view text,
+                             std::string_view what,
+                             std::initializer_list<UnitName> units,
+                             const char* not_a_value,
+                             const char* unknown_unit) {
   double v = 0;
   std::string unit;
   if (!SplitNumber(text, &v, &unit))
-    return Status::Error(Quoted(what, text) + " is not a size (try 4M, 512K or 1GiB)");
-  double mult = 0;
-  if (unit.empty() || unit == "b")
-    mult = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib")
-    mult = 1024.0;
-  else if (unit == "m" || unit == "mb" || unit == "mib")
-    mult = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gb" || unit == "gib")
-    mult = 1024.0 * 1024 * 1024;
-  if (mult == 0)
-    return Status::Error(Quoted(what, text) +
-                         " has an unknown unit (sizes take K, M or G, all powers of 1024)");
-  const double bytes = v * mult;
-  if (bytes >= 18e18)
-    return Status::Error(Quoted(what, text) + " is too large");
+    return Status::Error(Quoted(what, text) + not_a_value);
+  for (const UnitName& u : units) {
+    if (unit != u.name)
+      continue;
+    if (v * u.multiplier >= 18e18)
+      return Status::Error(Quoted(what, text) + " is too large");
+    return v * u.multiplier;
+  }
+  return Status::Error(Quoted(what, text) + unknown_unit);
+}
+
+}  // namespace
+
+StatusOr<uint64_t> ParseSize(std::string_view text, std::string_view what) {
+  constexpr double kKi = 1024.0;
+  PARMON_ASSIGN_OR_RETURN(
+      double bytes, ParseScaled(text, what,
+                                {{"", 1},
+                                 {"b", 1},
+                                 {"k", kKi},
+                                 {"kb", kKi},
+                                 {"kib", kKi},
+                                 {"m", kKi * kKi},
+                                 {"mb", kKi * kKi},
+                                 {"mib", kKi * kKi},
+                                 {"g", kKi * kKi * kKi},
+                                 {"gb", kKi * kKi * kKi},
+                                 {"gib", kKi * kKi * kKi}},
+                                " is not a size (try 4M, 512K or 1GiB)",
+                                " has an unknown unit (sizes take K, M or G, all powers of 1024)"));
   return static_cast<uint64_t>(bytes);
 }
 
 StatusOr<uint64_t> ParseDuration(std::string_view text, std::string_view what) {
-  double v = 0;
-  std::string unit;
-  if (!SplitNumber(text, &v, &unit))
-    return Status::Error(Quoted(what, text) + " is not a duration (try 10ms, 2.5s or 500us)");
-  double mult = 0;
-  if (unit == "ns")
-    mult = 1;
-  else if (unit == "us")
-    mult = 1e3;
-  else if (unit == "ms")
-    mult = 1e6;
-  else if (unit == "s" || unit.empty())
-    mult = 1e9;
-  else if (unit == "m" || unit == "min")
-    mult = 60e9;
-  if (mult == 0)
-    return Status::Error(Quoted(what, text) +
-                         " has an unknown unit (durations take ns, us, ms, s or min)");
-  const double ns = v * mult;
-  if (ns >= 18e18)
-    return Status::Error(Quoted(what, text) + " is too long");
+  PARMON_ASSIGN_OR_RETURN(
+      double ns,
+      ParseScaled(
+          text, what,
+          {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"", 1e9}, {"m", 60e9}, {"min", 60e9}},
+          " is not a duration (try 10ms, 2.5s or 500us)",
+          " has an unknown unit (durations take ns, us, ms, s or min)"));
   return static_cast<uint64_t>(std::llround(ns));
 }
 
