@@ -62,6 +62,8 @@ StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options
   h->recorder_pid = static_cast<uint32_t>(getpid());
   h->session_state.store(shm::kRecording, std::memory_order_relaxed);
   h->next_string_id.store(options.first_string_id, std::memory_order_relaxed);
+  h->run_mode = static_cast<uint32_t>(options.run_mode);
+  h->period_ns = options.period_ns;
   auto* rings = shm::Rings(h);
   for (uint32_t i = 0; i < options.ring_count; ++i) {
     auto* r = new (&rings[i]) shm::RingControl();

@@ -20,6 +20,9 @@ struct SegmentOptions {
   // First id the runtime interns strings from. Recorders of one MPI job started per rank
   // (`mpirun parmon record`) use disjoint ranges so their files merge without renumbering.
   uint32_t first_string_id = 1;
+  // Told to every process of the session through the header (shm::SegmentHeader).
+  shm::RunMode run_mode = shm::RunMode::kTrace;
+  uint64_t period_ns = 10'000'000;
 };
 
 class Segment {

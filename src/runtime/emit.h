@@ -33,6 +33,9 @@ int parmon_x_emit_at(uint64_t ticks,
 // Interns a name: the same (name, category) gives the same id within the process; ids are unique
 // in the session. category: format::StringCategory (extend it for new name families).
 uint32_t parmon_x_intern(const char* name, uint32_t category);
+// The session's run mode (0 trace, 1 periodic: shm::RunMode) and period in ns, as the recorder
+// put them in the segment header. Returns 0 and leaves both unchanged when not recorded.
+int parmon_x_session_mode(uint32_t* mode, uint64_t* period_ns);
 
 #ifdef __cplusplus
 }

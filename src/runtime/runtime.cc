@@ -633,6 +633,14 @@ PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks,
                                    uint32_t payload_size) {
   return EmitForPreload(&ticks, kind, args, nargs, payload, payload_size);
 }
+PARMON_EXPORT int parmon_x_session_mode(uint32_t* mode, uint64_t* period_ns) {
+  if (g_segment == nullptr)
+    return 0;
+  *mode = g_segment->run_mode;
+  *period_ns = g_segment->period_ns;
+  return 1;
+}
+
 PARMON_EXPORT uint32_t parmon_x_intern(const char* name, uint32_t category) {
   return Intern(name, category);
 }

@@ -31,7 +31,9 @@
 namespace parmon::shm {
 
 constexpr uint64_t kSegmentMagic = 0x48534e4f4d524150ull;  // "PARMONSH"
-constexpr uint32_t kAbiVersion = 1;
+// 2: the run mode and the aggregation period travel in the header (run_mode, period_ns), no
+// longer in PARMON_MODE / PARMON_PERIOD_NS environment variables.
+constexpr uint32_t kAbiVersion = 2;
 constexpr const char* kEnvSegment = "PARMON_SHM";
 
 struct Slot {
@@ -84,6 +86,10 @@ static_assert(sizeof(RingControl) == 192);
 
 enum SessionState : uint32_t { kRecording = 0, kFinishing = 1 };
 
+// `parmon record --mode`: trace keeps every event, periodic asks the sources and the preload
+// families to keep per-period aggregates (of period_ns) instead.
+enum class RunMode : uint32_t { kTrace = 0, kPeriodic = 1 };
+
 struct alignas(64) SegmentHeader {
   uint64_t magic;
   uint32_t abi_version;
@@ -96,9 +102,11 @@ struct alignas(64) SegmentHeader {
   uint32_t recorder_pid;
   std::atomic<uint32_t> session_state;
   std::atomic<uint32_t> next_string_id;
-  uint32_t reserved;
+  uint32_t run_mode;  // RunMode, set before the command starts and never changed
   // Events from threads that found no free ring (more threads alive than rings).
   std::atomic<uint64_t> unattached_dropped;
+  // The session's period (`parmon record -t`) in ns: the interval of periodic aggregates.
+  uint64_t period_ns;
 };
 
 inline RingControl* Rings(SegmentHeader* h) {

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "format/event.h"
-#include "recorder/recorder.h"
+#include "recorder/source_sink.h"
 #include "sched/activity.h"
 #include "sched/classify.h"
 #include "sched/proc.h"
@@ -235,16 +235,16 @@ class ProcSampler : public recorder::RecorderSource {
   explicit ProcSampler(SamplerOptions options);
   ~ProcSampler() override;
   const char* name() const override { return "sampler"; }
-  Status Start(recorder::Recorder& recorder) override;
-  void Poll(recorder::Recorder& recorder, uint64_t now_ns) override;
-  void Stop(recorder::Recorder& recorder) override;
+  Status Start(recorder::SourceSink& recorder) override;
+  void Poll(recorder::SourceSink& recorder, uint64_t now_ns) override;
+  void Stop(recorder::SourceSink& recorder) override;
 
  private:
   void Loop();
   // One sampling pass: its events go to ready_ for the recorder's thread to deliver.
   void Pass();
   uint64_t SessionNow() const;  // the session clock, as the sampler reads it
-  void Deliver(recorder::Recorder& recorder);
+  void Deliver(recorder::SourceSink& recorder);
 
   SamplerOptions options_;
   std::unique_ptr<SamplerCore> core_;

@@ -142,7 +142,7 @@ Status SwitchRecorder::Open(const std::vector<pid_t>& tasks,
   return Status::Ok();
 }
 
-Status SwitchRecorder::ChildCreated(recorder::Recorder& recorder, pid_t pid) {
+Status SwitchRecorder::ChildCreated(recorder::SourceSink& recorder, pid_t pid) {
   if (opened_ || !open_error_.empty())
     return Status::Ok();
   // The child waits for us before exec: enable_on_exec starts the records at its first
@@ -153,7 +153,7 @@ Status SwitchRecorder::ChildCreated(recorder::Recorder& recorder, pid_t pid) {
   return Status::Ok();
 }
 
-Status SwitchRecorder::Start(recorder::Recorder& recorder) {
+Status SwitchRecorder::Start(recorder::SourceSink& recorder) {
   if (!open_error_.empty())
     return Status::Error(open_error_);
   if (opened_)
@@ -257,7 +257,7 @@ void SwitchRecorder::ReadBuffers() {
     }
 }
 
-void SwitchRecorder::Drain(recorder::Recorder* recorder, uint64_t until_ns) {
+void SwitchRecorder::Drain(recorder::SourceSink* recorder, uint64_t until_ns) {
   std::vector<Record> ready;
   {
     // Handled outside the lock: the sampler's thread waits on it only for the buffer reading.
@@ -300,7 +300,7 @@ bool SwitchActivity::Collect(std::vector<SwitchChange>* changes) {
   return true;
 }
 
-void SwitchRecorder::Handle(recorder::Recorder* recorder, const Record& r) {
+void SwitchRecorder::Handle(recorder::SourceSink* recorder, const Record& r) {
   if (options_.periodic) {
     if (interval_start_ == 0)
       interval_start_ = r.ts;
@@ -358,7 +358,7 @@ void SwitchRecorder::Handle(recorder::Recorder* recorder, const Record& r) {
   }
 }
 
-void SwitchRecorder::FlushInterval(recorder::Recorder* recorder, uint64_t end_ns) {
+void SwitchRecorder::FlushInterval(recorder::SourceSink* recorder, uint64_t end_ns) {
   for (auto it = threads_.begin(); it != threads_.end();) {
     ThreadTrack& t = it->second;
     if (t.on_cpu)
@@ -381,7 +381,7 @@ void SwitchRecorder::FlushInterval(recorder::Recorder* recorder, uint64_t end_ns
   interval_start_ = end_ns;
 }
 
-void SwitchRecorder::Poll(recorder::Recorder& recorder, uint64_t now_ns) {
+void SwitchRecorder::Poll(recorder::SourceSink& recorder, uint64_t now_ns) {
   if (!opened_)
     return;
   // Another CPU's buffer may still be receiving records a few microseconds old; 20 ms is ample.
@@ -390,7 +390,7 @@ void SwitchRecorder::Poll(recorder::Recorder& recorder, uint64_t now_ns) {
     Drain(&recorder, now_ns - kHoldBack);
 }
 
-void SwitchRecorder::Stop(recorder::Recorder& recorder) {
+void SwitchRecorder::Stop(recorder::SourceSink& recorder) {
   if (!opened_)
     return;
   Drain(&recorder, ~uint64_t{0});

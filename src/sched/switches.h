@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "recorder/recorder.h"
+#include "recorder/source_sink.h"
 #include "sched/activity.h"
 
 namespace parmon::sched {
@@ -41,10 +41,10 @@ class SwitchRecorder : public recorder::RecorderSource {
   explicit SwitchRecorder(SwitchOptions options);
   ~SwitchRecorder() override;
   const char* name() const override { return "context switches"; }
-  Status ChildCreated(recorder::Recorder& recorder, pid_t pid) override;
-  Status Start(recorder::Recorder& recorder) override;
-  void Poll(recorder::Recorder& recorder, uint64_t now_ns) override;
-  void Stop(recorder::Recorder& recorder) override;
+  Status ChildCreated(recorder::SourceSink& recorder, pid_t pid) override;
+  Status Start(recorder::SourceSink& recorder) override;
+  void Poll(recorder::SourceSink& recorder, uint64_t now_ns) override;
+  void Stop(recorder::SourceSink& recorder) override;
 
   // Records read and lost so far (the benchmark's denominator).
   uint64_t records() const { return records_; }
@@ -55,7 +55,7 @@ class SwitchRecorder : public recorder::RecorderSource {
               bool enable_on_exec,
               bool monotonic_clock);
   // Reads every buffer into pending_ and emits records older than until_ns.
-  void Drain(recorder::Recorder* recorder, uint64_t until_ns);
+  void Drain(recorder::SourceSink* recorder, uint64_t until_ns);
   const std::shared_ptr<SwitchActivity>& activity() const { return options_.activity; }
 
  private:
@@ -87,8 +87,8 @@ class SwitchRecorder : public recorder::RecorderSource {
   // Both need activity mu_ held: the sampler's thread reads the buffers too.
   void ReadBuffer(Buffer& b);
   void ReadBuffers();
-  void Handle(recorder::Recorder* recorder, const Record& r);
-  void FlushInterval(recorder::Recorder* recorder, uint64_t end_ns);
+  void Handle(recorder::SourceSink* recorder, const Record& r);
+  void FlushInterval(recorder::SourceSink* recorder, uint64_t end_ns);
   bool Wanted(uint32_t tid) const;
 
   SwitchOptions options_;

@@ -173,8 +173,10 @@ uint64_t EnvU64(const char* name, uint64_t fallback) {
 
 __attribute__((constructor)) void Setup() {
   pthread_key_create(&g_stats_key, StatsThreadExit);
-  const char* mode = getenv("PARMON_MODE");
-  g_periodic = mode != nullptr && strcmp(mode, "periodic") == 0;
+  // The run mode comes from the session's shared-memory header (libparmon initialises first).
+  uint32_t mode = 0;
+  uint64_t period_ns = 0;
+  g_periodic = parmon_x_session_mode(&mode, &period_ns) != 0 && mode == 1;
   g_sync_every = EnvU64("PARMON_MPI_SYNC_EVERY", 1000);
   if (g_sync_every == 0)
     g_sync_every = 1000;
@@ -293,8 +295,10 @@ void OnInit(Call& c, int rc) {
   PMPI_Query_thread(&level);
   g_init_ticks = parmon_x_now();
   g_init_ns = MonotonicNs();
-  // Periodic flushes: PARMON_PERIOD_NS (default 100 ms) in ticks, rate measured over the run.
-  uint64_t period_ns = EnvU64("PARMON_PERIOD_NS", 100'000'000);
+  // Periodic flushes: the session's period (default 100 ms) in ticks, rate measured over the run.
+  uint32_t mode = 0;
+  uint64_t period_ns = 100'000'000;
+  parmon_x_session_mode(&mode, &period_ns);
   uint64_t n0 = MonotonicNs(), t0 = parmon_x_now();
   PMPI_Comm_dup(MPI_COMM_WORLD, &g_sync_comm);
   PMPI_Barrier(g_sync_comm);

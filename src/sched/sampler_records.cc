@@ -1,0 +1,203 @@
+// The sampler's accounting from the context-switch records: a thread timed by its switches is
+// booked from them, and read from /proc only now and then (see sampler.h).
+#include "sched/sampler.h"
+
+#include <algorithm>
+
+#include "sched/events.h"
+#include "sched/sampler_tuning.h"
+
+namespace parmon::sched {
+
+using format::Event;
+using format::Kind;
+using namespace sampler_internal;  // NOLINT: the sampler's own tuning and helpers
+
+StateSplit SamplerCore::SplitFromRecords(Thread& t, uint64_t* wake) {
+  // The wake-up delay a reread found comes out of the blocked time as it is booked.
+  *wake = std::min(t.wake_delay_ns, t.blocked_ns);
+  t.wake_delay_ns -= *wake;
+  t.timed_cpu_ns += t.run_ns;
+  StateSplit split{};
+  split[static_cast<int>(ThreadState::kRunning)] = t.run_ns;
+  split[static_cast<int>(ThreadState::kRunnable)] = t.queue_ns + *wake;
+  const ThreadState wait = t.wait_known ? t.wait_state : t.account.last_wait();
+  split[static_cast<int>(wait)] += t.blocked_ns - *wake;
+  return split;
+}
+
+void SamplerCore::BookExit(uint32_t pid,
+                           uint32_t tid,
+                           Thread& t,
+                           uint64_t now_ns,
+                           std::vector<Output>* out) {
+  const uint64_t end = std::max(std::min(t.exit_ns, now_ns), t.account.last_ns());
+  uint64_t wake = 0;
+  const StateSplit split = SplitFromRecords(t, &wake);
+  t.account.Book(end, split, wake);
+  if (end > 0 && t.run_ns + t.queue_ns + t.blocked_ns > 0)
+    PushStates(pid, tid, end, split, out);
+  // Its CPU time as the records add it up (the counters can no longer be read), for `parmon
+  // info`, which takes a thread's CPU time from its last ThreadSample.
+  const uint64_t cpu = t.timed_cpu_ns;
+  PushSample(pid, tid, end, cpu, t.cpu, kNoSyscall, 'X', t.account.last().run_count, out);
+  out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskExit, end, {cpu})});
+}
+
+void SamplerCore::Advance(Thread& t, uint64_t to_ns, LastSwitch next, uint32_t cpu) {
+  const uint64_t from = std::max(t.rec_since, t.account.last_ns());
+  if (to_ns > from) {
+    const uint64_t d = to_ns - from;
+    if (t.rec_state == LastSwitch::kIn)
+      t.run_ns += d;
+    else if (t.rec_state == LastSwitch::kPreempted)
+      t.queue_ns += d;
+    else
+      t.blocked_ns += d;
+    t.rec_since = to_ns;
+  }
+  if (next == LastSwitch::kUnknown)
+    return;  // the end of a pass: the state goes on
+  t.switched = true;
+  if (next == LastSwitch::kIn && t.rec_state == LastSwitch::kBlocked)
+    t.woke = true;
+  t.rec_state = next;
+  t.cpu = static_cast<int32_t>(cpu);
+  if (next == LastSwitch::kIn)
+    t.ran_since_discovery = true;
+  else if (next == LastSwitch::kBlocked)
+    t.blocked_anew = true;
+}
+
+bool SamplerCore::BookFromRecords(uint32_t pid,
+                                  uint32_t tid,
+                                  Thread& t,
+                                  uint64_t now_ns,
+                                  std::vector<Output>* out) {
+  Advance(t, now_ns, LastSwitch::kUnknown, 0);
+  // A thread that switched: its counters, for the run-queue delay after its wake-ups (the
+  // records show when it blocked and when it next ran, not when it woke up in between) and its
+  // CPU time. One pread of schedstat, the cheapest of its files, every kCountersEvery passes
+  // (spread by tid); the delay found is booked from the thread's blocked time as it comes.
+  // A thread that stays on a CPU without switching is read as often: its ThreadSample carries
+  // the CPU time that `parmon info` shows.
+  SchedStat sched;
+  t.active_since_read = t.active_since_read || t.switched || t.run_ns > 0;
+  // A young thread that woke is read at once: it may not live until the next read, and its
+  // wake-up delay would stay booked as blocked.
+  const bool read_counters =
+      t.active_since_read &&
+      (pass_ >= t.read_pass + kCountersEvery || (pass_ + tid) % kCountersEvery == 0 ||
+       (t.woke && pass_ < t.born_pass + kCountersEvery));
+  t.woke = false;
+  if (read_counters) {
+    t.active_since_read = false;
+    if (!ParseSchedStat(t.schedstat.Read(), &sched))
+      return false;
+    t.wake_delay_ns += t.account.Reread(sched);
+    t.read_pass = pass_;
+    t.read_live = true;
+  }
+  // What a blocked thread waits in: read when not known, and again after it blocked anew, every
+  // t.wait_every passes (see ReadWait). Between reads its blocked time goes where it was last
+  // seen waiting.
+  const bool read_wait = t.rec_state == LastSwitch::kBlocked &&
+                         (!t.wait_known || (t.blocked_anew && pass_ >= t.wait_pass + t.wait_every));
+  if (read_wait && !ReadWait(pid, tid, t))
+    return false;
+  ++(read_counters || read_wait ? reads_ : assumed_);
+  uint64_t wake = 0;
+  const StateSplit split = SplitFromRecords(t, &wake);
+  t.account.Book(now_ns, split, wake);
+  PushStates(pid, tid, now_ns, split, out);
+  const bool blocked = t.rec_state == LastSwitch::kBlocked;
+  if (!blocked)
+    t.state = 'R';
+  else if (t.state == 'R' || t.state == '?')
+    t.state = 'S';
+  if (read_counters)
+    PushSample(pid, tid, now_ns, sched.cpu_ns, t.cpu, blocked ? t.syscall_nr : kNoSyscall, t.state,
+               sched.run_count, out);
+  t.run_ns = t.queue_ns = t.blocked_ns = 0;
+  t.switched = false;
+  return true;
+}
+
+bool SamplerCore::ReadWait(uint32_t pid, uint32_t tid, Thread& t) {
+  uint64_t nr = kNoSyscall;
+  if (t.syscall_readable) {
+    if (!t.syscall.is_open())
+      t.syscall = ProcFile(TaskPath(pid, tid, "syscall"));
+    std::string_view text = t.syscall.Read();
+    if (text.empty() || !ParseSyscall(text, &nr)) {
+      t.syscall_readable = false;  // no ptrace access to it (Yama): the state letter only
+      nr = kNoSyscall;
+    } else if (text.starts_with("running")) {
+      // Runnable although its last record is a block: woken, and queued since (or switched in
+      // after the records were collected, which its next record will show). Queued from now;
+      // the counters' run-queue delay, read later, is credited with what is booked so.
+      t.rec_state = LastSwitch::kPreempted;
+      return true;
+    }
+  }
+  // The state letter only where it matters: a call that may sleep uninterruptibly (disk, D) or
+  // no call known. (A stopped process is found from its own stat letter: see SampleProcess.)
+  char letter = 'S';
+  if (!t.syscall_readable || MayBeUninterruptible(nr)) {
+    TaskStat ts;
+    if (!ParseTaskStat(t.stat.Read(), &ts))
+      return false;
+    if (ts.state == 'R') {
+      t.rec_state = LastSwitch::kPreempted;  // woken, as above
+      return true;
+    }
+    letter = ts.state;
+  }
+  t.state = letter;
+  t.syscall_nr = nr;
+  // A thread found in the same kind of wait again is read half as often, up to every
+  // kMaxWaitEvery passes; one found in another is read again at its next block.
+  const ThreadState wait = WaitState(letter, nr);
+  t.wait_every =
+      t.wait_known && wait == t.wait_state ? std::min(2 * t.wait_every, kMaxWaitEvery) : 1;
+  t.wait_state = wait;
+  t.wait_known = true;
+  t.wait_pass = pass_;
+  t.blocked_anew = false;
+  return true;
+}
+
+bool SamplerCore::CanAssume(uint32_t tid, const Thread& t, ThreadState* state) const {
+  // The latest read must have come after a complete collection, with every one since complete:
+  // then no record since means no switch since that collection, so what the read saw held
+  // throughout (see Sample).
+  if (!switches_live_ || flowing_pass_ == 0 || !t.read_live || t.read_pass < flowing_pass_)
+    return false;
+  auto seen = switches_.find(tid);
+  if (seen != switches_.end() && seen->second.pass == pass_)
+    return false;  // switched: read it
+  const LastSwitch last = seen == switches_.end() ? LastSwitch::kUnknown : seen->second.last;
+  if (t.state == 'R') {
+    // Running or queued: only its latest record tells which. The letter may also be one the
+    // read kept from before (a thread that blocked at the very end of an interval).
+    if (t.assumed_passes >= kAssumeRunningPasses)
+      return false;
+    if (last == LastSwitch::kIn) {
+      *state = ThreadState::kRunning;
+      return true;
+    }
+    if (last == LastSwitch::kPreempted) {
+      *state = ThreadState::kRunnable;
+      return true;
+    }
+    return false;
+  }
+  // Blocked when read (also a thread blocked since before the records began: no record at all).
+  if (t.state == '?' || last == LastSwitch::kIn || last == LastSwitch::kPreempted ||
+      t.assumed_passes >= kAssumeWaitingPasses)
+    return false;
+  *state = WaitState(t.state, t.syscall_nr);
+  return *state != ThreadState::kRunnable && *state != ThreadState::kRunning;
+}
+
+}  // namespace parmon::sched
