@@ -145,6 +145,9 @@ class EventDecoder {
   // The next event into *e, or false at the end of the payload or when it is malformed (then
   // error() says why and where).
   bool Next(Event* e) {
+    // Away from the payload's end every varint of the event is readable without bound checks.
+    if (end_ - p_ >= kFastBytes) [[likely]]
+      return NextFast(e);
     if (p_ >= end_)
       return false;
     const uint8_t* start = p_;
@@ -178,6 +181,58 @@ class EventDecoder {
   const std::string& error() const { return error_; }
 
  private:
+  // Kind, time delta, the args and a payload length, each at most kMaxVarintBytes.
+  static constexpr ptrdiff_t kFastBytes = (3 + kMaxArgs) * kMaxVarintBytes;
+  // A varint that may use up to kMaxVarintBytes past p; nullptr when it is longer.
+  static const uint8_t* GetVarintUnchecked(const uint8_t* p, uint64_t* v) {
+    uint64_t byte = *p;
+    if (byte < 0x80) [[likely]] {
+      *v = byte;
+      return p + 1;
+    }
+    uint64_t result = byte & 0x7f;
+    for (int shift = 7; shift <= 63; shift += 7) {
+      byte = *++p;
+      result |= (byte & 0x7f) << shift;
+      if (byte < 0x80) {
+        *v = result;
+        return p + 1;
+      }
+    }
+    return nullptr;
+  }
+  // Next() when at least kFastBytes remain: the same checks but the payload's, without the
+  // per-varint end tests (a tenth to a fifth of decoding on MPI traces, bench/report_bench).
+  bool NextFast(Event* e) {
+    const uint8_t* start = p_;
+    uint64_t kind, delta;
+    const uint8_t* p = GetVarintUnchecked(p_, &kind);
+    if (!p || !(p = GetVarintUnchecked(p, &delta)))
+      return Fail("event header truncated", start);
+    const uint8_t brief = kind > 0xffff ? 0 : schema_->brief(static_cast<uint16_t>(kind));
+    if (!(brief & KindSchema::kBriefKnown))
+      return Fail("unknown event kind " + std::to_string(kind), start);
+    e->location = location_;
+    e->source = source_;
+    e->kind = static_cast<uint16_t>(kind);
+    e->ts = prev_ts_ + static_cast<uint64_t>(UnZigZag(delta));
+    const int nargs = brief & KindSchema::kBriefArgs;
+    e->nargs = static_cast<uint8_t>(nargs);
+    for (int i = 0; i < nargs; ++i)
+      if (!(p = GetVarintUnchecked(p, &e->args[i])))
+        return Fail("event args truncated", start);
+    e->payload = {};
+    if (brief & KindSchema::kBriefPayload) {
+      uint64_t len;
+      if (!(p = GetVarintUnchecked(p, &len)) || len > static_cast<uint64_t>(end_ - p))
+        return Fail("event payload truncated", start);
+      e->payload = std::string_view(reinterpret_cast<const char*>(p), len);
+      p += len;
+    }
+    prev_ts_ = e->ts;
+    p_ = p;
+    return true;
+  }
   bool Fail(const std::string& what, const uint8_t* at) {
     error_ = what + " at byte " + std::to_string(at - begin_);
     p_ = end_;
