@@ -14,7 +14,8 @@
 //
 //   report_bench                       # generated 5 M and 20 M, real ~6 M events (4 ranks)
 //   report_bench --events=100000000    # one generated size; the issue-6 figure is at 100 M
-//   report_bench --real-events=N       # size of the recorded trace (0: none); --ranks=R
+//   report_bench --real-events=N       # size of the recorded trace (0: none); --ranks=R; --halo=D
+//                                      # doubles per message (16; OpenMPI sends up to ~32 inline)
 //   report_bench --reuse               # reuse the recorded trace in $TMPDIR if it is there
 //   report_bench --per-rank            # also record and read a per-rank session directory
 //   report_bench --keep                # leave the generated traces in $TMPDIR; --trace=PATH reads
@@ -26,10 +27,12 @@
 // /proc/self/clear_refs before it starts, Linux 4.0+): compare sizes to see it flat in events.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +67,7 @@ struct Flags {
   bool per_rank = false;  // --per-rank: also record a per-rank session directory
   uint64_t real_events = 6000000;
   int ranks = 4;
+  int halo = 16;  // --halo=N: doubles per halo message (OpenMPI sends 16 inline, 128 not)
 };
 Flags g_flags;
 
@@ -244,7 +248,8 @@ bool Record(TraceCase* c) {
   std::vector<std::string> mpirun = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", np};
   std::vector<std::string> record = {dir + "/parmon", "record", "-q",   "--buffer-size",
                                      "64M",           "-o",     c->path};
-  std::vector<std::string> app = {dir + "/halo_mpi", std::to_string(iterations)};
+  std::vector<std::string> app = {dir + "/halo_mpi", std::to_string(iterations), "512",
+                                  std::to_string(g_flags.halo)};
   std::vector<std::string> args;
   const auto& outer = c->origin == TraceCase::kLauncher ? record : mpirun;
   const auto& inner = c->origin == TraceCase::kLauncher ? mpirun : record;
@@ -309,6 +314,9 @@ double CpuSeconds() {
 }
 
 void ResetPeakRss() {
+  // Memory a previous pass freed stays resident in malloc's free lists, and the next pass would
+  // reuse it without raising the high-water mark: hand it back first.
+  malloc_trim(0);
   std::ofstream out("/proc/self/clear_refs");
   out << "5";
 }
@@ -508,6 +516,8 @@ int main(int argc, char** argv) {
       g_flags.real_events = std::strtoull(argv[i] + 14, nullptr, 10);
     else if (a.rfind("--ranks=", 0) == 0)
       g_flags.ranks = std::max(2, std::atoi(argv[i] + 8));
+    else if (a.rfind("--halo=", 0) == 0)
+      g_flags.halo = std::clamp(std::atoi(argv[i] + 7), 1, 128);
     else if (a.rfind("--trace=", 0) == 0)
       g_flags.trace = argv[i] + 8;
     else if (a == "--keep")
@@ -526,7 +536,8 @@ int main(int argc, char** argv) {
       AddCase("generated " + Millions(s), TraceCase::kGenerated, s, GeneratedPath(s));
   if (g_flags.real_events > 0) {
     std::string stem = TempDir() + "/parmon_report_bench_halo_" + std::to_string(g_flags.ranks) +
-                       "x" + std::to_string(g_flags.real_events);
+                       "x" + std::to_string(g_flags.real_events) + "_h" +
+                       std::to_string(g_flags.halo);
     std::string what = "real halo " + std::to_string(g_flags.ranks) + " ranks";
     AddCase(what, TraceCase::kLauncher, g_flags.real_events, stem + ".ptrace");
     if (g_flags.per_rank)
