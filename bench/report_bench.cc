@@ -8,7 +8,7 @@
 //              reports were slow.
 // For each trace three passes, each over the whole trace:
 //   decode   decompress + decode every chunk of every stream (format::EventDecoder), no merge;
-//   merge    decode + the engine's k-way merge by time, nothing consumed;
+//   merge    decode + format::MergeCursor's k-way merge by time, nothing consumed;
 //   report   analysis::Analyze: decode, merge, every aggregate, diagnosis.
 // report minus merge is the engine's share.
 //
@@ -321,7 +321,7 @@ void ResetPeakRss() {
   out << "5";
 }
 
-// One stream's next event in the merge pass.
+// One stream's next event in the decode pass.
 struct Head {
   const parmon::format::Stream* stream;
   size_t next_chunk = 0;
@@ -347,60 +347,27 @@ bool Advance(const parmon::format::TraceReader& reader, Head* h) {
   }
 }
 
-// The decode pass (merge = false: stream after stream) or the merge pass: the engine's merge
-// (Analyze's loop in src/analysis/engine.cc: linear scan for the smallest head, a run of events
-// from it up to the second smallest) with nothing consumed. Returns the events seen.
+// The decode pass (merge = false: stream after stream, one event at a time with EventDecoder as
+// the engine does) or the merge pass: format::MergeCursor's k-way merge by time with nothing
+// consumed (the engine has its own merge of the same order until the model's one merge lands).
+// Returns the events seen.
 uint64_t DecodeAll(const parmon::format::TraceReader& reader, bool merge) {
-  std::vector<std::unique_ptr<Head>> heads;
-  for (const auto& s : reader.streams())
-    if (s.source != Source::kDefinitions && s.events) {
-      heads.push_back(std::make_unique<Head>());
-      heads.back()->stream = &s;
-    }
   uint64_t n = 0;
-  if (!merge) {
-    for (auto& h : heads)
-      while (Advance(reader, h.get()))
-        ++n;
+  if (merge) {
+    parmon::format::MergeCursor cursor(reader);
+    Event e;
+    while (cursor.Next(&e)) {
+      benchmark::DoNotOptimize(e);
+      ++n;
+    }
     return n;
   }
-  std::vector<Head*> live;
-  std::vector<uint64_t> live_ts;
-  for (auto& h : heads)
-    if (Advance(reader, h.get())) {
-      live.push_back(h.get());
-      live_ts.push_back(h->event.ts);
-    }
-  while (!live.empty()) {
-    size_t best = 0, bound_index = SIZE_MAX;
-    uint64_t best_ts = live_ts[0], bound = UINT64_MAX;
-    for (size_t i = 1; i < live_ts.size(); ++i) {
-      uint64_t t = live_ts[i];
-      if (t < bound) {
-        if (t < best_ts) {
-          bound = best_ts;
-          bound_index = best;
-          best_ts = t;
-          best = i;
-        } else {
-          bound = t;
-          bound_index = i;
-        }
-      }
-    }
-    Head& h = *live[best];
-    bool earlier = best < bound_index, more;
-    do {
-      benchmark::DoNotOptimize(h.event);
+  for (const auto& s : reader.streams()) {
+    if (s.source == Source::kDefinitions || !s.events)
+      continue;
+    Head h{&s};
+    while (Advance(reader, &h))
       ++n;
-      more = Advance(reader, &h);
-    } while (more && (h.event.ts < bound || (h.event.ts == bound && earlier)));
-    if (more) {
-      live_ts[best] = h.event.ts;
-    } else {
-      live.erase(live.begin() + static_cast<std::ptrdiff_t>(best));
-      live_ts.erase(live_ts.begin() + static_cast<std::ptrdiff_t>(best));
-    }
   }
   return n;
 }
@@ -465,15 +432,15 @@ void PrintTable() {
       "load average %.2f at the end\n",
       sysconf(_SC_NPROCESSORS_ONLN), load[0]);
   std::printf("%-26s %12s %8s %8s %8s %8s %8s %9s\n", "trace", "events", "B/event", "decode",
-              "merge", "report", "engine%", "peak MB");
+              "merge", "report", "+ns/ev", "peak MB");
   for (const auto& c : g_cases) {
     auto it = g_figures.find(c->label);
     if (it == g_figures.end())
       continue;
     const Figures& f = it->second;
-    // The engine's share of the report's CPU time: 1 - (time of the merge pass / of the report).
-    double engine = f.report > 0 && f.merge > 0 ? 100.0 * (1 - f.report / f.merge) : 0;
-    std::printf("%-26s %12llu %8.2f %8.1f %8.1f %8.1f %7.0f%% %9.1f\n", c->label.c_str(),
+    // ns per event the report spends beyond decoding: the merge and the engine's analysers.
+    double engine = f.report > 0 && f.decode > 0 ? 1e9 / f.report - 1e9 / f.decode : 0;
+    std::printf("%-26s %12llu %8.2f %8.1f %8.1f %8.1f %8.0f %9.1f\n", c->label.c_str(),
                 static_cast<unsigned long long>(f.events),
                 f.events ? static_cast<double>(c->bytes) / f.events : 0, f.decode / 1e6,
                 f.merge / 1e6, f.report / 1e6, engine, f.report_mb);

@@ -147,36 +147,10 @@ class EventDecoder {
   bool Next(Event* e) {
     // Away from the payload's end every varint of the event is readable without bound checks.
     if (end_ - p_ >= kFastBytes) [[likely]]
-      return NextFast(e);
+      return Decode<true>(e);
     if (p_ >= end_)
       return false;
-    const uint8_t* start = p_;
-    uint64_t kind, delta;
-    const uint8_t* p = GetVarint(p_, end_, &kind);
-    if (!p || !(p = GetVarint(p, end_, &delta)))
-      return Fail("event header truncated", start);
-    const uint8_t brief = kind > 0xffff ? 0 : schema_->brief(static_cast<uint16_t>(kind));
-    if (!(brief & KindSchema::kBriefKnown))
-      return Fail("unknown event kind " + std::to_string(kind), start);
-    e->location = location_;
-    e->source = source_;
-    e->kind = static_cast<uint16_t>(kind);
-    e->ts = prev_ts_ + static_cast<uint64_t>(UnZigZag(delta));
-    e->nargs = brief & KindSchema::kBriefArgs;
-    for (int i = 0; i < e->nargs; ++i)
-      if (!(p = GetVarint(p, end_, &e->args[i])))
-        return Fail("event args truncated", start);
-    e->payload = {};
-    if (brief & KindSchema::kBriefPayload) {
-      uint64_t len;
-      if (!(p = GetVarint(p, end_, &len)) || len > static_cast<uint64_t>(end_ - p))
-        return Fail("event payload truncated", start);
-      e->payload = std::string_view(reinterpret_cast<const char*>(p), len);
-      p += len;
-    }
-    prev_ts_ = e->ts;
-    p_ = p;
-    return true;
+    return Decode<false>(e);
   }
   const std::string& error() const { return error_; }
 
@@ -201,13 +175,18 @@ class EventDecoder {
     }
     return nullptr;
   }
-  // Next() when at least kFastBytes remain: the same checks but the payload's, without the
-  // per-varint end tests (a tenth to a fifth of decoding on MPI traces, bench/report_bench).
-  bool NextFast(Event* e) {
+  template <bool kUnchecked>
+  const uint8_t* Get(const uint8_t* p, uint64_t* v) const {
+    return kUnchecked ? GetVarintUnchecked(p, v) : GetVarint(p, end_, v);
+  }
+  // One event; kUnchecked when at least kFastBytes remain (a tenth of decoding on MPI traces,
+  // bench/report_bench), so only the payload needs checking against the end.
+  template <bool kUnchecked>
+  bool Decode(Event* e) {
     const uint8_t* start = p_;
     uint64_t kind, delta;
-    const uint8_t* p = GetVarintUnchecked(p_, &kind);
-    if (!p || !(p = GetVarintUnchecked(p, &delta)))
+    const uint8_t* p = Get<kUnchecked>(p_, &kind);
+    if (!p || !(p = Get<kUnchecked>(p, &delta)))
       return Fail("event header truncated", start);
     const uint8_t brief = kind > 0xffff ? 0 : schema_->brief(static_cast<uint16_t>(kind));
     if (!(brief & KindSchema::kBriefKnown))
@@ -219,12 +198,12 @@ class EventDecoder {
     const int nargs = brief & KindSchema::kBriefArgs;
     e->nargs = static_cast<uint8_t>(nargs);
     for (int i = 0; i < nargs; ++i)
-      if (!(p = GetVarintUnchecked(p, &e->args[i])))
+      if (!(p = Get<kUnchecked>(p, &e->args[i])))
         return Fail("event args truncated", start);
     e->payload = {};
     if (brief & KindSchema::kBriefPayload) {
       uint64_t len;
-      if (!(p = GetVarintUnchecked(p, &len)) || len > static_cast<uint64_t>(end_ - p))
+      if (!(p = Get<kUnchecked>(p, &len)) || len > static_cast<uint64_t>(end_ - p))
         return Fail("event payload truncated", start);
       e->payload = std::string_view(reinterpret_cast<const char*>(p), len);
       p += len;
