@@ -1,23 +1,45 @@
-// Report throughput and memory: generates a trace with TraceWriter (8 MPI ranks doing nested
-// regions, counters and a message to the next rank every 100 events), then times the analysis
-// engine over it (decode, merge, every aggregate, diagnosis) and measures its peak memory.
+// Report throughput and memory on two traces, printed side by side:
+//   generated  TraceWriter output: 8 MPI ranks doing nested regions, counters and a message to the
+//              next rank every 100 events (mostly region events);
+//   real       a trace this benchmark records itself: bench/halo_mpi (Isend/Irecv/Waitall halo
+//              exchange on a ring, Allreduce, Barrier, Bcast) run under the real
+//              `parmon record -- mpirun` (and, with --per-rank, `mpirun ... parmon record -o DIR`,
+//              one file per rank whose clocks the engine aligns). MPI-dense, like the codes whose
+//              reports were slow.
+// For each trace three passes, each over the whole trace:
+//   decode   decompress + decode every chunk of every stream (format::EventDecoder), no merge;
+//   merge    decode + format::MergeCursor's k-way merge by time, nothing consumed;
+//   report   analysis::Analyze: decode, merge, every aggregate, diagnosis.
+// report minus merge is the engine's share.
 //
-//   report_bench                         # 5 M and 20 M events (quick, for CI)
-//   report_bench --events=100000000      # one size; the issue's figure is at 100 M
-//   report_bench --events=N --keep       # leave the trace in $TMPDIR; --trace=PATH reuses it
+//   report_bench                       # generated 5 M and 20 M, real ~6 M events (4 ranks)
+//   report_bench --events=100000000    # one generated size; the issue-6 figure is at 100 M
+//   report_bench --real-events=N       # size of the recorded trace (0: none); --ranks=R; --halo=D
+//                                      # doubles per message (16; OpenMPI sends up to ~32 inline)
+//   report_bench --reuse               # reuse the recorded trace in $TMPDIR if it is there
+//   report_bench --per-rank            # also record and read a per-rank session directory
+//   report_bench --keep                # leave the generated traces in $TMPDIR; --trace=PATH reads
+//                                      # PATH instead of a generated one
 //
-// Counters: events/s (one thread: the engine is single-threaded, so this is per core) and
-// peak_rss_MB, the process's resident high-water mark during the analysis alone (reset through
-// /proc/self/clear_refs before it starts, Linux 4.0+). The trace size does not change peak
-// memory: compare the two sizes.
+// Figures are per core: events over the CPU time of this process (user + system; the engine is
+// single-threaded, and other processes on a shared machine stretch the wall time, not this).
+// peak_rss_MB is the resident high-water mark during the pass alone (reset through
+// /proc/self/clear_refs before it starts, Linux 4.0+): compare sizes to see it flat in events.
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,13 +56,28 @@ using parmon::format::Kind;
 using parmon::format::Source;
 
 constexpr uint32_t kRanks = 8;
-std::string g_trace;  // --trace=PATH: analyse this file (written by --keep) instead
-bool g_keep = false;  // --keep: leave the generated trace in $TMPDIR
 constexpr uint32_t kChunkEvents = 1 << 16;
+// Events per iteration and rank that halo_mpi writes in trace mode (see halo_mpi.c).
+constexpr double kHaloEventsPerIteration = 18.2;
 
-std::string TracePath(uint64_t events) {
+struct Flags {
+  std::string trace;      // --trace=PATH: analyse this file (written by --keep) instead
+  bool keep = false;      // --keep: leave the generated traces in $TMPDIR
+  bool reuse = false;     // --reuse: take the recorded trace from $TMPDIR when it is there
+  bool per_rank = false;  // --per-rank: also record a per-rank session directory
+  uint64_t real_events = 6000000;
+  int ranks = 4;
+  int halo = 16;  // --halo=N: doubles per halo message (OpenMPI sends 16 inline, 128 not)
+};
+Flags g_flags;
+
+std::string TempDir() {
   const char* dir = getenv("TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/parmon_report_bench_" + std::to_string(events) + "_" +
+  return dir ? dir : "/tmp";
+}
+
+std::string GeneratedPath(uint64_t events) {
+  return TempDir() + "/parmon_report_bench_" + std::to_string(events) + "_" +
          std::to_string(getpid()) + ".ptrace";
 }
 
@@ -141,6 +178,125 @@ bool Generate(const std::string& path, uint64_t events) {
   return writer.Finish({{"end_ts", std::to_string(end)}}).ok();
 }
 
+// One trace the benchmarks read: made on first use (generated or recorded), shared by its passes.
+struct TraceCase {
+  std::string label;
+  enum Origin { kGenerated, kGiven, kLauncher, kPerRank } origin;
+  uint64_t events = 0;  // generated: the size asked for; recorded: the target
+  std::string path;
+  bool ready = false;
+  bool failed = false;
+  uint64_t bytes = 0;  // on disk (all files of a session directory)
+};
+
+// What the passes measured, for the side-by-side table printed at the end.
+struct Figures {
+  uint64_t events = 0;
+  double decode = 0, merge = 0, report = 0;           // events/s per core
+  double decode_mb = 0, merge_mb = 0, report_mb = 0;  // peak RSS of the pass
+};
+std::vector<std::unique_ptr<TraceCase>> g_cases;
+std::map<std::string, Figures> g_figures;
+
+std::string SelfDir() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return ".";
+  std::string s(self, static_cast<size_t>(n));
+  return s.substr(0, s.rfind('/'));
+}
+
+// Runs argv (a program and its arguments), its output to /dev/null; true when it exits with 0.
+bool RunQuietly(const std::vector<std::string>& args) {
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    std::vector<char*> argv;
+    for (const auto& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::perror(args[0].c_str());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+uint64_t BytesOnDisk(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec))
+    return fs::file_size(path, ec);
+  uint64_t n = 0;
+  for (const auto& f : fs::directory_iterator(path, ec))
+    n += f.is_regular_file() ? f.file_size() : 0;
+  return n;
+}
+
+// Records halo_mpi under the real `parmon record`: the launcher form (`parmon record -- mpirun`,
+// one file) or the per-rank form (`mpirun ... parmon record -o DIR --`, one file per rank).
+bool Record(TraceCase* c) {
+  std::string dir = SelfDir();
+  long iterations =
+      static_cast<long>(static_cast<double>(c->events) / (g_flags.ranks * kHaloEventsPerIteration));
+  std::string np = std::to_string(g_flags.ranks);
+  std::vector<std::string> mpirun = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", np};
+  std::vector<std::string> record = {dir + "/parmon", "record", "-q",   "--buffer-size",
+                                     "64M",           "-o",     c->path};
+  std::vector<std::string> app = {dir + "/halo_mpi", std::to_string(iterations), "512",
+                                  std::to_string(g_flags.halo)};
+  std::vector<std::string> args;
+  const auto& outer = c->origin == TraceCase::kLauncher ? record : mpirun;
+  const auto& inner = c->origin == TraceCase::kLauncher ? mpirun : record;
+  args.insert(args.end(), outer.begin(), outer.end());
+  if (c->origin == TraceCase::kLauncher)
+    args.push_back("--");
+  args.insert(args.end(), inner.begin(), inner.end());
+  if (c->origin == TraceCase::kPerRank)
+    args.push_back("--");
+  args.insert(args.end(), app.begin(), app.end());
+  std::string line;
+  for (const auto& a : args)
+    line += (line.empty() ? "" : " ") + a.substr(a.rfind('/') + 1);
+  std::printf("recording: %s\n", line.c_str());
+  std::error_code ec;
+  std::filesystem::remove_all(c->path, ec);
+  auto t0 = std::chrono::steady_clock::now();
+  bool ok = RunQuietly(args);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("recorded in %.1f s wall: %s\n", s, ok ? c->path.c_str() : "FAILED");
+  return ok;
+}
+
+bool Prepare(TraceCase* c) {
+  if (c->ready || c->failed)
+    return c->ready;
+  bool ok = true;
+  switch (c->origin) {
+    case TraceCase::kGiven:
+      break;
+    case TraceCase::kGenerated:
+      ok = Generate(c->path, c->events);
+      break;
+    case TraceCase::kLauncher:
+    case TraceCase::kPerRank:
+      if (!(g_flags.reuse && std::filesystem::exists(c->path)))
+        ok = Record(c);
+      else
+        std::printf("reusing %s\n", c->path.c_str());
+      break;
+  }
+  c->ready = ok;
+  c->failed = !ok;
+  c->bytes = ok ? BytesOnDisk(c->path) : 0;
+  return ok;
+}
+
 uint64_t ReadStatusKb(const char* field) {
   std::ifstream in("/proc/self/status");
   std::string line;
@@ -158,76 +314,210 @@ double CpuSeconds() {
 }
 
 void ResetPeakRss() {
+  // Memory a previous pass freed stays resident in malloc's free lists, and the next pass would
+  // reuse it without raising the high-water mark: hand it back first.
+  malloc_trim(0);
   std::ofstream out("/proc/self/clear_refs");
   out << "5";
 }
 
-void BM_Report(benchmark::State& state) {
-  uint64_t events = static_cast<uint64_t>(state.range(0));
-  std::string path = g_trace.empty() ? TracePath(events) : g_trace;
-  if (g_trace.empty() && !Generate(path, events)) {
-    state.SkipWithError("cannot write the trace");
+// One stream's next event in the decode pass.
+struct Head {
+  const parmon::format::Stream* stream;
+  size_t next_chunk = 0;
+  std::vector<uint8_t> raw;
+  parmon::format::EventDecoder decoder;
+  Event event;
+};
+
+bool Advance(const parmon::format::TraceReader& reader, Head* h) {
+  for (;;) {
+    if (h->decoder.Next(&h->event))
+      return true;
+    if (h->next_chunk >= h->stream->chunks.size())
+      return false;
+    const auto& ref = h->stream->chunks[h->next_chunk++];
+    if (!reader.ReadRawPayload(ref, &h->raw).ok()) {
+      h->decoder = {};
+      continue;
+    }
+    h->decoder =
+        parmon::format::EventDecoder(h->raw.data(), h->raw.size(), ref.header.location,
+                                     static_cast<Source>(ref.header.source), &reader.schema());
+  }
+}
+
+// The decode pass (merge = false: stream after stream, one event at a time with EventDecoder as
+// the engine does) or the merge pass: format::MergeCursor's k-way merge by time with nothing
+// consumed (the engine has its own merge of the same order until the model's one merge lands).
+// Returns the events seen.
+uint64_t DecodeAll(const parmon::format::TraceReader& reader, bool merge) {
+  uint64_t n = 0;
+  if (merge) {
+    parmon::format::MergeCursor cursor(reader);
+    Event e;
+    while (cursor.Next(&e)) {
+      benchmark::DoNotOptimize(e);
+      ++n;
+    }
+    return n;
+  }
+  for (const auto& s : reader.streams()) {
+    if (s.source == Source::kDefinitions || !s.events)
+      continue;
+    Head h{&s};
+    while (Advance(reader, &h))
+      ++n;
+  }
+  return n;
+}
+
+enum class Pass { kDecode, kMerge, kReport };
+
+// One pass over one trace; sets the events/s per core and peak RSS counters and keeps them for
+// the table.
+void BM_Pass(benchmark::State& state, TraceCase* c, Pass pass) {
+  if (!Prepare(c)) {
+    state.SkipWithError("cannot make the trace");
     return;
   }
-  uint64_t analysed = 0;
+  uint64_t events = 0;
   uint64_t peak_kb = 0;
   double cpu_s = 0;
   for (auto _ : state) {
     double cpu0 = CpuSeconds();
     ResetPeakRss();
     uint64_t before_kb = ReadStatusKb("VmRSS:");
-    auto reader = parmon::format::TraceReader::Open(path);
+    auto reader = parmon::format::TraceReader::Open(c->path);
     if (!reader.ok()) {
       state.SkipWithError(reader.status().message().c_str());
-      break;
+      return;
     }
-    auto results = parmon::analysis::Analyze(**reader, {});
-    benchmark::DoNotOptimize(results);
-    analysed = results->summary.events;
+    if (pass == Pass::kReport) {
+      auto results = parmon::analysis::Analyze(**reader, {});
+      benchmark::DoNotOptimize(results);
+      events = results->summary.events;
+      bool generated = c->origin == TraceCase::kGenerated;
+      if (generated ? results->locations.size() != kRanks || results->links.size() != kRanks
+                    : results->links.empty()) {
+        state.SkipWithError("the analysis did not find every rank and link");
+        return;
+      }
+    } else {
+      events = DecodeAll(**reader, pass == Pass::kMerge);
+    }
     cpu_s += CpuSeconds() - cpu0;
     uint64_t hwm = ReadStatusKb("VmHWM:");
     peak_kb = std::max(peak_kb, hwm > before_kb ? hwm - before_kb : 0);
-    if (results->locations.size() != kRanks || results->links.size() != kRanks)
-      state.SkipWithError("the analysis did not find every rank and link");
   }
-  if (g_trace.empty() && !g_keep)
-    unlink(path.c_str());
-  state.counters["events"] = static_cast<double>(analysed);
-  state.counters["events/s"] =
-      benchmark::Counter(static_cast<double>(analysed) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
-  // Per core: the engine is one thread, so events over the CPU time it used (other processes on a
-  // shared machine stretch the wall time, not this).
-  state.counters["events/s/core"] =
-      cpu_s > 0 ? static_cast<double>(analysed) * state.iterations() / cpu_s : 0;
-  state.counters["peak_rss_MB"] = static_cast<double>(peak_kb) / 1024.0;
+  double rate = cpu_s > 0 ? static_cast<double>(events) * state.iterations() / cpu_s : 0;
+  double mb = static_cast<double>(peak_kb) / 1024.0;
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["events/s/core"] = rate;
+  state.counters["peak_rss_MB"] = mb;
+  state.counters["bytes/event"] = events ? static_cast<double>(c->bytes) / events : 0;
+  Figures& f = g_figures[c->label];
+  f.events = std::max(f.events, events);
+  (pass == Pass::kDecode ? f.decode : pass == Pass::kMerge ? f.merge : f.report) = rate;
+  (pass == Pass::kDecode ? f.decode_mb : pass == Pass::kMerge ? f.merge_mb : f.report_mb) = mb;
+}
+
+void PrintTable() {
+  if (g_figures.empty())
+    return;
+  double load[3] = {0, 0, 0};
+  getloadavg(load, 3);
+  std::printf(
+      "\nreport throughput, M events/s per core (CPU time of this process); %ld CPUs, "
+      "load average %.2f at the end\n",
+      sysconf(_SC_NPROCESSORS_ONLN), load[0]);
+  std::printf("%-26s %12s %8s %8s %8s %8s %8s %9s\n", "trace", "events", "B/event", "decode",
+              "merge", "report", "+ns/ev", "peak MB");
+  for (const auto& c : g_cases) {
+    auto it = g_figures.find(c->label);
+    if (it == g_figures.end())
+      continue;
+    const Figures& f = it->second;
+    // ns per event the report spends beyond decoding: the merge and the engine's analysers.
+    double engine = f.report > 0 && f.decode > 0 ? 1e9 / f.report - 1e9 / f.decode : 0;
+    std::printf("%-26s %12llu %8.2f %8.1f %8.1f %8.1f %8.0f %9.1f\n", c->label.c_str(),
+                static_cast<unsigned long long>(f.events),
+                f.events ? static_cast<double>(c->bytes) / f.events : 0, f.decode / 1e6,
+                f.merge / 1e6, f.report / 1e6, engine, f.report_mb);
+  }
+  std::printf(
+      "target: report >= 50 M events/s per core on the real trace; peak MB flat in "
+      "events\n");
+}
+
+void AddCase(std::string label, TraceCase::Origin origin, uint64_t events, std::string path) {
+  auto c = std::make_unique<TraceCase>();
+  c->label = std::move(label);
+  c->origin = origin;
+  c->events = events;
+  c->path = std::move(path);
+  for (auto [name, pass] : {std::pair{"decode", Pass::kDecode}, std::pair{"merge", Pass::kMerge},
+                            std::pair{"report", Pass::kReport}})
+    benchmark::RegisterBenchmark((std::string(name) + "/" + c->label).c_str(), BM_Pass, c.get(),
+                                 pass)
+        ->Unit(benchmark::kSecond)
+        ->Iterations(1)
+        ->UseRealTime();
+  g_cases.push_back(std::move(c));
+}
+
+std::string Millions(uint64_t n) {
+  return n % 1000000 == 0 ? std::to_string(n / 1000000) + "M" : std::to_string(n);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --events=N: analyse one trace of N events (e.g. 100000000) instead of the quick sizes.
-  std::vector<int64_t> sizes = {5000000, 20000000};
+  std::vector<uint64_t> sizes = {5000000, 20000000};
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
-    if (strncmp(argv[i], "--events=", 9) == 0)
-      sizes = {std::strtoll(argv[i] + 9, nullptr, 10)};
-    else if (strncmp(argv[i], "--trace=", 8) == 0)
-      g_trace = argv[i] + 8;
-    else if (strcmp(argv[i], "--keep") == 0)
-      g_keep = true;
+    std::string a = argv[i];
+    if (a.rfind("--events=", 0) == 0)
+      sizes = {std::strtoull(argv[i] + 9, nullptr, 10)};
+    else if (a.rfind("--real-events=", 0) == 0)
+      g_flags.real_events = std::strtoull(argv[i] + 14, nullptr, 10);
+    else if (a.rfind("--ranks=", 0) == 0)
+      g_flags.ranks = std::max(2, std::atoi(argv[i] + 8));
+    else if (a.rfind("--halo=", 0) == 0)
+      g_flags.halo = std::clamp(std::atoi(argv[i] + 7), 1, 128);
+    else if (a.rfind("--trace=", 0) == 0)
+      g_flags.trace = argv[i] + 8;
+    else if (a == "--keep")
+      g_flags.keep = true;
+    else if (a == "--reuse")
+      g_flags.reuse = true;
+    else if (a == "--per-rank")
+      g_flags.per_rank = true;
     else
       rest.push_back(argv[i]);
   }
-  auto* b = benchmark::RegisterBenchmark("BM_Report", BM_Report)
-                ->Unit(benchmark::kSecond)
-                ->Iterations(1)
-                ->UseRealTime();
-  for (int64_t s : sizes)
-    b->Arg(s);
+  if (!g_flags.trace.empty())
+    AddCase("given", TraceCase::kGiven, 0, g_flags.trace);
+  else
+    for (uint64_t s : sizes)
+      AddCase("generated " + Millions(s), TraceCase::kGenerated, s, GeneratedPath(s));
+  if (g_flags.real_events > 0) {
+    std::string stem = TempDir() + "/parmon_report_bench_halo_" + std::to_string(g_flags.ranks) +
+                       "x" + std::to_string(g_flags.real_events) + "_h" +
+                       std::to_string(g_flags.halo);
+    std::string what = "real halo " + std::to_string(g_flags.ranks) + " ranks";
+    AddCase(what, TraceCase::kLauncher, g_flags.real_events, stem + ".ptrace");
+    if (g_flags.per_rank)
+      AddCase(what + " per-rank", TraceCase::kPerRank, g_flags.real_events, stem + ".d");
+  }
   int n = static_cast<int>(rest.size());
   benchmark::Initialize(&n, rest.data());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  PrintTable();
+  if (!g_flags.keep)
+    for (const auto& c : g_cases)
+      if (c->origin == TraceCase::kGenerated)
+        unlink(c->path.c_str());
   return 0;
 }
