@@ -26,6 +26,7 @@
 #include "format/codec.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "model/session.h"
 
 namespace {
 
@@ -176,12 +177,12 @@ void BM_Report(benchmark::State& state) {
     double cpu0 = CpuSeconds();
     ResetPeakRss();
     uint64_t before_kb = ReadStatusKb("VmRSS:");
-    auto reader = parmon::format::TraceReader::Open(path);
-    if (!reader.ok()) {
-      state.SkipWithError(reader.status().message().c_str());
+    auto session = parmon::model::Session::Open(path);
+    if (!session.ok()) {
+      state.SkipWithError(session.status().message().c_str());
       break;
     }
-    auto results = parmon::analysis::Analyze(**reader, {});
+    auto results = parmon::analysis::Analyze(**session, {});
     benchmark::DoNotOptimize(results);
     analysed = results->summary.events;
     cpu_s += CpuSeconds() - cpu0;
