@@ -1,5 +1,6 @@
-// The analysis engine (engine.h): construction (the window and its intervals), the location
-// table, the MPI function table, and the public interface over Engine::Impl (engine_impl.h).
+// The analysis engine (engine.h): construction (the session's window and its intervals), the
+// event loop over the session's merge, the location table, the MPI function table, and the
+// public interface over Engine::Impl (engine_impl.h).
 #include "analysis/engine.h"
 
 #include <algorithm>
