@@ -48,6 +48,7 @@
 #include "format/codec.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "model/session.h"
 
 namespace {
 
@@ -394,7 +395,12 @@ void BM_Pass(benchmark::State& state, TraceCase* c, Pass pass) {
       return;
     }
     if (pass == Pass::kReport) {
-      auto results = parmon::analysis::Analyze(**reader, {});
+      auto session = parmon::model::Session::FromReader(std::move(*reader));
+      if (!session.ok()) {
+        state.SkipWithError(session.status().message().c_str());
+        return;
+      }
+      auto results = parmon::analysis::Analyze(**session, {});
       benchmark::DoNotOptimize(results);
       events = results->summary.events;
       bool generated = c->origin == TraceCase::kGenerated;
