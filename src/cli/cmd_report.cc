@@ -27,7 +27,7 @@ std::optional<uint64_t> LiveWindowEnd(const format::TraceReader& reader) {
   for (const auto& p : reader.problems())
     if (!p.tail)
       return std::nullopt;
-  uint64_t start = std::strtoull(reader.SessionValue("start_ts", "0").c_str(), nullptr, 10);
+  uint64_t start = reader.metadata().session.start_ts;
   if (start == 0 || start > reader.first_ts())
     start = reader.first_ts();
   // Events at ts < complete_until() are all read; the engine's window end is inclusive.
@@ -39,6 +39,9 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
   if (!opened.ok())
     return opened.status();
   const format::TraceReader& reader = **opened;
+  // Bad session metadata is read as absent (not damage): said once, and the report is made.
+  for (const auto& w : reader.warnings())
+    fmt::print(stderr, "parmon report: {}: {}\n", path, w);
   const std::optional<uint64_t> live_end = in.partial ? std::nullopt : LiveWindowEnd(reader);
   if (!in.partial && !live_end) {
     if (!reader.problems().empty())
