@@ -41,7 +41,7 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
   const format::TraceReader& reader = **opened;
   // Bad session metadata is read as absent (not damage): said once, and the report is made.
   for (const auto& w : reader.warnings())
-    fmt::print(stderr, "parmon report: {}: {}\n", path, w);
+    fmt::print(stderr, "parmon: {}: {}\n", path, w);
   const std::optional<uint64_t> live_end = in.partial ? std::nullopt : LiveWindowEnd(reader);
   if (!in.partial && !live_end) {
     if (!reader.problems().empty())
