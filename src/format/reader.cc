@@ -473,4 +473,61 @@ Status TraceReader::ReadChunk(const ChunkRef& ref, DecodedChunk* out) const {
   return Status::Ok();
 }
 
+MergeCursor::MergeCursor(const TraceReader& reader, CursorFilter filter)
+    : reader_(reader), filter_(std::move(filter)) {
+  for (const auto& s : reader_.streams()) {
+    if (filter_.locations && !filter_.locations->count(s.location))
+      continue;
+    if (filter_.sources && !filter_.sources->count(s.source))
+      continue;
+    if (s.last_ts < filter_.from_ts || s.first_ts > filter_.to_ts)
+      continue;
+    states_.push_back(StreamState{&s});
+  }
+  for (size_t i = 0; i < states_.size(); ++i)
+    if (Refill(&states_[i]))
+      heap_.push({states_[i].chunk.events[0].ts, i});
+}
+
+bool MergeCursor::Refill(StreamState* s) {
+  // Loads the next chunk with events in the window; skips damaged chunks (recorded as problems).
+  while (s->next_chunk < s->stream->chunks.size()) {
+    const ChunkRef& ref = s->stream->chunks[s->next_chunk++];
+    if (ref.header.last_ts < filter_.from_ts)
+      continue;
+    if (ref.header.first_ts > filter_.to_ts)
+      return false;
+    Status st = reader_.ReadChunk(ref, &s->chunk);
+    // A chunk that decodes partly still hands out what it decoded.
+    s->pos = 0;
+    while (s->pos < s->chunk.events.size() && s->chunk.events[s->pos].ts < filter_.from_ts)
+      ++s->pos;
+    if (s->pos < s->chunk.events.size())
+      return true;
+  }
+  return false;
+}
+
+bool MergeCursor::Next(Event* out) {
+  if (pending_) {
+    size_t i = *pending_;
+    pending_.reset();
+    StreamState& s = states_[i];
+    ++s.pos;
+    bool more = s.pos < s.chunk.events.size() || Refill(&s);
+    if (more)
+      heap_.push({s.chunk.events[s.pos].ts, i});
+  }
+  if (heap_.empty())
+    return false;
+  auto [ts, i] = heap_.top();
+  if (ts > filter_.to_ts)
+    return false;
+  heap_.pop();
+  StreamState& s = states_[i];
+  *out = s.chunk.events[s.pos];
+  pending_ = i;
+  return true;
+}
+
 }  // namespace parmon::format
