@@ -40,6 +40,9 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
     return opened.status();
   const model::Session& session = **opened;
   const format::TraceReader& reader = session.reader();
+  // Bad session metadata is read as absent (not damage): said once, and the report is made.
+  for (const auto& w : session.warnings())
+    fmt::print(stderr, "parmon: {}: {}\n", path, w);
   const std::optional<uint64_t> live_end = in.partial ? std::nullopt : LiveWindowEnd(session);
   if (!in.partial && !live_end) {
     if (!reader.problems().empty())
