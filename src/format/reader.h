@@ -27,7 +27,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <set>
 #include <string>
 #include <vector>
@@ -202,41 +201,6 @@ class TraceReader {
   uint64_t complete_until_ = 0;
   uint64_t first_ts_ = UINT64_MAX;
   uint64_t last_ts_ = 0;
-};
-
-struct CursorFilter {
-  std::optional<std::set<uint32_t>> locations;  // all when empty
-  std::optional<std::set<Source>> sources;      // all non-definition sources when empty
-  uint64_t from_ts = 0;
-  uint64_t to_ts = UINT64_MAX;
-};
-
-// Events of the selected streams in time order (ties: stream order, then event order), each on
-// its own file's clock. Superseded by model::Merge (one merge, clocks aligned), which every
-// consumer and test in src/ and tests/ uses; kept only until its last users move over
-// (bench/report_bench.cc, src/analysis/engine_test.cc), then to be deleted.
-class MergeCursor {
- public:
-  MergeCursor(const TraceReader& reader, CursorFilter filter = {});
-  // The next event, or false at the end. The payload view stays valid until the next call.
-  bool Next(Event* out);
-
- private:
-  struct StreamState {
-    const Stream* stream;
-    size_t next_chunk = 0;
-    DecodedChunk chunk;
-    size_t pos = 0;
-  };
-  bool Refill(StreamState* s);
-
-  const TraceReader& reader_;
-  CursorFilter filter_;
-  std::vector<StreamState> states_;
-  using HeapEntry = std::pair<uint64_t, size_t>;  // (ts, state index)
-  std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<>> heap_;
-  // The stream whose event was returned last: refilled lazily so its payload stays valid.
-  std::optional<size_t> pending_;
 };
 
 }  // namespace parmon::format
