@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/compare.h"
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
 
@@ -20,11 +21,8 @@ int RunDiff(int argc, char** argv) {
   app.add_flag("--partial", in.partial, "accept damaged or truncated traces");
   app.add_option("--color", color, "auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int rc = ParseCommandLine(app, argc, argv, "diff"); rc >= 0)
+    return rc;
   auto a = LoadResults(a_path, in);
   if (!a.ok()) {
     fmt::print(stderr, "parmon diff: {}\n", a.status().message());
