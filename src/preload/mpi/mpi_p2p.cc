@@ -176,9 +176,10 @@ struct Completion::Entry {
   uint64_t id;
   uint64_t posted;
   CommInfo* comm;
-  uint8_t kind;  // 0: not tracked
+  uint8_t kind;  // 0: not tracked (or a repeat of entry `first`)
   bool persistent;
-  uint8_t pad[6];
+  uint8_t pad[2];
+  int32_t first;  // >= 0: the same handle as this earlier entry
 };
 static_assert(sizeof(Completion::Entry) == 40 || sizeof(Completion::Entry) <= 48);
 
@@ -194,6 +195,7 @@ Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
   for (int i = 0; i < n_; ++i) {
     Entry& e = entries_[i];
     e.kind = 0;
+    e.first = -1;
     MPI_Request r = creqs ? creqs[i] : PMPI_Request_f2c(freqs[i]);
     if (r == MPI_REQUEST_NULL)
       continue;
@@ -211,7 +213,8 @@ Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
 }
 
 // One handle twice in the array (a request object MPI shares among requests it completed at
-// once; TrackRequest reported all but the first already): only the first entry completes it.
+// once; TrackRequest reported all but the first already): its request completes once, when
+// MPI first reports any of its entries (Done redirects a repeat to the first entry).
 // Small arrays compare pairwise; large ones sort (key, index) pairs once.
 void Completion::DropDuplicates() {
   if (n_ <= 32) {
@@ -221,6 +224,7 @@ void Completion::DropDuplicates() {
       for (int j = 0; j < i; ++j)
         if (entries_[j].kind != 0 && entries_[j].key == entries_[i].key) {
           entries_[i].kind = 0;
+          entries_[i].first = j;
           break;
         }
     }
@@ -235,9 +239,14 @@ void Completion::DropDuplicates() {
     if (entries_[i].kind != 0)
       order[m++] = {entries_[i].key, i};
   std::sort(order, order + m);
-  for (int k = 1; k < m; ++k)
-    if (order[k].first == order[k - 1].first)
-      entries_[order[k].second].kind = 0;
+  for (int k = 1, head = 0; k < m; ++k) {
+    if (order[k].first != order[head].first) {
+      head = k;
+      continue;
+    }
+    entries_[order[k].second].kind = 0;
+    entries_[order[k].second].first = order[head].second;
+  }
   free(order);
 }
 
@@ -247,7 +256,11 @@ Completion::~Completion() {
 }
 
 void Completion::Done(Call& c, int i, const MPI_Status* st) {
-  if (i < 0 || i >= n_ || entries_[i].kind == 0)
+  if (i < 0 || i >= n_)
+    return;
+  if (entries_[i].kind == 0 && entries_[i].first >= 0)
+    i = entries_[i].first;
+  if (entries_[i].kind == 0)
     return;
   Entry& e = entries_[i];
   ReqSlot* s = FindReq(e.key);
