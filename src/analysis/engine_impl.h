@@ -38,6 +38,7 @@
 namespace parmon::analysis {
 
 constexpr uint64_t kNone = UINT64_MAX;
+constexpr int32_t kRankNotLooked = INT32_MIN;
 // Critical-path shares are tracked per location only up to this many locations (each message in
 // flight carries a copy of the sender's share vector).
 constexpr size_t kMaxShareLocations = 64;
@@ -139,18 +140,20 @@ struct RequestKey {
 };
 struct RequestKeyHash {
   size_t operator()(const RequestKey& k) const {
-    uint64_t h = (k.request ^ (static_cast<uint64_t>(k.pid) << 40)) * 0x9E3779B97F4A7C15ULL;
-    return static_cast<size_t>(h ^ (h >> 29));
+    // Request ids count up per process: consecutive ids land in consecutive buckets, so the
+    // few requests open at a time stay in cache even when a table holds many stale ones.
+    return static_cast<size_t>(k.request + static_cast<uint64_t>(k.pid) * 0x9E3779B97F4A7C15ULL);
   }
 };
 // Nonblocking sends whose completion is never seen (a lost event, or a request handle the MPI
 // library reuses) are kept at most this many; the oldest beyond it are dropped and counted.
-constexpr size_t kMaxOpenSends = 65536;
+constexpr size_t kMaxOpenSends = 16384;
 
 struct Loc {
   uint32_t id = 0;
   bool cpu = false;
   uint32_t pid = 0, tid = 0;
+  int32_t rank = kRankNotLooked;  // RankOf's answer, cached by Rank()
   uint64_t first = kNone, last = 0;
   uint64_t events = 0, lost = 0;
   bool sampled = false;
@@ -301,6 +304,7 @@ struct Engine::Impl {
   uint64_t events = 0, runtime_events = 0;
   bool has_sched = false, has_comm = false;
   bool track_shares = true;
+  std::vector<std::shared_ptr<Shares>> spare_shares;  // freed by messages, for CopyShares
   ClockAlignment clocks;  // of a multi-recorder session's files against rank 0's
   LoopClocks loop_clocks;
 
@@ -346,6 +350,12 @@ struct Engine::Impl {
     auto it = rank_of_pid.find(l.pid);
     return it == rank_of_pid.end() ? -1 : it->second;
   }
+  // The same, cached in the location (the per-message analyzers ask on every message).
+  int32_t Rank(Loc& l) const {
+    if (l.rank == kRankNotLooked)
+      l.rank = RankOf(l);
+    return l.rank;
+  }
 
   // --- critical path -------------------------------------------------------------------------
   void Accrue(Loc& l, uint64_t t) {
@@ -366,7 +376,7 @@ struct Engine::Impl {
     if (!l.shares)
       l.shares = std::make_shared<Shares>(locs.size(), 0);
     else if (l.shares.use_count() > 1)
-      l.shares = std::make_shared<Shares>(*l.shares);
+      l.shares = CopyShares(*l.shares);
     if (l.shares->size() < locs.size())
       l.shares->resize(locs.size(), 0);
   }
@@ -381,8 +391,29 @@ struct Engine::Impl {
     if (cp <= l.cp)
       return;
     l.cp = cp;
-    if (track_shares && shares)
-      l.shares = std::make_shared<Shares>(*shares);
+    if (track_shares && shares) {
+      if (l.shares && l.shares.use_count() == 1)
+        *l.shares = *shares;
+      else
+        l.shares = CopyShares(*shares);
+    }
+  }
+  // A copy of a share vector, in one freed by a message when there is one (no allocation).
+  std::shared_ptr<Shares> CopyShares(const Shares& from) {
+    while (!spare_shares.empty()) {
+      std::shared_ptr<Shares> v = std::move(spare_shares.back());
+      spare_shares.pop_back();
+      if (v.use_count() == 1) {  // not shared with a snapshot's copy of this engine
+        *v = from;
+        return v;
+      }
+    }
+    return std::make_shared<Shares>(from);
+  }
+  void RecycleShares(std::shared_ptr<const Shares>& v) {
+    if (v && v.use_count() == 1 && spare_shares.size() < 64)
+      spare_shares.push_back(std::const_pointer_cast<Shares>(std::move(v)));
+    v.reset();
   }
 
   // --- events --------------------------------------------------------------------------------
@@ -415,6 +446,9 @@ struct Engine::Impl {
         break;
       case Kind::kMpiInit:
         rank_of_pid[l.pid] = static_cast<int32_t>(e.args[0]);
+        for (Loc& x : locs)
+          if (x.pid == l.pid)
+            x.rank = kRankNotLooked;
         world_size = std::max(world_size, static_cast<uint32_t>(e.args[1]));
         has_comm = true;
         break;

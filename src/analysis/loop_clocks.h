@@ -42,6 +42,13 @@ class LoopClocks {
     return clocks_[s];
   }
 
+  // A message's clock is let go of: kept for reuse by a later copy when nothing else holds it.
+  void Recycle(std::shared_ptr<const Clock>& c) {
+    if (c && c.use_count() == 1 && spare_.size() < 64)
+      spare_.push_back(std::const_pointer_cast<Clock>(std::move(c)));
+    c.reset();
+  }
+
   // Sends by `loc` so far.
   uint32_t Sent(size_t loc) {
     size_t s = Slot(loc);
@@ -181,8 +188,20 @@ class LoopClocks {
     if (!clocks_[s])
       clocks_[s] = std::make_shared<Clock>();
     else if (clocks_[s].use_count() > 1)
-      clocks_[s] = std::make_shared<Clock>(*clocks_[s]);
+      clocks_[s] = Copy(*clocks_[s]);
     return *clocks_[s];
+  }
+  // A copy of a clock, in a recycled vector when there is one (no allocation).
+  std::shared_ptr<Clock> Copy(const Clock& from) {
+    while (!spare_.empty()) {
+      std::shared_ptr<Clock> c = std::move(spare_.back());
+      spare_.pop_back();
+      if (c.use_count() == 1) {  // not shared with a snapshot's copy of this engine
+        *c = from;
+        return c;
+      }
+    }
+    return std::make_shared<Clock>(from);
   }
 
   static constexpr size_t kNoSlot = SIZE_MAX;
@@ -190,6 +209,7 @@ class LoopClocks {
   bool enabled_ = true;
   std::vector<size_t> slot_of_;                 // by location index
   std::vector<std::shared_ptr<Clock>> clocks_;  // by slot
+  std::vector<std::shared_ptr<Clock>> spare_;   // let go of by messages (Recycle)
 };
 
 }  // namespace parmon::analysis

@@ -145,8 +145,8 @@ void Engine::Impl::ReleaseSend(uint32_t i) {
   PendingSend& s = sends[i];
   if (--s.refs)
     return;
-  s.shares.reset();
-  s.clock.reset();
+  RecycleShares(s.shares);
+  loop_clocks.Recycle(s.clock);
   if (s.call != kNoIndex)
     ReleaseCall(s.call);
   sends.free.push_back(i);
@@ -189,7 +189,7 @@ void Engine::Impl::FinishCall(CallWaits& c) {
 }
 
 void Engine::Impl::MpiSend(Loc& l, const Event& e) {
-  int32_t rank = RankOf(l);
+  int32_t rank = Rank(l);
   int64_t peer = static_cast<int64_t>(e.args[0]);
   uint32_t si = sends.Take();
   PendingSend& s = sends[si];
@@ -286,7 +286,7 @@ void Engine::Impl::MpiRequestDone(Loc& l, const Event& e) {
 }
 
 void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
-  int32_t rank = RankOf(l);
+  int32_t rank = Rank(l);
   int64_t peer = static_cast<int64_t>(e.args[0]);
   uint64_t posted = std::min(e.args[5], e.ts);
   ++l.messages_received;
