@@ -8,7 +8,7 @@
 //              reports were slow.
 // For each trace three passes, each over the whole trace:
 //   decode   decompress + decode every chunk of every stream (format::EventDecoder), no merge;
-//   merge    decode + format::MergeCursor's k-way merge by time, nothing consumed;
+//   merge    decode + model::Merge's k-way merge by time, nothing consumed;
 //   report   analysis::Analyze: decode, merge, every aggregate, diagnosis.
 // report minus merge is the engine's share.
 //
@@ -48,6 +48,8 @@
 #include "format/codec.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "model/merge.h"
+#include "model/session.h"
 
 namespace {
 
@@ -348,13 +350,16 @@ bool Advance(const parmon::format::TraceReader& reader, Head* h) {
 }
 
 // The decode pass (merge = false: stream after stream, one event at a time with EventDecoder as
-// the engine does) or the merge pass: format::MergeCursor's k-way merge by time with nothing
-// consumed (the engine has its own merge of the same order until the model's one merge lands).
+// the engine does) or the merge pass: model::Merge's k-way merge by time (the engine's own merge) with
+// nothing consumed.
 // Returns the events seen.
 uint64_t DecodeAll(const parmon::format::TraceReader& reader, bool merge) {
   uint64_t n = 0;
   if (merge) {
-    parmon::format::MergeCursor cursor(reader);
+    auto session = parmon::model::Session::Over(reader);
+    if (!session.ok())
+      return 0;
+    parmon::model::Merge cursor(**session);
     Event e;
     while (cursor.Next(&e)) {
       benchmark::DoNotOptimize(e);
@@ -394,7 +399,12 @@ void BM_Pass(benchmark::State& state, TraceCase* c, Pass pass) {
       return;
     }
     if (pass == Pass::kReport) {
-      auto results = parmon::analysis::Analyze(**reader, {});
+      auto session = parmon::model::Session::FromReader(std::move(*reader));
+      if (!session.ok()) {
+        state.SkipWithError(session.status().message().c_str());
+        return;
+      }
+      auto results = parmon::analysis::Analyze(**session, {});
       benchmark::DoNotOptimize(results);
       events = results->summary.events;
       bool generated = c->origin == TraceCase::kGenerated;

@@ -13,6 +13,8 @@
 #include "base/varint.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "model/merge.h"
+#include "model/session.h"
 #include "support/e2e.h"
 
 namespace parmon::format {
@@ -181,7 +183,11 @@ void WriteTrace(const std::string& path,
 }
 
 uint64_t CountEvents(const TraceReader& r) {
-  MergeCursor c(r);
+  auto session = model::Session::Over(r);
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (!session.ok())
+    return 0;
+  model::Merge c(**session);
   Event e;
   uint64_t n = 0, last = 0;
   while (c.Next(&e)) {
@@ -205,11 +211,13 @@ TEST(Reader, ReadsWhatWasWrittenInTimeOrder) {
   EXPECT_EQ((*r)->SessionValue("command"), "test");
   EXPECT_EQ(CountEvents(**r), 30000u);
   // Time-range and location filters.
-  CursorFilter f;
+  model::MergeFilter f;
   f.locations = std::set<uint32_t>{2};
   f.from_ts = 2000 + 100 * 10;
   f.to_ts = 2000 + 199 * 10 + 5;
-  MergeCursor c(**r, f);
+  auto session = model::Session::Over(**r);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  model::Merge c(**session, f);
   Event e;
   uint64_t n = 0;
   while (c.Next(&e)) {

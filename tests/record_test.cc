@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "format/reader.h"
+#include "model/merge.h"
+#include "model/session.h"
 #include "support/e2e.h"
 
 namespace parmon {
@@ -58,9 +60,19 @@ struct Census {
   std::map<uint32_t, uint64_t> total;
 };
 
+// The events of a trace, through the one merge every consumer uses.
+std::unique_ptr<model::Session> SessionOver(const format::TraceReader& r) {
+  auto session = model::Session::Over(r);
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  return session.ok() ? std::move(*session) : nullptr;
+}
+
 Census TakeCensus(const format::TraceReader& r) {
   Census c;
-  format::MergeCursor cursor(r);
+  auto session = SessionOver(r);
+  if (!session)
+    return c;
+  model::Merge cursor(*session);
   format::Event e;
   while (cursor.Next(&e)) {
     c.kinds[e.location][e.kind]++;
@@ -119,7 +131,9 @@ TEST(Record, EveryApiCallIsRecordedWithItsValues) {
   auto reader = format::TraceReader::Open(trace);
   ASSERT_TRUE(reader.ok()) << reader.status().message();
   const auto& defs = (*reader)->definitions();
-  format::MergeCursor cursor(**reader);
+  auto session = SessionOver(**reader);
+  ASSERT_TRUE(session);
+  model::Merge cursor(*session);
   format::Event e;
   std::vector<std::string> seen;
   while (cursor.Next(&e)) {
@@ -334,7 +348,9 @@ TEST(Record, OverwriteModeKeepsTheNewestEventsAndCountsTheRest) {
   EXPECT_LT(kept, 4000000u);
   EXPECT_EQ(kept + k[static_cast<uint16_t>(Kind::kThreadName)] + c.lost[worker], 4000001u);
   // The newest events are the ones kept: the very last region leave of the run is there.
-  format::MergeCursor cursor(**reader);
+  auto session = SessionOver(**reader);
+  ASSERT_TRUE(session);
+  model::Merge cursor(*session);
   format::Event e, last_region;
   while (cursor.Next(&e))
     if (e.kind_enum() == Kind::kRegionLeave)
@@ -353,7 +369,9 @@ TEST(Record, FollowsForkAndExec) {
   EXPECT_EQ(defs.processes.size(), 2u);  // the parent, and the child (before and after exec)
   Census c = TakeCensus(**reader);
   std::map<std::string, uint64_t> by_region;
-  format::MergeCursor cursor(**reader);
+  auto session = SessionOver(**reader);
+  ASSERT_TRUE(session);
+  model::Merge cursor(*session);
   format::Event e;
   while (cursor.Next(&e))
     if (e.kind_enum() == Kind::kRegionEnter)

@@ -1,8 +1,8 @@
-// The analysis engine: one pass over a trace's events in time order (the reader's k-way merge),
-// feeding per-location state machines, message matching, interval aggregation, wait-state
-// patterns and the critical path; Snapshot() turns the state into Results and a diagnosis at any
-// point of the stream, and Finish() is the last snapshot. The parts are described in
-// engine_impl.h.
+// The analysis engine: one pass over a session's events in time order (model::Merge, the one
+// k-way merge, with the clock alignment of a per-rank session built in), feeding per-location state
+// machines, message matching, interval aggregation, wait-state patterns and the critical path;
+// Snapshot() turns the state into Results and a diagnosis at any point of the stream, and Finish()
+// is the last snapshot. The parts are described in engine_impl.h.
 //
 // Memory: per location (call stack, region table, state totals, one row of intervals, a share
 // vector for the critical path) and per message in flight (sends not yet received, collective
@@ -21,7 +21,7 @@
 #include "analysis/results.h"
 #include "base/status.h"
 #include "format/event.h"
-#include "format/reader.h"
+#include "model/session.h"
 
 namespace parmon::analysis {
 
@@ -34,9 +34,7 @@ struct Options {
   size_t top_regions = 5;
   // Cost of one recorded event in the program's thread, when the trace does not say (ns).
   double default_event_cost_ns = 0;
-  // A session of several recorders (one file per rank): put every file's times on rank 0's
-  // clock with the MpiClockSync offsets before merging (docs/events.md, Clock alignment).
-  bool align_clocks = true;
+  // (The clock alignment of a per-rank session is the session's: model::SessionOptions.)
 };
 
 constexpr size_t kAutoIntervals = 40;
@@ -45,16 +43,17 @@ uint64_t AutoInterval(uint64_t window_ns);
 
 class Engine {
  public:
-  Engine(const format::TraceReader& reader, const Options& options);
+  // The session must outlive the engine. Its window, clocks and metadata are read here.
+  Engine(const model::Session& session, const Options& options);
   ~Engine();
-  // Consumes one event (in time order across all locations).
+  // Consumes one event (in time order across all locations, on the session's aligned clock).
   void Consume(const format::Event& e);
   // The results of the events consumed so far, as if the window ended after them; the engine's
   // state is not changed (a live view may take one after every batch of events).
   Results Snapshot() const;
   // The results of every event consumed: the last snapshot.
   Results Finish();
-  // Reads every event of the window from the reader (in time order) and finishes.
+  // Reads every event of the window from the session's merge (in time order) and finishes.
   Results Run();
   // The window in session-clock ns [first, second].
   std::pair<uint64_t, uint64_t> window() const;
@@ -64,8 +63,8 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-// Reads the whole window of a trace and analyses it.
-StatusOr<Results> Analyze(const format::TraceReader& reader, const Options& options);
+// Reads the whole window of a session and analyses it.
+StatusOr<Results> Analyze(const model::Session& session, const Options& options);
 
 // Ranks findings from Results (called by Engine::Finish; exposed for tests).
 void Diagnose(Results* results);

@@ -10,9 +10,10 @@
 //   POSIX channels                         channels.cc   (ChanInfo/ChanIo, numeric endpoints)
 //   interval binning                       binning.h     (Bins, used by every per-interval row)
 //   results builder                        results_builder.cc (Finish: one part per analyzer)
-// The events come from the feed (feed.h), which knows nothing of the analyzers but Resolve and
-// ConsumeAt. Snapshot() copies the state and finishes the copy, so results can be taken at any
-// point of the stream without disturbing it; Finish() is the last snapshot.
+// The events come from the session's merge (model::Merge, in Engine::Impl::Feed), which knows
+// nothing of the analyzers: Feed maps each stream to its Loc once and calls ConsumeAt. Snapshot()
+// copies the state and finishes the copy, so results can be taken at any point of the stream
+// without disturbing it; Finish() is the last snapshot.
 #ifndef PARMON_SRC_ANALYSIS_ENGINE_IMPL_H_
 #define PARMON_SRC_ANALYSIS_ENGINE_IMPL_H_
 
@@ -30,10 +31,11 @@
 
 #include "analysis/binning.h"
 #include "analysis/engine.h"
-#include "analysis/feed.h"
 #include "analysis/loop_clocks.h"
 #include "analysis/mpi_families.h"
 #include "format/thread_state.h"
+#include "model/merge.h"
+#include "model/session.h"
 
 namespace parmon::analysis {
 
@@ -236,7 +238,8 @@ struct Engine::Impl {
   using Event = format::Event;
   using Kind = format::Kind;
 
-  const format::TraceReader& reader;
+  const model::Session& session;
+  const format::TraceReader& reader;  // session.reader()
   Options options;
   const format::Definitions& defs;
   uint64_t session_start = 0, session_end = 0;
@@ -305,10 +308,11 @@ struct Engine::Impl {
   bool has_sched = false, has_comm = false;
   bool track_shares = true;
   std::vector<std::shared_ptr<Shares>> spare_shares;  // freed by messages, for CopyShares
-  ClockAlignment clocks;  // of a multi-recorder session's files against rank 0's
   LoopClocks loop_clocks;
 
-  Impl(const format::TraceReader& r, const Options& o);
+  Impl(const model::Session& s, const Options& o);
+  // Every event of the window, from the session's merge, to ConsumeAt (engine.cc).
+  void Feed();
   int32_t LocFor(uint32_t id);
   Loc* Resolve(uint32_t id) { return &locs[static_cast<size_t>(LocFor(id))]; }
   const MpiFunc& Func(uint32_t id);

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "analysis/views.h"
-#include "format/reader.h"
+#include "model/merge.h"
+#include "model/session.h"
 #include "report/trace_builder.h"
 
 namespace parmon::analysis {
@@ -93,7 +94,7 @@ void BuildChannels(TraceBuilder& b) {
 
 struct Trace {
   std::string path;
-  std::unique_ptr<format::TraceReader> reader;
+  std::unique_ptr<model::Session> session;
 };
 
 template <typename Build>
@@ -103,22 +104,20 @@ Trace Make(const char* name, Build build) {
   TraceBuilder b(t.path);
   build(b);
   EXPECT_TRUE(b.Finish({{"end_ts", std::to_string(testing::kT0 + 10 * kMs)}}));
-  auto r = format::TraceReader::Open(t.path);
+  auto r = model::Session::Open(t.path);
   EXPECT_TRUE(r.ok());
-  t.reader = std::move(*r);
+  t.session = std::move(*r);
   return t;
 }
 
 // The window's events in time order (what the feed hands the engine).
-std::vector<format::Event> Events(const format::TraceReader& reader,
+std::vector<format::Event> Events(const model::Session& session,
                                   std::vector<std::string>* payloads) {
   std::vector<format::Event> out;
-  format::MergeCursor cursor(reader);
+  model::Merge merge(session);  // every stream but the definitions
   format::Event e;
   payloads->reserve(1024);
-  while (cursor.Next(&e)) {
-    if (e.source == format::Source::kDefinitions)
-      continue;
+  while (merge.Next(&e)) {
     payloads->emplace_back(e.payload);
     out.push_back(e);
   }
@@ -137,11 +136,11 @@ TEST(EngineSnapshot, MidwaySnapshotIsThePrefixResult) {
   for (auto build : {&BuildMpi, &BuildChannels}) {
     Trace t = Make("snapshot", build);
     std::vector<std::string> payloads;
-    std::vector<format::Event> events = Events(*t.reader, &payloads);
+    std::vector<format::Event> events = Events(*t.session, &payloads);
     ASSERT_GT(events.size(), 6u);
     for (size_t cut : {size_t{3}, events.size() / 2, events.size() - 1}) {
-      Engine live(*t.reader, FixedIntervals());
-      Engine prefix(*t.reader, FixedIntervals());
+      Engine live(*t.session, FixedIntervals());
+      Engine prefix(*t.session, FixedIntervals());
       for (size_t i = 0; i < cut; ++i) {
         live.Consume(events[i]);
         prefix.Consume(events[i]);
@@ -149,7 +148,7 @@ TEST(EngineSnapshot, MidwaySnapshotIsThePrefixResult) {
       Results snap = live.Snapshot();
       EXPECT_EQ(ToJson(snap).dump(), ToJson(prefix.Finish()).dump()) << "cut at " << cut;
       // The snapshot did not disturb the live engine: it ends as one that was never asked.
-      Engine whole(*t.reader, FixedIntervals());
+      Engine whole(*t.session, FixedIntervals());
       for (size_t i = 0; i < events.size(); ++i) {
         if (i >= cut)
           live.Consume(events[i]);
@@ -163,11 +162,11 @@ TEST(EngineSnapshot, MidwaySnapshotIsThePrefixResult) {
 TEST(EngineSnapshot, FinishOfFedEventsEqualsRun) {
   Trace t = Make("run", &BuildMpi);
   std::vector<std::string> payloads;
-  std::vector<format::Event> events = Events(*t.reader, &payloads);
-  Engine fed(*t.reader, FixedIntervals());
+  std::vector<format::Event> events = Events(*t.session, &payloads);
+  Engine fed(*t.session, FixedIntervals());
   for (const auto& e : events)
     fed.Consume(e);
-  Engine run(*t.reader, FixedIntervals());
+  Engine run(*t.session, FixedIntervals());
   EXPECT_EQ(ToJson(fed.Finish()).dump(), ToJson(run.Run()).dump());
 }
 
@@ -179,7 +178,7 @@ const LocationResult& Loc(const Results& r, uint32_t id) {
 
 TEST(Analyzers, RegionsInclusiveAndExclusive) {
   Trace t = Make("regions", &BuildMpi);
-  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  Results r = Engine(*t.session, FixedIntervals()).Run();
   const auto& regions = Loc(r, 1).top_regions;
   ASSERT_EQ(regions.size(), 2u);
   EXPECT_EQ(regions[0].name, "compute");
@@ -191,7 +190,7 @@ TEST(Analyzers, RegionsInclusiveAndExclusive) {
 
 TEST(Analyzers, MpiPointToPointWaits) {
   Trace t = Make("p2p", &BuildMpi);
-  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  Results r = Engine(*t.session, FixedIntervals()).Run();
   EXPECT_EQ(Loc(r, 1).late_receiver_ns, 2 * kMs);
   EXPECT_EQ(Loc(r, 1).late_sender_ns, 2 * kMs);
   EXPECT_EQ(Loc(r, 1).messages_sent, 1u);
@@ -207,7 +206,7 @@ TEST(Analyzers, MpiPointToPointWaits) {
 
 TEST(Analyzers, CollectiveWaitAtBarrier) {
   Trace t = Make("coll", &BuildMpi);
-  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  Results r = Engine(*t.session, FixedIntervals()).Run();
   EXPECT_EQ(Loc(r, 1).barrier_wait_ns, 300 * kUs);
   EXPECT_EQ(Loc(r, 2).barrier_wait_ns, 0u);
   bool found = false;
@@ -218,7 +217,7 @@ TEST(Analyzers, CollectiveWaitAtBarrier) {
 
 TEST(Analyzers, CriticalPathFollowsMessages) {
   Trace t = Make("cp", &BuildMpi);
-  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  Results r = Engine(*t.session, FixedIntervals()).Run();
   EXPECT_GT(r.critical_path.length_ns, 0u);
   EXPECT_LE(r.critical_path.length_ns, r.critical_path.wall_ns);
   uint64_t sum = 0;
@@ -229,7 +228,7 @@ TEST(Analyzers, CriticalPathFollowsMessages) {
 
 TEST(Analyzers, ChannelLinkBetweenThreads) {
   Trace t = Make("chan", &BuildChannels);
-  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  Results r = Engine(*t.session, FixedIntervals()).Run();
   ASSERT_EQ(r.links.size(), 1u);
   const LinkResult& k = r.links[0];
   EXPECT_EQ(k.kind, "channel");
@@ -243,7 +242,7 @@ TEST(Analyzers, ChannelLinkBetweenThreads) {
 
 TEST(Analyzers, SampledThreadStatesAndIntervals) {
   Trace t = Make("states", &BuildChannels);
-  Results r = Engine(*t.reader, FixedIntervals()).Run();
+  Results r = Engine(*t.session, FixedIntervals()).Run();
   const LocationResult& l = Loc(r, 3);
   EXPECT_EQ(l.state_source, "sampled");
   EXPECT_EQ(l.states[static_cast<int>(State::kRunning)], 6 * kMs);

@@ -5,9 +5,7 @@
 // Finish changes the state it reads (open regions and calls are closed at the window's end), so
 // the engine runs it on a copy: Engine::Snapshot.
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,19 +16,6 @@
 
 namespace parmon::analysis {
 namespace {
-
-// A number from the session's key/values; `fallback` when absent or not a number (a trace's
-// values are data, never trusted to parse).
-template <typename T>
-T SessionNumber(const format::TraceReader& reader, const char* key, T fallback) {
-  std::string v = reader.SessionValue(key);
-  size_t b = v.find_first_not_of(" \t");
-  if (b == std::string::npos)
-    return fallback;
-  T out{};
-  auto [end, ec] = std::from_chars(v.data() + b, v.data() + v.size(), out);
-  return ec == std::errc() ? out : fallback;
-}
 
 // Mean and standard deviation of a series.
 void Stats(const std::vector<double>& v, double* mean, double* sd) {
@@ -134,8 +119,10 @@ Results Engine::Impl::Finish() {
 void Engine::Impl::BuildSummary(Summary* out) const {
   Summary& s = *out;
   s.file = reader.path();
-  s.command = reader.SessionValue("command");
-  s.host = reader.SessionValue("host");
+  const format::SessionInfo& info = session.info();
+  const format::EndInfo& totals = session.totals();
+  s.command = info.command;
+  s.host = info.host;
   s.format_version = fmt::format("{}.{}", reader.version_major(), reader.version_minor());
   s.closed_cleanly = reader.closed_cleanly();
   s.session_start = session_start;
@@ -143,22 +130,21 @@ void Engine::Impl::BuildSummary(Summary* out) const {
   s.window_start = ws;
   s.window_end = we;
   s.duration_ns = we - ws;
-  s.exit_code = SessionNumber<int>(reader, "exit_code", -1);
+  s.exit_code = totals.exit_code.value_or(-1);
   s.processes = static_cast<uint32_t>(defs.processes.size());
-  s.cpus = SessionNumber<uint32_t>(reader, "cpus", 0);
+  s.cpus = info.cpus;
   s.events = events;
-  s.unattached_lost_events = SessionNumber<uint64_t>(reader, "unattached_lost_events", 0);
-  s.overwritten_events = SessionNumber<uint64_t>(reader, "overwritten_events", 0);
+  s.unattached_lost_events = totals.unattached_lost_events;
+  s.overwritten_events = totals.overwritten_events;
   for (const auto& p : reader.problems()) {
     s.problems.push_back(p.message);
     if (p.events_lost > 0)
       s.damaged_events += static_cast<uint64_t>(p.events_lost);
   }
-  s.recorder_cpu_ns = SessionNumber<uint64_t>(reader, "recorder_cpu_ns", 0);
-  s.program_cpu_ns = SessionNumber<uint64_t>(reader, "children_cpu_ns", 0);
-  double cost = SessionNumber<double>(reader, "event_cost_ns", -1);
-  if (cost >= 0) {
-    s.event_cost_ns = cost;
+  s.recorder_cpu_ns = totals.recorder_cpu_ns;
+  s.program_cpu_ns = totals.children_cpu_ns;
+  if (totals.event_cost_ns && *totals.event_cost_ns >= 0) {
+    s.event_cost_ns = *totals.event_cost_ns;
     s.event_cost_source = "measured";
   } else {
     s.event_cost_ns = options.default_event_cost_ns;
@@ -168,8 +154,10 @@ void Engine::Impl::BuildSummary(Summary* out) const {
       static_cast<uint64_t>(std::llround(s.event_cost_ns * static_cast<double>(runtime_events)));
   s.has_sched = has_sched;
   s.has_comm = has_comm;
-  s.clock_offsets = clocks.offsets();
-  s.clocks_aligned = clocks.aligned();
+  // The clock offsets the session measured and applied (model/clock_alignment.h).
+  for (const model::RankClockOffset& c : session.clocks().offsets)
+    s.clock_offsets.push_back({c.rank, c.offset_ns, c.last_offset_ns, c.epochs});
+  s.clocks_aligned = !session.clocks().empty();
 }
 
 void Engine::Impl::BuildLocations(Results* res,
@@ -333,20 +321,7 @@ void Engine::Impl::BuildLost(Results* res) const {
     if (r.lost_events)
       lost[r.id] += r.lost_events;
   if (reader.closed_cleanly() && options.from_ns == 0 && options.to_ns == UINT64_MAX) {
-    std::map<uint32_t, uint64_t> from_end;
-    std::string list = reader.SessionValue("lost_by_location");
-    size_t pos = 0;
-    while (pos < list.size()) {
-      size_t semi = list.find(';', pos);
-      std::string item =
-          list.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos);
-      unsigned loc;
-      unsigned long long n;
-      if (sscanf(item.c_str(), "%u:%llu", &loc, &n) == 2)
-        from_end[loc] += n;
-      pos = semi == std::string::npos ? list.size() : semi + 1;
-    }
-    for (auto& [loc, n] : from_end)
+    for (const auto& [loc, n] : session.totals().lost_by_location)
       lost[loc] = std::max(lost[loc], n);
   }
   s.lost_by_location = lost;

@@ -144,6 +144,9 @@ int RunDump(int argc, char** argv) {
   fwrite(out.data(), 1, out.size(), stdout);
   for (const auto& p : r.problems())
     fmt::print(stderr, "parmon dump: {}\n", p.message);
+  // Bad metadata is not damage: every event was printed.
+  for (const auto& w : r.warnings())
+    fmt::print(stderr, "parmon dump: {}\n", w);
   return r.problems().empty() ? 0 : 3;
 }
 

@@ -160,6 +160,7 @@ int RunInfo(int argc, char** argv) {
       problems.push_back(pj);
     }
     j["problems"] = problems;
+    j["warnings"] = r.warnings();
     j["sched"] = sched::SummaryJson(session, sched::Summarize(session));
     fmt::print("{}\n", j.dump(2));
     return 0;
@@ -189,6 +190,11 @@ int RunInfo(int argc, char** argv) {
     fmt::print("\ndamage:\n");
     for (const auto& p : r.problems())
       fmt::print("  - {}\n", p.message);
+  }
+  if (!r.warnings().empty()) {
+    fmt::print("\nwarnings:\n");
+    for (const auto& w : r.warnings())
+      fmt::print("  - {}\n", w);
   }
   fmt::print("\n{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12}\n", "LOC", "PID", "TID", "NAME",
              "EVENTS", "LOST", "SPAN(s)");

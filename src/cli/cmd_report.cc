@@ -15,31 +15,35 @@
 #include "analysis/views.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
+#include "model/session.h"
 #include "recorder/recorder.h"
 
 namespace parmon::cli {
 
 // A file still being written (not closed, no damage but its open end, a WATERMARK read): the
 // window in which every stream is complete, in ns from the session start as the engine counts.
-std::optional<uint64_t> LiveWindowEnd(const format::TraceReader& reader) {
+std::optional<uint64_t> LiveWindowEnd(const model::Session& session) {
+  const format::TraceReader& reader = session.reader();
   if (reader.closed_cleanly() || reader.complete_until() == 0 || reader.parts().size() != 1)
     return std::nullopt;
   for (const auto& p : reader.problems())
     if (!p.tail)
       return std::nullopt;
-  uint64_t start = std::strtoull(reader.SessionValue("start_ts", "0").c_str(), nullptr, 10);
-  if (start == 0 || start > reader.first_ts())
-    start = reader.first_ts();
   // Events at ts < complete_until() are all read; the engine's window end is inclusive.
+  const uint64_t start = session.start();
   return reader.complete_until() > start + 1 ? reader.complete_until() - 1 - start : 0;
 }
 
 StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInputOptions& in) {
-  auto opened = format::TraceReader::Open(path);
+  auto opened = model::Session::Open(path);
   if (!opened.ok())
     return opened.status();
-  const format::TraceReader& reader = **opened;
-  const std::optional<uint64_t> live_end = in.partial ? std::nullopt : LiveWindowEnd(reader);
+  const model::Session& session = **opened;
+  const format::TraceReader& reader = session.reader();
+  // Bad session metadata is read as absent (not damage): said once, and the report is made.
+  for (const auto& w : session.warnings())
+    fmt::print(stderr, "parmon: {}: {}\n", path, w);
+  const std::optional<uint64_t> live_end = in.partial ? std::nullopt : LiveWindowEnd(session);
   if (!in.partial && !live_end) {
     if (!reader.problems().empty())
       return Status::Error(
@@ -69,7 +73,7 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
                path, analysis::FormatDuration(*live_end));
   }
   options.default_event_cost_ns = kDefaultEventCostNs;
-  auto results = analysis::Analyze(reader, options);
+  auto results = analysis::Analyze(session, options);
   if (!results.ok())
     return results.status();
   // Chunks found damaged while reading (payload checksums are checked as they are read).

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -320,18 +319,9 @@ void TraceReader::ScanChunk(const ChunkRef& ref, std::vector<uint8_t>* payload) 
         break;
       }
       for (auto& [k, v] : kv)
-        session_[k] = v;
-      if (type == ChunkType::kEnd) {
+        raw_session_[k] = v;
+      if (type == ChunkType::kEnd)
         st.have_end = true;
-        std::istringstream totals(session_["stream_totals"]);
-        std::string item;
-        while (std::getline(totals, item, ';')) {
-          unsigned loc, src;
-          unsigned long long n;
-          if (sscanf(item.c_str(), "%u:%u:%llu", &loc, &src, &n) == 3)
-            st.end_totals[{loc, static_cast<uint8_t>(src)}] = n;
-        }
-      }
       break;
     }
     case ChunkType::kSchema:
@@ -385,6 +375,7 @@ void TraceReader::ScanChunk(const ChunkRef& ref, std::vector<uint8_t>* payload) 
 // damaged chunks lost.
 void TraceReader::NoteEnd() {
   ScanState& st = scan_;
+  DecodeMetadata();
   closed_cleanly_ = st.have_end;
   first_ts_ = st.min_ts == UINT64_MAX ? 0 : st.min_ts;
   if (!st.have_end) {
@@ -401,9 +392,10 @@ void TraceReader::NoteEnd() {
     return;
   }
   // Chunks with damaged headers: the END chunk's per-stream totals say exactly what is missing.
-  for (const auto& [key, expected] : st.end_totals) {
-    if (key.second == static_cast<uint8_t>(Source::kDefinitions))
+  for (const auto& [stream, expected] : metadata_.end.stream_totals) {
+    if (stream.second == Source::kDefinitions)
       continue;
+    const std::pair<uint32_t, uint8_t> key(stream.first, static_cast<uint8_t>(stream.second));
     auto it = st.stream_index.find(key);
     uint64_t have = it == st.stream_index.end() ? 0 : streams_[it->second].events;
     have += st.reported_damaged[key];
@@ -414,6 +406,18 @@ void TraceReader::NoteEnd() {
                   static_cast<int64_t>(expected - have), key.first});
     }
   }
+}
+
+// The typed metadata, decoded once from what the SESSION and END chunks hold; bad values are
+// left out of session() so that no consumer parses them.
+void TraceReader::DecodeMetadata() {
+  metadata_ = DecodeSessionMetadata(raw_session_);
+  session_ = raw_session_;
+  for (const auto& key : metadata_.bad_keys)
+    session_.erase(key);
+  warnings_.clear();
+  if (!metadata_.warning.empty())
+    warnings_.push_back(metadata_.warning);
 }
 
 Status TraceReader::ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) const {
@@ -467,63 +471,6 @@ Status TraceReader::ReadChunk(const ChunkRef& ref, DecodedChunk* out) const {
     return Status::Error(msg);
   }
   return Status::Ok();
-}
-
-MergeCursor::MergeCursor(const TraceReader& reader, CursorFilter filter)
-    : reader_(reader), filter_(std::move(filter)) {
-  for (const auto& s : reader_.streams()) {
-    if (filter_.locations && !filter_.locations->count(s.location))
-      continue;
-    if (filter_.sources && !filter_.sources->count(s.source))
-      continue;
-    if (s.last_ts < filter_.from_ts || s.first_ts > filter_.to_ts)
-      continue;
-    states_.push_back(StreamState{&s});
-  }
-  for (size_t i = 0; i < states_.size(); ++i)
-    if (Refill(&states_[i]))
-      heap_.push({states_[i].chunk.events[0].ts, i});
-}
-
-bool MergeCursor::Refill(StreamState* s) {
-  // Loads the next chunk with events in the window; skips damaged chunks (recorded as problems).
-  while (s->next_chunk < s->stream->chunks.size()) {
-    const ChunkRef& ref = s->stream->chunks[s->next_chunk++];
-    if (ref.header.last_ts < filter_.from_ts)
-      continue;
-    if (ref.header.first_ts > filter_.to_ts)
-      return false;
-    Status st = reader_.ReadChunk(ref, &s->chunk);
-    // A chunk that decodes partly still hands out what it decoded.
-    s->pos = 0;
-    while (s->pos < s->chunk.events.size() && s->chunk.events[s->pos].ts < filter_.from_ts)
-      ++s->pos;
-    if (s->pos < s->chunk.events.size())
-      return true;
-  }
-  return false;
-}
-
-bool MergeCursor::Next(Event* out) {
-  if (pending_) {
-    size_t i = *pending_;
-    pending_.reset();
-    StreamState& s = states_[i];
-    ++s.pos;
-    bool more = s.pos < s.chunk.events.size() || Refill(&s);
-    if (more)
-      heap_.push({s.chunk.events[s.pos].ts, i});
-  }
-  if (heap_.empty())
-    return false;
-  auto [ts, i] = heap_.top();
-  if (ts > filter_.to_ts)
-    return false;
-  heap_.pop();
-  StreamState& s = states_[i];
-  *out = s.chunk.events[s.pos];
-  pending_ = i;
-  return true;
 }
 
 }  // namespace parmon::format

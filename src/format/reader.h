@@ -1,7 +1,7 @@
 // TraceReader: opens a trace file, checks its framing chunk by chunk, collects the session,
-// schema and definitions, and lists every stream's chunks. MergeCursor then hands out the events
-// of any set of streams merged in time order, holding one decoded chunk per stream: memory grows
-// with the number of streams, not events.
+// schema and definitions, and lists every stream's chunks. model::Merge (src/model/merge.h) then
+// hands out the events of any set of streams merged in time order, holding one decoded chunk per
+// stream: memory grows with the number of streams, not events.
 //
 // Damage is reported, never fatal: a chunk whose header or payload fails its checksum is named in
 // problems() with the number of events it held (exact when its header or the END chunk says), and
@@ -27,7 +27,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,6 +35,7 @@
 #include "format/chunk.h"
 #include "format/codec.h"
 #include "format/event.h"
+#include "format/session_info.h"
 
 namespace parmon::format {
 
@@ -119,7 +119,14 @@ class TraceReader {
   uint16_t version_major() const { return version_major_; }
   uint16_t version_minor() const { return version_minor_; }
   // Session key/values (command, host, start_realtime_ns, clock, ...), END key/values appended.
+  // A value that is not what its key promises is left out (read as absent) and named in
+  // warnings().
   const std::map<std::string, std::string>& session() const { return session_; }
+  // The same values typed (format/session_info.h): the one decoding of the session metadata.
+  const SessionMetadata& metadata() const { return metadata_; }
+  // Sentences about metadata read as absent (one per file at most): not damage, every event is
+  // still read. Consumers print them once.
+  const std::vector<std::string>& warnings() const { return warnings_; }
   std::string SessionValue(const std::string& key, const std::string& fallback = "") const;
   const Definitions& definitions() const { return defs_; }
   const std::vector<Stream>& streams() const { return streams_; }
@@ -155,6 +162,7 @@ class TraceReader {
   bool ChunkSane(const ChunkRef& ref);
   bool Resync(uint64_t offset, uint64_t* next) const;
   void NoteEnd();
+  void DecodeMetadata();
   Status ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) const;
   void AddProblem(Problem p, uint32_t file = 0) const;
   static StatusOr<std::unique_ptr<TraceReader>> OpenDirectory(const std::string& path,
@@ -168,7 +176,10 @@ class TraceReader {
   uint64_t file_size_ = 0;
   uint16_t version_major_ = 0;
   uint16_t version_minor_ = 0;
-  std::map<std::string, std::string> session_;
+  std::map<std::string, std::string> raw_session_;  // as read, bad values included
+  std::map<std::string, std::string> session_;      // raw_session_ without the bad values
+  SessionMetadata metadata_;
+  std::vector<std::string> warnings_;
   Definitions defs_;
   std::vector<Stream> streams_;
   KindSchema schema_;
@@ -183,7 +194,6 @@ class TraceReader {
     uint64_t chunk_number = 0;
     bool have_end = false;
     std::map<std::pair<uint32_t, uint8_t>, size_t> stream_index;
-    std::map<std::pair<uint32_t, uint8_t>, uint64_t> end_totals;
     // Events in chunks already reported as damaged (so the END totals do not report them twice).
     std::map<std::pair<uint32_t, uint8_t>, uint64_t> reported_damaged;
     uint64_t min_ts = UINT64_MAX;
@@ -191,38 +201,6 @@ class TraceReader {
   uint64_t complete_until_ = 0;
   uint64_t first_ts_ = UINT64_MAX;
   uint64_t last_ts_ = 0;
-};
-
-struct CursorFilter {
-  std::optional<std::set<uint32_t>> locations;  // all when empty
-  std::optional<std::set<Source>> sources;      // all non-definition sources when empty
-  uint64_t from_ts = 0;
-  uint64_t to_ts = UINT64_MAX;
-};
-
-// Events of the selected streams in time order (ties: stream order, then event order).
-class MergeCursor {
- public:
-  MergeCursor(const TraceReader& reader, CursorFilter filter = {});
-  // The next event, or false at the end. The payload view stays valid until the next call.
-  bool Next(Event* out);
-
- private:
-  struct StreamState {
-    const Stream* stream;
-    size_t next_chunk = 0;
-    DecodedChunk chunk;
-    size_t pos = 0;
-  };
-  bool Refill(StreamState* s);
-
-  const TraceReader& reader_;
-  CursorFilter filter_;
-  std::vector<StreamState> states_;
-  using HeapEntry = std::pair<uint64_t, size_t>;  // (ts, state index)
-  std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<>> heap_;
-  // The stream whose event was returned last: refilled lazily so its payload stays valid.
-  std::optional<size_t> pending_;
 };
 
 }  // namespace parmon::format

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -27,21 +27,49 @@ bool PartBefore(const std::filesystem::path& a, const std::filesystem::path& b) 
   return a.filename() < b.filename();
 }
 
-// "loc:n;..." or "loc:src:n;..." with the location ids renumbered (dropped when unknown).
-std::string RemapCounts(const std::string& list, const std::map<uint32_t, uint32_t>& remap) {
-  std::string out;
-  std::istringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ';')) {
-    size_t colon = item.find(':');
-    if (colon == std::string::npos)
-      continue;
-    auto it = remap.find(static_cast<uint32_t>(std::strtoul(item.c_str(), nullptr, 10)));
+// The END counts that add up over the files of a session.
+constexpr uint64_t EndInfo::*kSummed[] = {
+    &EndInfo::children_cpu_ns,    &EndInfo::events,          &EndInfo::lost_events,
+    &EndInfo::overwritten_events, &EndInfo::recorder_cpu_ns, &EndInfo::unattached_lost_events,
+    &EndInfo::ring_corruptions,   &EndInfo::sampler_cpu_ns,  &EndInfo::sampler_overruns,
+    &EndInfo::sampler_passes,     &EndInfo::switch_records,  &EndInfo::switch_records_lost};
+
+// The earliest of two start times, 0 being absent.
+uint64_t Earliest(uint64_t a, uint64_t b) {
+  return a == 0 ? b : b == 0 ? a : std::min(a, b);
+}
+
+// Adds one more file's typed values to the session's: counts summed, earliest start, latest end,
+// the first failure's exit code.
+void Combine(const SessionMetadata& part, SessionMetadata* m) {
+  for (auto field : kSummed)
+    m->end.*field += part.end.*field;
+  m->session.start_ts = Earliest(m->session.start_ts, part.session.start_ts);
+  m->session.start_realtime_ns =
+      Earliest(m->session.start_realtime_ns, part.session.start_realtime_ns);
+  m->end.end_ts = std::max(m->end.end_ts, part.end.end_ts);
+  if (part.end.exit_code && (!m->end.exit_code || *m->end.exit_code == 0))
+    m->end.exit_code = part.end.exit_code;
+}
+
+// A file's per-location counts with the location ids renumbered (dropped when unknown).
+template <class Key>
+void AddRemapped(const std::map<Key, uint64_t>& counts,
+                 const std::map<uint32_t, uint32_t>& remap,
+                 std::map<Key, uint64_t>* out) {
+  for (const auto& [key, n] : counts) {
+    Key k = key;
+    uint32_t* loc;
+    if constexpr (std::is_same_v<Key, uint32_t>)
+      loc = &k;
+    else
+      loc = &k.first;
+    auto it = remap.find(*loc);
     if (it == remap.end())
       continue;
-    out += std::to_string(it->second) + item.substr(colon) + ";";
+    *loc = it->second;
+    (*out)[k] += n;
   }
-  return out;
 }
 
 }  // namespace
@@ -82,15 +110,12 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::OpenDirectory(const std::str
 }
 
 void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
-  // Session values: the first file's, then combined with the others'.
-  static const std::set<std::string> kSums = {
-      "children_cpu_ns",    "events",          "lost_events",
-      "overwritten_events", "recorder_cpu_ns", "unattached_lost_events",
-      "ring_corruptions",   "sampler_cpu_ns",  "sampler_overruns",
-      "sampler_passes",     "switch_records",  "switch_records_lost"};
-  auto number = [](const std::string& s) { return std::strtoull(s.c_str(), nullptr, 10); };
+  // Session values: the first file's, then combined with the others' (typed; the first file's
+  // text values, and keys only later files have).
+  SessionMetadata combined = parts.front()->metadata_;
+  combined.end.lost_by_location.clear();
+  combined.end.stream_totals.clear();
   std::set<std::string> hosts_with_cpus;
-  std::string lost_by_location, stream_totals;
   uint32_t next_location = 1;
   closed_cleanly_ = true;
   complete_until_ = UINT64_MAX;
@@ -104,23 +129,8 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
       session_ = p.session_;
     } else {
       part_fds_.push_back(p.fd_);
-      for (const auto& [key, value] : p.session_) {
-        auto it = session_.find(key);
-        if (it == session_.end()) {
-          session_[key] = value;
-        } else if (kSums.count(key)) {
-          it->second = std::to_string(number(it->second) + number(value));
-        } else if (key == "start_ts" || key == "start_realtime_ns") {
-          if (number(value) < number(it->second))
-            it->second = value;
-        } else if (key == "end_ts") {
-          if (number(value) > number(it->second))
-            it->second = value;
-        } else if (key == "exit_code") {
-          if (it->second == "0")
-            it->second = value;  // the first failure
-        }
-      }
+      session_.insert(p.session_.begin(), p.session_.end());  // keys the first file lacks
+      Combine(p.metadata_, &combined);
     }
     p.fd_ = -1;
     parts_.push_back(p.path_);
@@ -128,7 +138,7 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
     closed_cleanly_ = closed_cleanly_ && p.closed_cleanly_;
     complete_until_ = std::min(complete_until_, p.complete_until());
     // CPU locations describe the machine: keep one file's per host.
-    const bool keep_cpus = hosts_with_cpus.insert(p.SessionValue("host")).second;
+    const bool keep_cpus = hosts_with_cpus.insert(p.metadata_.session.host).second;
     std::map<uint32_t, uint32_t> remap;
     std::set<uint32_t> dropped;
     for (const auto& [id, loc] : p.defs_.locations) {
@@ -173,14 +183,34 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
       problems_.push_back(std::move(pr));
       bad_chunks_.insert({k, problems_.back().offset});
     }
-    lost_by_location += RemapCounts(p.SessionValue("lost_by_location"), remap);
-    stream_totals += RemapCounts(p.SessionValue("stream_totals"), remap);
+    AddRemapped(p.metadata_.end.lost_by_location, remap, &combined.end.lost_by_location);
+    AddRemapped(p.metadata_.end.stream_totals, remap, &combined.end.stream_totals);
+    for (const std::string& w : p.warnings_)
+      warnings_.push_back(
+          parts.size() > 1 ? std::filesystem::path(p.path_).filename().string() + ": " + w : w);
   }
-  session_["lost_by_location"] = lost_by_location;
-  session_["stream_totals"] = stream_totals;
+  // The combined numbers, written with the one encoder, for the keys some file has.
+  static const std::set<std::string> kCombined = {"start_ts",         "start_realtime_ns",
+                                                  "end_ts",           "exit_code",
+                                                  "children_cpu_ns",  "events",
+                                                  "lost_events",      "overwritten_events",
+                                                  "recorder_cpu_ns",  "unattached_lost_events",
+                                                  "ring_corruptions", "sampler_cpu_ns",
+                                                  "sampler_overruns", "sampler_passes",
+                                                  "switch_records",   "switch_records_lost"};
+  KeyValues encoded = EncodeSession(combined.session);
+  for (auto& kv : EncodeEnd(combined.end))
+    encoded.push_back(std::move(kv));
+  for (const auto& [key, value] : encoded)
+    if (kCombined.count(key) && session_.count(key))
+      session_[key] = value;
+  session_["lost_by_location"] = EncodeLostByLocation(combined.end.lost_by_location);
+  session_["stream_totals"] = EncodeStreamTotals(combined.end.stream_totals);
   session_.erase("index_offset");
   session_.erase("mpi_rank");
   session_["session_files"] = std::to_string(parts.size());
+  raw_session_ = session_;
+  metadata_ = DecodeSessionMetadata(session_);  // the parts' warnings are kept above
   if (first_ts_ == UINT64_MAX)
     first_ts_ = 0;
 }

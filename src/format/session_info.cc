@@ -1,10 +1,12 @@
 #include "format/session_info.h"
 
+#include <array>
 #include <charconv>
 #include <set>
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace parmon::format {
 namespace {
@@ -14,12 +16,17 @@ bool ParseNumber(std::string_view s, T* out) {
   if (s.empty())
     return false;
   const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, *out);
-  return ec == std::errc() && p == end;
+  T n{};
+  auto [p, ec] = std::from_chars(s.data(), end, n);
+  if (ec != std::errc() || p != end)
+    return false;
+  *out = n;
+  return true;
 }
 
 // Reads typed values out of the key/value map, remembering which keys it used (the others are
-// kept as extra values). The first bad value stops decoding with its sentence.
+// kept as extra values) and which held a value that is not what the key promises (those read
+// as absent, and are named in one sentence).
 class ValueReader {
  public:
   explicit ValueReader(const std::map<std::string, std::string>& kv) : kv_(kv) {}
@@ -38,7 +45,7 @@ class ValueReader {
     const std::string* v = Find(key);
     // An empty value is what an absent one is (older recorders wrote some keys empty).
     if (v && !v->empty() && !ParseNumber(*v, out))
-      Fail(fmt::format("session value '{}' is not a number: '{}'", key, *v));
+      Bad(key, fmt::format("'{}' is not a number ('{}')", key, *v));
   }
   template <class T>
   void Number(const char* key, std::optional<T>* out) {
@@ -49,22 +56,24 @@ class ValueReader {
     if (ParseNumber(*v, &n))
       *out = n;
     else
-      Fail(fmt::format("session value '{}' is not a number: '{}'", key, *v));
+      Bad(key, fmt::format("'{}' is not a number ('{}')", key, *v));
   }
-  // "a:b:...:n;" items: `fields` numbers separated by ':' each.
+  // "a:b:...:n;" items: `fields` numbers separated by ':' each. One bad item makes the whole
+  // list absent (a partial list would give wrong totals).
   template <class Fn>
   void List(const char* key, int fields, Fn&& add) {
     const std::string* v = Find(key);
     if (!v)
       return;
+    std::vector<std::array<uint64_t, 3>> items;
     std::string_view rest = *v;
-    while (!rest.empty() && status_.ok()) {
+    while (!rest.empty()) {
       size_t semi = rest.find(';');
       std::string_view item = rest.substr(0, semi);
       rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
       if (item.empty())
         continue;
-      uint64_t n[3] = {};
+      std::array<uint64_t, 3> n = {};
       std::string_view part = item;
       int got = 0;
       for (; got < fields; ++got) {
@@ -74,17 +83,27 @@ class ValueReader {
           break;
         part = colon == std::string_view::npos ? std::string_view() : part.substr(colon + 1);
       }
-      if (got != fields)
-        Fail(fmt::format("session value '{}' has a bad item: '{}'", key, item));
-      else
-        add(n);
+      if (got != fields) {
+        Bad(key, fmt::format("'{}' has a bad item ('{}')", key, item));
+        return;
+      }
+      items.push_back(n);
     }
+    for (const auto& n : items)
+      add(n.data());
   }
-  void Fail(std::string message) {
-    if (status_.ok())
-      status_ = Status::Error(std::move(message));
+  void Bad(const char* key, std::string what) {
+    bad_keys_.emplace_back(key);
+    bad_.push_back(std::move(what));
   }
-  const Status& status() const { return status_; }
+  std::vector<std::string> bad_keys() const { return bad_keys_; }
+  // One sentence naming every bad value, or empty.
+  std::string Warning() const {
+    if (bad_.empty())
+      return {};
+    return fmt::format("bad session metadata: {}; {} read as absent", fmt::join(bad_, ", "),
+                       bad_.size() == 1 ? "it is" : "they are");
+  }
   std::map<std::string, std::string> Unused() const {
     std::map<std::string, std::string> out;
     for (const auto& [k, v] : kv_)
@@ -96,7 +115,8 @@ class ValueReader {
  private:
   const std::map<std::string, std::string>& kv_;
   std::set<std::string> used_;
-  Status status_;
+  std::vector<std::string> bad_keys_;
+  std::vector<std::string> bad_;
 };
 
 void DecodeSession(ValueReader& r, SessionInfo* s) {
@@ -218,14 +238,14 @@ KeyValues EncodeEnd(const EndInfo& e) {
   return kv;
 }
 
-StatusOr<SessionMetadata> DecodeSessionMetadata(const std::map<std::string, std::string>& kv) {
+SessionMetadata DecodeSessionMetadata(const std::map<std::string, std::string>& kv) {
   SessionMetadata m;
   ValueReader r(kv);
   DecodeSession(r, &m.session);
   DecodeEnd(r, &m.end);
-  if (!r.status().ok())
-    return r.status();
   m.session.extra = r.Unused();
+  m.bad_keys = r.bad_keys();
+  m.warning = r.Warning();
   return m;
 }
 

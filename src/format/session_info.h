@@ -1,10 +1,12 @@
 // Typed session metadata. A trace's SESSION chunk (written at the start) and END chunk (written at
 // a clean close) hold key/value strings; these structs are their typed form, with one encoder (to
 // the key/value list TraceWriter::WriteSession / Finish take) and one decoder (from
-// TraceReader::session(), where the END values follow the SESSION ones). Decoding never throws: a
-// value that is not what its key promises gives one sentence ("session value 'cpus' is not a
-// number: 'x'"). Keys this parmon does not know are kept in `extra` and written back, so a trace
-// from a newer recorder loses nothing when its values are decoded and encoded again.
+// TraceReader::session(), where the END values follow the SESSION ones). Decoding never throws and
+// never refuses: a value that is not what its key promises reads as absent, and every such value
+// is named in one sentence (SessionMetadata::warning: "bad session metadata: 'cpus' is not a
+// number ('x'); it is read as absent"), so a consumer warns once and reads every event. Keys this
+// parmon does not know are kept in `extra` and written back, so a trace from a newer recorder loses
+// nothing when its values are decoded and encoded again.
 //
 // A value that is absent reads as zero / empty (older traces, a trace not closed cleanly), except
 // where absence means something different from zero: exit_code, event_cost_ns, mpi_rank.
@@ -79,6 +81,9 @@ struct EndInfo {
 struct SessionMetadata {
   SessionInfo session;
   EndInfo end;
+  // Keys whose value was bad (decoded as absent), and one sentence naming them (empty if none).
+  std::vector<std::string> bad_keys;
+  std::string warning;
 };
 
 // SESSION chunk key/values (extra keys last, in key order).
@@ -91,8 +96,8 @@ std::string EncodeLostByLocation(const std::map<uint32_t, uint64_t>& counts);
 std::string EncodeStreamTotals(const std::map<StreamKey, uint64_t>& totals);
 
 // Decodes TraceReader::session() (SESSION and END values in one map). Keys of neither chunk go to
-// session.extra.
-StatusOr<SessionMetadata> DecodeSessionMetadata(const std::map<std::string, std::string>& kv);
+// session.extra. Bad values read as absent and are named in `warning`.
+SessionMetadata DecodeSessionMetadata(const std::map<std::string, std::string>& kv);
 
 }  // namespace parmon::format
 

@@ -19,6 +19,8 @@
 #include "format/chunk_stream.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "model/merge.h"
+#include "model/session.h"
 
 namespace parmon::format {
 namespace {
@@ -99,7 +101,11 @@ void WriteFinishedTrace(const std::string& path, int streams, int rounds, int pe
 }
 
 uint64_t CountEvents(const TraceReader& r) {
-  MergeCursor cur(r);
+  auto session = model::Session::Over(r);
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (!session.ok())
+    return 0;
+  model::Merge cur(**session);
   Event e;
   uint64_t n = 0;
   while (cur.Next(&e))

@@ -287,10 +287,18 @@ TEST(MergeTest, AlignsThePerRankFilesOfASession) {
 TEST(MergeTest, BadSessionValueIsOneSentence) {
   TempDir dir;
   std::string path = dir.path + "/t.ptrace";
-  WriteTrace(path, {{1, Source::kRuntime, {10}}}, 1, {{"cpus", "many"}});
+  WriteTrace(path, {{1, Source::kRuntime, {10, 20}}}, 1, {{"cpus", "many"}});
   auto s = Session::Open(path);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().message(), path + ": session value 'cpus' is not a number: 'many'");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ((*s)->warnings(),
+            std::vector<std::string>{
+                "bad session metadata: 'cpus' is not a number ('many'); it is read as absent"});
+  EXPECT_EQ((*s)->info().cpus, 0u);
+  EXPECT_EQ((*s)->reader().session().count("cpus"), 0u);  // no consumer sees the bad value
+  EXPECT_TRUE((*s)->problems().empty());
+  size_t events = 0;
+  Merge(**s).Run([&](const format::Event&, StreamIndex) { ++events; });
+  EXPECT_EQ(events, 2u);
 }
 
 }  // namespace

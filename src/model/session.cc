@@ -16,16 +16,23 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& path, Sessio
 StatusOr<std::unique_ptr<Session>> Session::FromReader(std::unique_ptr<format::TraceReader> reader,
                                                        SessionOptions options) {
   auto s = std::unique_ptr<Session>(new Session());
-  s->reader_ = std::move(reader);
+  s->owned_ = std::move(reader);
+  s->reader_ = s->owned_.get();
+  PARMON_RETURN_IF_ERROR(s->Init(options));
+  return s;
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Over(const format::TraceReader& reader,
+                                                 SessionOptions options) {
+  auto s = std::unique_ptr<Session>(new Session());
+  s->reader_ = &reader;
   PARMON_RETURN_IF_ERROR(s->Init(options));
   return s;
 }
 
 Status Session::Init(const SessionOptions& options) {
-  auto metadata = format::DecodeSessionMetadata(reader_->session());
-  if (!metadata.ok())
-    return Status::Error(fmt::format("{}: {}", reader_->path(), metadata.status().message()));
-  metadata_ = std::move(*metadata);
+  // Decoded once by the reader; a bad value is absent there and named in warnings().
+  metadata_ = reader_->metadata();
   if (options.align_clocks && reader_->parts().size() > 1) {
     // One pass finds the ranks and the ping-pongs alike.
     MpiScan scan = ScanMpi(*reader_);

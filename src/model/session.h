@@ -42,12 +42,19 @@ class Session {
   // A session over a reader already open (tests, or a caller that opened it itself).
   static StatusOr<std::unique_ptr<Session>> FromReader(std::unique_ptr<format::TraceReader> reader,
                                                        SessionOptions options = {});
+  // A session over a reader the caller keeps (it must outlive the session): tests and tools that
+  // go on using the reader itself (Refresh, problems found while merging).
+  static StatusOr<std::unique_ptr<Session>> Over(const format::TraceReader& reader,
+                                                 SessionOptions options = {});
 
   const format::TraceReader& reader() const { return *reader_; }
   const std::string& path() const { return reader_->path(); }
   const format::Definitions& definitions() const { return reader_->definitions(); }
   const std::vector<format::Stream>& streams() const { return reader_->streams(); }
   const std::vector<format::Problem>& problems() const { return reader_->problems(); }
+  // Session metadata read as absent because its value was bad: one sentence per file, to print
+  // once. Not damage: every event is read.
+  const std::vector<std::string>& warnings() const { return reader_->warnings(); }
 
   // Typed SESSION and END values (the END ones are zero when the trace was not closed cleanly).
   const format::SessionInfo& info() const { return metadata_.session; }
@@ -86,7 +93,8 @@ class Session {
   void ComputeWindow();
   void EnsureRanks() const;
 
-  std::unique_ptr<format::TraceReader> reader_;
+  std::unique_ptr<format::TraceReader> owned_;  // null for a session Over() a caller's reader
+  const format::TraceReader* reader_ = nullptr;
   format::SessionMetadata metadata_;
   ClockAlignment clocks_;
   std::vector<const ClockMap*> stream_clock_;  // by stream

@@ -14,15 +14,4 @@ uint64_t LossLedger::of(uint32_t location) const {
   return it == by_location_.end() ? 0 : it->second;
 }
 
-std::string LossLedger::ByLocationList() const {
-  std::string list;
-  for (const auto& [loc, n] : by_location_) {
-    list += std::to_string(loc);
-    list += ':';
-    list += std::to_string(n);
-    list += ';';
-  }
-  return list;
-}
-
 }  // namespace parmon::recorder

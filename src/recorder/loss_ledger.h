@@ -18,7 +18,6 @@ class LossLedger {
   uint64_t total() const;
   uint64_t of(uint32_t location) const;
   // "loc:n;loc:n;" in location order: the END record's lost_by_location value.
-  std::string ByLocationList() const;
   const std::map<uint32_t, uint64_t>& by_location() const { return by_location_; }
 
  private:

@@ -289,7 +289,7 @@ RecordResult Recorder::Finish() {
   end.end_ns = clock_.NowNs();
   end.exit_code = result.exit_code;
   end.lost = collector_->losses().total();
-  end.lost_by_location = collector_->losses().ByLocationList();
+  end.lost_by_location = collector_->losses().by_location();
   end.overwritten = collector_->overwritten();
   end.unattached_lost = segment_->header()->unattached_dropped.load(std::memory_order_relaxed);
   end.ring_corruptions = collector_->corruptions();

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "format/session_info.h"
+
 namespace parmon::recorder {
 
 KeyValues SessionValues(const SessionFacts& f) {
@@ -16,38 +18,39 @@ KeyValues SessionValues(const SessionFacts& f) {
   const char* overflow = f.overflow == shm::Overflow::kBlock  ? "block"
                          : f.overflow == shm::Overflow::kDrop ? "drop"
                                                               : "overwrite";
-  KeyValues kv = {
-      {"parmon_version", PARMON_VERSION},
-      {"command", command},
-      {"host", host},
-      {"start_realtime_ns", std::to_string(f.start_realtime_ns)},
-      {"start_ts", std::to_string(f.start_ns)},
-      {"clock", f.clock->Describe()},
-      {"clock_base", f.clock->base == ClockBase::kPerf ? "perf" : "monotonic"},
-      {"recorder_pid", std::to_string(getpid())},
-      {"overflow", overflow},
-      {"ring_bytes", std::to_string(f.ring_bytes)},
-      {"ring_count", std::to_string(f.ring_count)},
-      {"cpus", std::to_string(sysconf(_SC_NPROCESSORS_ONLN))},
-  };
-  for (const auto& extra : f.extra)
-    kv.push_back(extra);
-  return kv;
+  format::SessionInfo s;
+  s.parmon_version = PARMON_VERSION;
+  s.command = command;
+  s.host = host;
+  s.start_realtime_ns = f.start_realtime_ns;
+  s.start_ts = f.start_ns;
+  s.clock = f.clock->Describe();
+  s.clock_base = f.clock->base == ClockBase::kPerf ? "perf" : "monotonic";
+  s.recorder_pid = static_cast<uint32_t>(getpid());
+  s.overflow = overflow;
+  s.ring_bytes = f.ring_bytes;
+  s.ring_count = f.ring_count;
+  s.cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
+  // The command line's own values (mode, period, MPI rank, ...) are written as given; the
+  // decoder reads the ones it knows into their typed fields.
+  for (const auto& [key, value] : f.extra)
+    s.extra[key] = value;
+  return format::EncodeSession(s);
 }
 
 KeyValues EndValues(const EndFacts& f) {
-  KeyValues kv = {
-      {"end_ts", std::to_string(f.end_ns)},
-      {"exit_code", std::to_string(f.exit_code)},
-      {"lost_events", std::to_string(f.lost)},
-      {"lost_by_location", f.lost_by_location},
-      {"overwritten_events", std::to_string(f.overwritten)},
-      {"unattached_lost_events", std::to_string(f.unattached_lost)},
-      {"ring_corruptions", std::to_string(f.ring_corruptions)},
-      {"recorder_cpu_ns", std::to_string(f.recorder_cpu_ns)},
-      {"children_cpu_ns", std::to_string(f.children_cpu_ns)},
-  };
-  for (const auto& extra : f.extra)
+  format::EndInfo e;
+  e.end_ts = f.end_ns;
+  e.exit_code = f.exit_code;
+  e.lost_events = f.lost;
+  e.lost_by_location = f.lost_by_location;
+  e.overwritten_events = f.overwritten;
+  e.unattached_lost_events = f.unattached_lost;
+  e.ring_corruptions = f.ring_corruptions;
+  e.recorder_cpu_ns = f.recorder_cpu_ns;
+  e.children_cpu_ns = f.children_cpu_ns;
+  KeyValues kv = format::EncodeEnd(e);
+  for (const auto& extra : f.extra)  // the sources' totals
     kv.push_back(extra);
   return kv;
 }

@@ -1,11 +1,12 @@
 // The session's metadata, built in one place: the SESSION record's key/values (what was run,
 // where, on which clock, with which rings) and the END record's (how it ended, what was lost,
-// what the recording cost). Plain facts in, key/values out, so the typed encoders of
-// format/session_info can replace these two functions without touching the recorder.
+// what the recording cost). Plain facts in, key/values out through the one typed encoder of each
+// record (format/session_info), which the readers' one decoder mirrors.
 #ifndef PARMON_SRC_RECORDER_SESSION_META_H_
 #define PARMON_SRC_RECORDER_SESSION_META_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,7 +33,7 @@ struct EndFacts {
   uint64_t end_ns = 0;
   int exit_code = 0;
   uint64_t lost = 0;
-  std::string lost_by_location;  // "loc:n;..."
+  std::map<uint32_t, uint64_t> lost_by_location;
   uint64_t overwritten = 0;
   uint64_t unattached_lost = 0;
   uint64_t ring_corruptions = 0;

@@ -36,7 +36,7 @@ TEST(SessionMeta, EndValuesCarryTheTotals) {
   f.end_ns = 99;
   f.exit_code = 3;
   f.lost = 12;
-  f.lost_by_location = "1:12;";
+  f.lost_by_location = {{1, 12}};
   f.overwritten = 5;
   f.extra = {{"sampler_passes", "4"}};
   KeyValues kv = EndValues(f);

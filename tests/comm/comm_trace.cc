@@ -5,6 +5,8 @@
 
 #include "format/kinds.h"
 #include "format/reader.h"
+#include "model/merge.h"
+#include "model/session.h"
 
 namespace parmon::testing {
 
@@ -49,7 +51,15 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
     pid_of_location[id] = loc.pid;
   std::map<std::pair<int64_t, uint64_t>, Sync> syncs;  // (rank, epoch) -> sample
   std::vector<std::pair<uint32_t, format::Event>> mpi_events;
-  format::MergeCursor cursor(**reader);
+  // Every file's own clock: this loader aligns them itself when asked (`align`).
+  model::SessionOptions own_clocks;
+  own_clocks.align_clocks = false;
+  auto session = model::Session::Over(**reader, own_clocks);
+  if (!session.ok()) {
+    t.error = session.status().message();
+    return t;
+  }
+  model::Merge cursor(**session);
   format::Event e;
   while (cursor.Next(&e)) {
     uint32_t pid = pid_of_location[e.location];

@@ -11,6 +11,8 @@
 
 #include "format/kinds.h"
 #include "format/reader.h"
+#include "model/merge.h"
+#include "model/session.h"
 #include "support/e2e.h"
 
 namespace parmon::testing {
@@ -37,7 +39,12 @@ Loaded Load(const std::string& path) {
     return l;
   }
   const auto& defs = (*reader)->definitions();
-  format::MergeCursor cursor(**reader);
+  auto session = model::Session::Over(**reader);
+  if (!session.ok()) {
+    l.error = session.status().message();
+    return l;
+  }
+  model::Merge cursor(**session);
   format::Event e;
   while (cursor.Next(&e)) {
     uint16_t k = e.kind;

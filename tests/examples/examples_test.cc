@@ -18,6 +18,8 @@
 
 #include "comm/comm_trace.h"
 #include "format/reader.h"
+#include "model/merge.h"
+#include "model/session.h"
 #include "support/e2e.h"
 
 namespace parmon::testing {
@@ -83,7 +85,10 @@ Recorded RecordExample(const TempDir& dir,
   if (!reader.ok())
     return r;
   const format::Definitions& defs = (*reader)->definitions();
-  format::MergeCursor cursor(**reader);
+  auto session = model::Session::Over(**reader);
+  if (!session.ok())
+    return r;
+  model::Merge cursor(**session);
   format::Event e;
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> fd_type;  // (pid, fd) -> ChanInfo type
   while (cursor.Next(&e)) {
@@ -358,7 +363,9 @@ TEST(Examples, JacobiSendsOffDiagonalDataEverySweep) {
   // Each payload is the 16 x 16 grid of floats.
   auto reader = format::TraceReader::Open(r.trace_path);
   ASSERT_TRUE(reader.ok());
-  format::MergeCursor cursor(**reader);
+  auto session = model::Session::Over(**reader);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  model::Merge cursor(**session);
   format::Event e;
   int payloads = 0;
   while (cursor.Next(&e))

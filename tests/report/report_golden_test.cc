@@ -15,6 +15,7 @@
 #include "analysis/engine.h"
 #include "analysis/views.h"
 #include "format/reader.h"
+#include "model/session.h"
 #include "support/e2e.h"
 #include "trace_builder.h"
 
@@ -87,8 +88,10 @@ void BuildMpiTrace(const std::string& path) {
                         {"children_cpu_ns", "20000000"}}));
 }
 
-analysis::Results AnalyzeFile(const std::string& path, analysis::Options o = {}) {
-  auto r = format::TraceReader::Open(path);
+analysis::Results AnalyzeFile(const std::string& path,
+                              analysis::Options o = {},
+                              model::SessionOptions so = {}) {
+  auto r = model::Session::Open(path, so);
   EXPECT_TRUE(r.ok()) << r.status().message();
   auto res = analysis::Analyze(**r, o);
   EXPECT_TRUE(res.ok());
@@ -596,9 +599,9 @@ TEST(ClockGolden, PerRankFilesAreAlignedBeforeMatching) {
   EXPECT_EQ(r.summary.duration_ns, us(21000 - 400));
 
   // Without the offsets the same trace gives the wrong answer.
-  analysis::Options raw;
+  model::SessionOptions raw;
   raw.align_clocks = false;
-  analysis::Results u = AnalyzeFile(run, raw);
+  analysis::Results u = AnalyzeFile(run, {}, raw);
   EXPECT_EQ(u.locations[0].late_sender_ns, 0u);
   EXPECT_EQ(u.locations[1].late_sender_ns, 0u);
   EXPECT_FALSE(u.summary.clocks_aligned);
