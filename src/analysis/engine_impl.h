@@ -404,21 +404,9 @@ struct Engine::Impl {
   }
   // A copy of a share vector, in one freed by a message when there is one (no allocation).
   std::shared_ptr<Shares> CopyShares(const Shares& from) {
-    while (!spare_shares.empty()) {
-      std::shared_ptr<Shares> v = std::move(spare_shares.back());
-      spare_shares.pop_back();
-      if (v.use_count() == 1) {  // not shared with a snapshot's copy of this engine
-        *v = from;
-        return v;
-      }
-    }
-    return std::make_shared<Shares>(from);
+    return CopyIntoSpare(spare_shares, from);
   }
-  void RecycleShares(std::shared_ptr<const Shares>& v) {
-    if (v && v.use_count() == 1 && spare_shares.size() < 64)
-      spare_shares.push_back(std::const_pointer_cast<Shares>(std::move(v)));
-    v.reset();
-  }
+  void RecycleShares(std::shared_ptr<const Shares>& v) { RecycleInto(spare_shares, v); }
 
   // --- events --------------------------------------------------------------------------------
   void Consume(const Event& e) {
