@@ -9,8 +9,8 @@ mpi_functions.txt, the MPI-3.1 and MPI-4.0 function names, used to print which s
 this MPI lacks (they cannot be called, so there is nothing to wrap).
 
 What a wrapper records beyond MpiEnter/MpiLeave is chosen by the function's name from the table
-SEMANTICS below, with arguments addressed by position (the standard fixes the order; parameter
-names differ between implementations). Fortran wrappers (mpi_xxx_, mpi_xxx__, and OpenMPI's
+SEMANTICS in mpi_semantics.py, with arguments addressed by position (the standard fixes the order;
+parameter names differ between implementations). Fortran wrappers (mpi_xxx_, mpi_xxx__, and OpenMPI's
 ompi_xxx_f used by its mpi_f08 module) convert handles with the PMPI_*_f2c functions and call the
 same hooks, then the Fortran PMPI entry point pmpi_xxx_.
 
@@ -20,106 +20,8 @@ PMPI function and MPI data symbol, so the library loads into programs that are n
 import re
 import sys
 
-# ---------------------------------------------------------------------------------------------
-# Semantics: name -> (hook, args). Arg specs are "<position>:<kind>"; kinds are explained in
-# ValueExpr. Hooks are declared in mpi_core.h (mpi_state.h lists their files).
-P2P_SEND = ["0:ptr", "1:int", "2:type", "3:int", "4:int", "5:comm"]
-SEMANTICS = {}
-for n in ["Send", "Bsend", "Ssend", "Rsend"]:
-    SEMANTICS[n] = ("send", P2P_SEND)
-for n in ["Isend", "Ibsend", "Issend", "Irsend"]:
-    SEMANTICS[n] = ("isend", P2P_SEND + ["6:reqout"])
-for n in ["Send_init", "Bsend_init", "Ssend_init", "Rsend_init"]:
-    SEMANTICS[n] = ("send_init", P2P_SEND + ["6:reqout"])
-SEMANTICS["Recv"] = ("recv", ["1:int", "2:type", "5:comm", "6:status"])
-SEMANTICS["Irecv"] = ("irecv", ["5:comm", "6:reqout"])
-SEMANTICS["Recv_init"] = ("recv_init", ["5:comm", "6:reqout"])
-SEMANTICS["Sendrecv"] = ("sendrecv", ["1:int", "2:type", "3:int", "4:int", "10:comm", "11:status"])
-SEMANTICS["Sendrecv_replace"] = ("sendrecv", ["1:int", "2:type", "3:int", "4:int", "7:comm",
-                                              "8:status"])
-SEMANTICS["Mprobe"] = ("mprobe", ["2:comm", "3:msgout"])
-SEMANTICS["Improbe"] = ("mprobe", ["2:comm", "4:msgout"])
-SEMANTICS["Mrecv"] = ("mrecv", ["3:msgin", "4:status"])
-SEMANTICS["Imrecv"] = ("imrecv", ["3:msgin", "4:reqout"])
-SEMANTICS["Start"] = ("start", ["0:reqin"])
-SEMANTICS["Startall"] = ("startall", ["0:int", "1:reqarr"])
-SEMANTICS["Wait"] = ("wait", ["0:reqin", "1:status"])
-SEMANTICS["Test"] = ("test", ["0:reqin", "1:intout", "2:status"])
-SEMANTICS["Waitall"] = ("waitall", ["0:int", "1:reqarr", "2:statusarr"])
-SEMANTICS["Testall"] = ("testall", ["0:int", "1:reqarr", "2:intout", "3:statusarr"])
-SEMANTICS["Waitany"] = ("waitany", ["0:int", "1:reqarr", "2:intout", "3:status"])
-SEMANTICS["Testany"] = ("testany", ["0:int", "1:reqarr", "2:intout", "3:intout", "4:status"])
-SEMANTICS["Waitsome"] = ("waitsome", ["0:int", "1:reqarr", "2:intout", "3:intarrout",
-                                      "4:statusarr"])
-SEMANTICS["Testsome"] = ("waitsome", ["0:int", "1:reqarr", "2:intout", "3:intarrout",
-                                      "4:statusarr"])
-SEMANTICS["Request_free"] = ("request_free", ["0:reqin"])
-SEMANTICS["Cancel"] = ("request_free", ["0:reqin"])
-SEMANTICS["Init"] = ("init", [])
-SEMANTICS["Init_thread"] = ("init", [])
-SEMANTICS["Finalize"] = ("finalize", [])
-
-# Collectives. Shapes (see mpi_collectives.cc): the hook gets the shape name and the
-# argument list below; nonblocking (I*) and persistent (*_init) forms add the request.
-COLL = {
-    "Barrier": ("barrier", ["0:comm"]),
-    "Bcast": ("bcast", ["1:int", "2:type", "3:int", "4:comm"]),
-    "Reduce": ("reduce", ["0:ptr", "2:int", "3:type", "5:int", "6:comm"]),
-    "Allreduce": ("allreduce", ["0:ptr", "2:int", "3:type", "5:comm"]),
-    "Scan": ("allreduce", ["0:ptr", "2:int", "3:type", "5:comm"]),
-    "Exscan": ("allreduce", ["0:ptr", "2:int", "3:type", "5:comm"]),
-    "Reduce_scatter_block": ("redscat_block", ["0:ptr", "2:int", "3:type", "5:comm"]),
-    "Reduce_scatter": ("redscat", ["0:ptr", "2:intarr", "3:type", "5:comm"]),
-    "Gather": ("gather", ["0:ptr", "1:int", "2:type", "4:int", "5:type", "6:int", "7:comm"]),
-    "Scatter": ("scatter", ["1:int", "2:type", "3:ptr", "4:int", "5:type", "6:int", "7:comm"]),
-    "Allgather": ("allgather", ["0:ptr", "1:int", "2:type", "4:int", "5:type", "6:comm"]),
-    "Alltoall": ("alltoall", ["0:ptr", "1:int", "2:type", "4:int", "5:type", "6:comm"]),
-    "Gatherv": ("gatherv", ["0:ptr", "1:int", "2:type", "4:intarr", "6:type", "7:int", "8:comm"]),
-    "Scatterv": ("scatterv", ["1:intarr", "3:type", "4:ptr", "5:int", "6:type", "7:int",
-                              "8:comm"]),
-    "Allgatherv": ("allgatherv", ["0:ptr", "1:int", "2:type", "4:intarr", "6:type", "7:comm"]),
-    "Alltoallv": ("alltoallv", ["0:ptr", "1:intarr", "3:type", "5:intarr", "7:type", "8:comm"]),
-    "Alltoallw": ("alltoallw", ["0:ptr", "1:intarr", "3:typearr", "5:intarr", "7:typearr",
-                                "8:comm"]),
-    "Neighbor_allgather": ("nb_allgather", ["1:int", "2:type", "4:int", "5:type", "6:comm"]),
-    "Neighbor_alltoall": ("nb_alltoall", ["1:int", "2:type", "4:int", "5:type", "6:comm"]),
-    "Neighbor_allgatherv": ("nb_allgatherv", ["1:int", "2:type", "4:intarr", "6:type", "7:comm"]),
-    "Neighbor_alltoallv": ("nb_alltoallv", ["1:intarr", "3:type", "5:intarr", "7:type",
-                                            "8:comm"]),
-    "Neighbor_alltoallw": ("nb_alltoallw", ["1:intarr", "3:typearr", "5:intarr", "7:typearr",
-                                            "8:comm"]),
-}
-def _nonblocking_name(name):
-    return "I" + name[0].lower() + name[1:]
-
-
-
-# One-sided: (origin count, origin type, target rank, win) positions.
-RMA = {
-    "Put": (1, 2, 3, 7), "Get": (1, 2, 3, 7), "Accumulate": (1, 2, 3, 8),
-    "Get_accumulate": (1, 2, 6, 11), "Rput": (1, 2, 3, 7), "Rget": (1, 2, 3, 7),
-    "Raccumulate": (1, 2, 3, 8), "Rget_accumulate": (1, 2, 6, 11),
-}
-for name, (c, t, r, w) in RMA.items():
-    SEMANTICS[name] = ("rma", ["%d:int" % c, "%d:type" % t, "%d:int" % r, "%d:win" % w])
-SEMANTICS["Fetch_and_op"] = ("rma1", ["2:type", "3:int", "6:win"])
-SEMANTICS["Compare_and_swap"] = ("rma1", ["3:type", "4:int", "6:win"])
-
-# Communicator creation: the position of the new communicator (output).
-NEWCOMM = {"Comm_dup": 1, "Comm_dup_with_info": 2, "Comm_split": 3, "Comm_split_type": 4,
-           "Comm_create": 2, "Comm_create_group": 3, "Cart_create": 5, "Cart_sub": 2,
-           "Graph_create": 5, "Dist_graph_create": 8, "Dist_graph_create_adjacent": 9,
-           "Intercomm_create": 5, "Intercomm_merge": 2, "Comm_create_from_group": 4}
-for name, pos in NEWCOMM.items():
-    SEMANTICS[name] = ("newcomm", ["%d:commout" % pos])
-SEMANTICS["Comm_free"] = ("comm_free", ["0:commin"])
-
-# C functions with no Fortran binding, or a different one; they get a C wrapper only.
-NO_FORTRAN = re.compile(r"(_f2c|_c2f|_f082c|_c2f08|_f082f|_f2f08|_toint|_fromint)$|^(Init|"
-                        r"Init_thread|Pcontrol|Wtime|Wtick|Status_f2c|Status_c2f|Type_create_f90_.*|"
-                        r"Sizeof|Session_.*|Abi_.*)$")
-# Functions never wrapped: variadic, or called by parmon's own code paths.
-SKIP = {"Pcontrol"}
+sys.dont_write_bytecode = True  # the generator runs from the source tree: leave no __pycache__
+from mpi_semantics import COLL, NO_FORTRAN, SEMANTICS, SKIP, nonblocking_name  # noqa: E402
 
 
 def strip_attributes(text):
@@ -461,7 +363,7 @@ def add_derived_semantics(funcs):
     # Nonblocking and persistent collectives: the request is the last argument (persistent ones,
     # MPI-4, have an MPI_Info before it).
     for name, (shape, args) in COLL.items():
-        for variant in (_nonblocking_name(name), name + "_init"):
+        for variant in (nonblocking_name(name), name + "_init"):
             if variant in funcs:
                 SEMANTICS[variant] = ("coll:" + shape, args, len(funcs[variant][1]) - 1)
         SEMANTICS[name] = ("coll:" + shape, args)
