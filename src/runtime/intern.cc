@@ -7,14 +7,10 @@
 #include <atomic>
 #include <cstring>
 
-#include "format/kinds.h"
-#include "parmon/parmon.h"
 #include "runtime/internal.h"
 
 namespace parmon::runtime {
 namespace {
-
-using format::Kind;
 
 // Interned names of this process, for parmon_x_intern: a small open-addressing table in static
 // memory (no allocation; registration is rare and takes a spin lock).
@@ -70,9 +66,7 @@ uint32_t Intern(const char* name, uint32_t category) {
   if (id == 0)  // table full: still unique, just not deduplicated
     id = NewId();
   g_intern_lock.store(false, std::memory_order_release);
-  uint64_t args[2] = {id, category};
-  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kDefString), args, 2, name,
-              static_cast<uint32_t>(strnlen(name, 4096)), /*must_deliver=*/true);
+  EmitDefString(id, category, name);
   return id;
 }
 

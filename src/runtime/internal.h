@@ -21,15 +21,9 @@ inline long RawOpen(const char* path, int flags) {
 // The mapped segment, or null while not recording (runtime.cc).
 shm::SegmentHeader* CurrentSegment();
 
-// Writes a general event; returns a PARMON_* code (runtime.cc).
-int EmitGeneral(uint64_t ticks,
-                bool have_ticks,
-                uint16_t kind,
-                const uint64_t* args,
-                unsigned nargs,
-                const void* payload,
-                uint32_t size,
-                bool must_deliver);
+// Writes the DefString event naming id in category; it is delivered even while recording is
+// paused, since later events refer to the id (runtime.cc).
+void EmitDefString(uint32_t id, uint64_t category, const char* name);
 
 // The id of (name, category) in this process, emitting its DefString the first time (intern.cc).
 uint32_t Intern(const char* name, uint32_t category);

@@ -159,8 +159,6 @@ PARMON_HOT void Emit1(uint8_t kind, uint32_t field, const uint64_t* ticks = null
   r->ctl->head.store(r->head, std::memory_order_release);
 }
 
-}  // namespace
-
 int EmitGeneral(uint64_t ticks,
                 bool have_ticks,
                 uint16_t kind,
@@ -185,8 +183,6 @@ int EmitGeneral(uint64_t ticks,
                size, n);
   return PARMON_OK;
 }
-
-namespace {
 
 void RetireRing(ThreadRing* r) {
   if (r->state != kAttached)
@@ -430,6 +426,12 @@ SegmentHeader* CurrentSegment() {
   return g_segment;
 }
 
+void EmitDefString(uint32_t id, uint64_t category, const char* name) {
+  uint64_t args[2] = {id, category};
+  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kDefString), args, 2, name,
+              static_cast<uint32_t>(strnlen(name, 4096)), /*must_deliver=*/true);
+}
+
 }  // namespace parmon::runtime
 
 using namespace parmon::runtime;  // NOLINT: the C ABI below is this file's interface
@@ -453,9 +455,7 @@ PARMON_EXPORT void parmon_event_name(uint32_t event_id, const char* name) {
   // which readers keep apart from interned ids.
   if (name == nullptr)
     return;
-  uint64_t args[2] = {event_id, static_cast<uint64_t>(parmon::format::StringCategory::kEvent)};
-  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kDefString), args, 2, name,
-              static_cast<uint32_t>(strnlen(name, 4096)), true);
+  EmitDefString(event_id, static_cast<uint64_t>(parmon::format::StringCategory::kEvent), name);
 }
 PARMON_EXPORT void parmon_trace_event(uint32_t event_id) {
   Emit1(static_cast<uint8_t>(Kind::kTraceEvent), event_id);
