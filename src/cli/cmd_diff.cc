@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/compare.h"
+#include "analysis/json_dump.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
 
@@ -34,7 +35,7 @@ int RunDiff(int argc, char** argv) {
     fmt::print(stderr, "parmon diff: {}\n", b.status().message());
     return 1;
   }
-  std::string text = format == "json" ? analysis::CompareJson(*a, *b).dump(2) + "\n"
+  std::string text = format == "json" ? analysis::DumpJson(analysis::CompareJson(*a, *b), 2) + "\n"
                                       : analysis::CompareText(*a, *b, UseColor(color, output));
   return WriteOutputOrSay("diff", output, text);
 }

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <map>
 
+#include "analysis/json_dump.h"
 #include "cli/commands.h"
 #include "format/reader.h"
 #include "model/merge.h"
@@ -161,7 +162,7 @@ void PrintJson(const std::string& path, const model::Session& session, const Inf
   j["problems"] = problems;
   j["warnings"] = r.warnings();
   j["sched"] = sched::SummaryJson(session, sched::Summarize(session));
-  fmt::print("{}\n", j.dump(2));
+  fmt::print("{}\n", analysis::DumpJson(j, 2));
 }
 
 void PrintText(const std::string& path, const model::Session& session, const InfoFigures& f) {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "analysis/engine.h"
+#include "analysis/json_dump.h"
 #include "analysis/units.h"
 #include "analysis/views.h"
 #include "cli/commands.h"
@@ -149,7 +150,7 @@ int RunReport(int argc, char** argv) {
   }
   std::string text;
   if (format == "json") {
-    text = analysis::ToJson(*results).dump(2) + "\n";
+    text = analysis::DumpJson(analysis::ToJson(*results), 2) + "\n";
   } else if (format == "csv") {
     text = analysis::RenderCsv(*results);
   } else if (format == "html") {

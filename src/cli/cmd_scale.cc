@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/compare.h"
+#include "analysis/json_dump.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
 
@@ -112,7 +113,7 @@ int RunScale(int argc, char** argv) {
     points.push_back(std::move(point));
   }
   std::string text = format == "json"
-                         ? analysis::ScaleJson(points).dump(2) + "\n"
+                         ? analysis::DumpJson(analysis::ScaleJson(points), 2) + "\n"
                          : analysis::ScaleText(points) + fmt::format("traces in {}\n", dir);
   return WriteOutputOrSay("scale", output, text);
 }
