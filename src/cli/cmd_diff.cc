@@ -19,8 +19,7 @@ int RunDiff(int argc, char** argv) {
   app.add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
   app.add_option("-o,--output", output, "write to this file instead of standard output");
   app.add_flag("--partial", in.partial, "accept damaged or truncated traces");
-  app.add_option("--color", color, "auto, always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
+  AddColorOption(app, &color);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -38,12 +37,7 @@ int RunDiff(int argc, char** argv) {
   }
   std::string text = format == "json" ? analysis::DumpJson(analysis::CompareJson(*a, *b), 2) + "\n"
                                       : analysis::CompareText(*a, *b, UseColor(color, output));
-  Status s = WriteOutput(output, text);
-  if (!s.ok()) {
-    fmt::print(stderr, "parmon diff: {}\n", s.message());
-    return 1;
-  }
-  return 0;
+  return WriteOutputOrSay("diff", output, text);
 }
 
 }  // namespace parmon::cli

@@ -108,6 +108,20 @@ Status WriteOutput(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+void AddColorOption(CLI::App& app, std::string* color) {
+  app.add_option("--color", *color, "auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+}
+
+int WriteOutputOrSay(const char* command, const std::string& path, const std::string& text) {
+  Status s = WriteOutput(path, text);
+  if (!s.ok()) {
+    fmt::print(stderr, "parmon {}: {}\n", command, s.message());
+    return 1;
+  }
+  return 0;
+}
+
 int RunReport(int argc, char** argv) {
   CLI::App app{
       "Report what each thread and rank did, the communication matrix, intervals, wait "
@@ -123,8 +137,7 @@ int RunReport(int argc, char** argv) {
   app.add_option("--to", in.to, "end of the window, from the session start");
   app.add_option("--interval", in.interval, "interval length (default: about 40 intervals)");
   app.add_flag("--partial", in.partial, "report a damaged or truncated trace from what is intact");
-  app.add_option("--color", color, "auto, always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
+  AddColorOption(app, &color);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -147,12 +160,7 @@ int RunReport(int argc, char** argv) {
     to.color = UseColor(color, output);
     text = analysis::RenderText(*results, to);
   }
-  Status s = WriteOutput(output, text);
-  if (!s.ok()) {
-    fmt::print(stderr, "parmon report: {}\n", s.message());
-    return 1;
-  }
-  return 0;
+  return WriteOutputOrSay("report", output, text);
 }
 
 }  // namespace parmon::cli

@@ -115,12 +115,7 @@ int RunScale(int argc, char** argv) {
   std::string text = format == "json"
                          ? analysis::DumpJson(analysis::ScaleJson(points), 2) + "\n"
                          : analysis::ScaleText(points) + fmt::format("traces in {}\n", dir);
-  Status s = WriteOutput(output, text);
-  if (!s.ok()) {
-    fmt::print(stderr, "parmon scale: {}\n", s.message());
-    return 1;
-  }
-  return 0;
+  return WriteOutputOrSay("scale", output, text);
 }
 
 }  // namespace parmon::cli
