@@ -350,8 +350,8 @@ bool Advance(const parmon::format::TraceReader& reader, Head* h) {
 }
 
 // The decode pass (merge = false: stream after stream, one event at a time with EventDecoder as
-// the engine does) or the merge pass: model::Merge's k-way merge by time (the engine's own merge) with
-// nothing consumed.
+// the engine does) or the merge pass: model::Merge::Run, the k-way merge by time the engine uses,
+// with nothing consumed.
 // Returns the events seen.
 uint64_t DecodeAll(const parmon::format::TraceReader& reader, bool merge) {
   uint64_t n = 0;
@@ -360,11 +360,10 @@ uint64_t DecodeAll(const parmon::format::TraceReader& reader, bool merge) {
     if (!session.ok())
       return 0;
     parmon::model::Merge cursor(**session);
-    Event e;
-    while (cursor.Next(&e)) {
-      benchmark::DoNotOptimize(e);
+    cursor.Run([&](const Event& e, parmon::model::StreamIndex) {
+      benchmark::DoNotOptimize(e.ts);
       ++n;
-    }
+    });
     return n;
   }
   for (const auto& s : reader.streams()) {

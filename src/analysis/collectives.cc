@@ -17,7 +17,7 @@ void Engine::Impl::MpiCollective(Loc& l, const Event& e) {
   has_comm = true;
   if (e.args[5] != 0 || !l.in_mpi)
     return;  // nonblocking: the wait is in Wait*, not here
-  const MpiFunc& f = Func(static_cast<uint32_t>(e.args[0]));
+  const MpiFunc& f = FuncOf(static_cast<uint32_t>(e.args[0]));
   if (!f.n_to_n)
     return;
   uint64_t comm = e.args[1];

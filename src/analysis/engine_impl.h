@@ -21,6 +21,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,6 +33,7 @@
 #include "analysis/engine.h"
 #include "analysis/loop_clocks.h"
 #include "analysis/mpi_families.h"
+#include "analysis/p2p_keys.h"
 #include "format/thread_state.h"
 #include "model/merge.h"
 #include "model/session.h"
@@ -39,6 +41,7 @@
 namespace parmon::analysis {
 
 constexpr uint64_t kNone = UINT64_MAX;
+constexpr int32_t kRankNotLooked = INT32_MIN;
 // Critical-path shares are tracked per location only up to this many locations (each message in
 // flight carries a copy of the sender's share vector).
 constexpr size_t kMaxShareLocations = 64;
@@ -76,8 +79,11 @@ struct CallWaits {
     size_t link;
     bool send;  // late receiver (a send) or late sender (a receive)
   };
-  std::vector<Part> parts;
+  std::vector<Part> parts;  // kept (cleared, not freed) when the record returns to the pool
+  uint32_t refs = 0;        // holders: the open call's location and the sends it completes
 };
+
+constexpr uint32_t kNoIndex = UINT32_MAX;
 
 struct PendingSend {
   uint64_t ts = 0;
@@ -89,14 +95,17 @@ struct PendingSend {
   std::shared_ptr<const LoopClocks::Clock> clock;  // the sender's loop clock at the send
   // The call that completed the send (the blocking send itself, or the Wait*/Test* completing a
   // nonblocking one), and when the matching receive was posted (kNone until it is seen).
-  std::shared_ptr<CallWaits> call;
+  uint32_t call = kNoIndex;  // in Impl::calls
   uint64_t recv_posted = kNone;
+  uint32_t next = kNoIndex;  // the next send in flight on the same (src, dst, comm, tag)
+  uint32_t refs = 0;         // holders: in_flight, open_sends, the completing call's call_sends
 };
 
 struct Loc {
   uint32_t id = 0;
   bool cpu = false;
   uint32_t pid = 0, tid = 0;
+  int32_t rank = kRankNotLooked;  // RankOf's answer, cached by Rank()
   uint64_t first = kNone, last = 0;
   uint64_t events = 0, lost = 0;
   bool sampled = false;
@@ -111,8 +120,8 @@ struct Loc {
   uint32_t mpi_func = 0;
   uint64_t mpi_ns = 0, mpi_calls = 0, mpi_init_ns = 0;
   std::array<CallFamilyStat, kMpiFamilyCount> families{};  // by MpiFamilyId; calls 0: none
-  std::vector<std::shared_ptr<PendingSend>> call_sends;
-  std::shared_ptr<CallWaits> call_waits;  // of the open call, once it completes a message
+  std::vector<uint32_t> call_sends;  // PendingSend indices the open call completed
+  uint32_t call_waits = kNoIndex;    // of the open call, once it completes a message
   uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
   uint64_t late_sender = 0, late_receiver = 0, barrier_wait = 0, collective_wait = 0;
   // Regions: dense table by region id (interned ids are small), stack of open regions.
@@ -195,15 +204,29 @@ struct Engine::Impl {
   uint32_t world_size = 0;
   std::unordered_map<uint64_t, uint32_t> comm_size;
   std::unordered_map<uint32_t, MpiFunc> funcs;  // by function string id
+  // The same, dense by string id (ids are small): the hot path's lookup (FuncOf).
+  std::vector<int32_t> func_slot;  // index in func_list, -1 not looked up yet
+  std::vector<MpiFunc> func_list;
 
-  // (src, dst, comm, tag) -> sends not received yet, oldest first. A vector: nearly always one
-  // message per key is in flight, and a deque costs two allocations where a vector costs one.
-  std::map<std::tuple<int64_t, int64_t, uint64_t, uint64_t>,
-           std::vector<std::shared_ptr<PendingSend>>>
-      in_flight;
-  // Nonblocking sends not completed yet, by (pid, request id): request ids are per process.
-  std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<PendingSend>> open_sends;
+  Pool<PendingSend> sends;
+  Pool<CallWaits> calls;
+  // (src, dst, comm, tag) -> sends not received yet, oldest first: a list through
+  // PendingSend::next. Emptied entries stay (keys repeat: the same few pairs and tags) unless
+  // there are many.
+  struct Queue {
+    uint32_t head = kNoIndex, tail = kNoIndex;
+  };
+  std::unordered_map<MatchKey, Queue, MatchKeyHash> in_flight;
+  // Nonblocking sends not completed yet, by (pid, request id) -> PendingSend index; in
+  // open_order oldest first (entries already completed are skipped lazily), so that beyond
+  // kMaxOpenSends the oldest is dropped.
+  std::unordered_map<RequestKey, uint32_t, RequestKeyHash> open_sends;
+  std::deque<std::pair<RequestKey, uint32_t>> open_order;
+  uint64_t open_sends_dropped = 0;
   std::map<std::pair<int64_t, int64_t>, size_t> mpi_link_index;
+  // The same for ranks 0 <= from, to < link_dim: link index + 1 at from * link_dim + to, 0 none.
+  std::vector<uint32_t> link_grid;
+  size_t link_dim = 0;
   std::vector<LinkAgg> links;
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> coll_seq;  // (comm, loc) -> count
   std::map<std::pair<uint64_t, uint64_t>, CollectiveInstance> collectives;
@@ -234,6 +257,7 @@ struct Engine::Impl {
   uint64_t events = 0, runtime_events = 0;
   bool has_sched = false, has_comm = false;
   bool track_shares = true;
+  std::vector<std::shared_ptr<Shares>> spare_shares;  // freed by messages, for CopyShares
   LoopClocks loop_clocks;
 
   Impl(const model::Session& s, const Options& o);
@@ -242,6 +266,12 @@ struct Engine::Impl {
   int32_t LocFor(uint32_t id);
   Loc* Resolve(uint32_t id) { return &locs[static_cast<size_t>(LocFor(id))]; }
   const MpiFunc& Func(uint32_t id);
+  const MpiFunc& FuncOf(uint32_t id) {
+    if (id < func_slot.size() && func_slot[id] >= 0)
+      return func_list[static_cast<size_t>(func_slot[id])];
+    return FuncSlow(id);
+  }
+  const MpiFunc& FuncSlow(uint32_t id);
   uint32_t IndexOf(const Loc& l) const { return static_cast<uint32_t>(&l - locs.data()); }
 
   // --- interval binning (binning.h) ------------------------------------------------------------
@@ -274,6 +304,12 @@ struct Engine::Impl {
     auto it = rank_of_pid.find(l.pid);
     return it == rank_of_pid.end() ? -1 : it->second;
   }
+  // The same, cached in the location (the per-message analyzers ask on every message).
+  int32_t Rank(Loc& l) const {
+    if (l.rank == kRankNotLooked)
+      l.rank = RankOf(l);
+    return l.rank;
+  }
 
   // --- critical path -------------------------------------------------------------------------
   void Accrue(Loc& l, uint64_t t) {
@@ -294,7 +330,7 @@ struct Engine::Impl {
     if (!l.shares)
       l.shares = std::make_shared<Shares>(locs.size(), 0);
     else if (l.shares.use_count() > 1)
-      l.shares = std::make_shared<Shares>(*l.shares);
+      l.shares = CopyShares(*l.shares);
     if (l.shares->size() < locs.size())
       l.shares->resize(locs.size(), 0);
   }
@@ -309,9 +345,18 @@ struct Engine::Impl {
     if (cp <= l.cp)
       return;
     l.cp = cp;
-    if (track_shares && shares)
-      l.shares = std::make_shared<Shares>(*shares);
+    if (track_shares && shares) {
+      if (l.shares && l.shares.use_count() == 1)
+        *l.shares = *shares;
+      else
+        l.shares = CopyShares(*shares);
+    }
   }
+  // A copy of a share vector, in one freed by a message when there is one (no allocation).
+  std::shared_ptr<Shares> CopyShares(const Shares& from) {
+    return CopyIntoSpare(spare_shares, from);
+  }
+  void RecycleShares(std::shared_ptr<const Shares>& v) { RecycleInto(spare_shares, v); }
 
   // --- events --------------------------------------------------------------------------------
   void Consume(const Event& e) {
@@ -343,6 +388,9 @@ struct Engine::Impl {
         break;
       case Kind::kMpiInit:
         rank_of_pid[l.pid] = static_cast<int32_t>(e.args[0]);
+        for (Loc& x : locs)
+          if (x.pid == l.pid)
+            x.rank = kRankNotLooked;
         world_size = std::max(world_size, static_cast<uint32_t>(e.args[1]));
         has_comm = true;
         break;
@@ -350,12 +398,13 @@ struct Engine::Impl {
         comm_size[e.args[0]] = static_cast<uint32_t>(e.args[1]);
         break;
       case Kind::kMpiEnter:
-        if (l.call_waits) {  // the previous call's leave is missing (lost)
-          l.call_waits->leave = e.ts;
-          FinishCall(*l.call_waits);
-          l.call_waits.reset();
+        if (l.call_waits != kNoIndex) {  // the previous call's leave is missing (lost)
+          calls[l.call_waits].leave = e.ts;
+          FinishCall(calls[l.call_waits]);
+          ReleaseCall(l.call_waits);
+          l.call_waits = kNoIndex;
         }
-        l.call_sends.clear();
+        ReleaseCallSends(l);
         Accrue(l, e.ts);
         l.cp_mark = kNone;
         l.in_mpi = true;
@@ -490,7 +539,24 @@ struct Engine::Impl {
 
   // --- MPI point-to-point and wait states (mpi_p2p.cc) -----------------------------------------
   void AddWaitCall(WaitPattern pattern, uint32_t loc_index, const std::string& call, uint64_t ns);
-  size_t MpiLink(int64_t from, int64_t to);
+  size_t MpiLink(int64_t from, int64_t to) {
+    if (from >= 0 && to >= 0 && static_cast<uint64_t>(from) < link_dim &&
+        static_cast<uint64_t>(to) < link_dim) {
+      uint32_t& g = link_grid[static_cast<size_t>(from) * link_dim + static_cast<size_t>(to)];
+      if (g)
+        return g - 1;
+    }
+    return MpiLinkSlow(from, to);
+  }
+  size_t MpiLinkSlow(int64_t from, int64_t to);
+  void ReleaseSend(uint32_t i);
+  void ReleaseCall(uint32_t i);
+  void ReleaseCallSends(Loc& l) {
+    for (uint32_t s : l.call_sends)
+      ReleaseSend(s);
+    l.call_sends.clear();
+  }
+  void DropOldestOpenSends();
   void LinkBusy(LinkAgg& a, uint64_t b, uint64_t e);
   [[gnu::noinline]] void MpiLeave(Loc& l, const format::Event& e);
   CallWaits& CurrentCall(Loc& l);

@@ -20,6 +20,30 @@
 
 namespace parmon::analysis {
 
+// Vectors shared copy-on-write by messages are recycled when the last message lets go of them,
+// so that a copy made on the next send reuses one instead of allocating.
+// A shared copy of `from`, in a spare vector nothing else holds when there is one (a snapshot's
+// copy of the engine may share the spares: those are left to it).
+template <typename T>
+std::shared_ptr<T> CopyIntoSpare(std::vector<std::shared_ptr<T>>& spare, const T& from) {
+  while (!spare.empty()) {
+    std::shared_ptr<T> v = std::move(spare.back());
+    spare.pop_back();
+    if (v.use_count() == 1) {
+      *v = from;
+      return v;
+    }
+  }
+  return std::make_shared<T>(from);
+}
+// Lets go of `v`, keeping its vector as a spare when nothing else holds it.
+template <typename T>
+void RecycleInto(std::vector<std::shared_ptr<T>>& spare, std::shared_ptr<const T>& v) {
+  if (v && v.use_count() == 1 && spare.size() < 64)
+    spare.push_back(std::const_pointer_cast<T>(std::move(v)));
+  v.reset();
+}
+
 class LoopClocks {
  public:
   using Clock = std::vector<uint32_t>;  // by slot: sends known to have happened
@@ -41,6 +65,9 @@ class LoopClocks {
     ++c[s];
     return clocks_[s];
   }
+
+  // A message's clock is let go of: kept for reuse by a later copy when nothing else holds it.
+  void Recycle(std::shared_ptr<const Clock>& c) { RecycleInto(spare_, c); }
 
   // Sends by `loc` so far.
   uint32_t Sent(size_t loc) {
@@ -181,15 +208,15 @@ class LoopClocks {
     if (!clocks_[s])
       clocks_[s] = std::make_shared<Clock>();
     else if (clocks_[s].use_count() > 1)
-      clocks_[s] = std::make_shared<Clock>(*clocks_[s]);
+      clocks_[s] = CopyIntoSpare(spare_, *clocks_[s]);
     return *clocks_[s];
   }
-
   static constexpr size_t kNoSlot = SIZE_MAX;
   size_t max_slots_;
   bool enabled_ = true;
   std::vector<size_t> slot_of_;                 // by location index
   std::vector<std::shared_ptr<Clock>> clocks_;  // by slot
+  std::vector<std::shared_ptr<Clock>> spare_;   // let go of by messages (Recycle)
 };
 
 }  // namespace parmon::analysis

@@ -44,7 +44,31 @@ void Engine::Impl::AddWaitCall(WaitPattern pattern,
   w.ns += ns;
 }
 
-size_t Engine::Impl::MpiLink(int64_t from, int64_t to) {
+// The MPI function of a string id: cached densely by id (FuncOf) when the id is small.
+const MpiFunc& Engine::Impl::FuncSlow(uint32_t id) {
+  constexpr uint32_t kMaxDenseId = 1u << 20;
+  if (id >= kMaxDenseId)
+    return Func(id);
+  if (id >= func_slot.size())
+    func_slot.resize(std::max<size_t>(id + 1, func_slot.size() * 2), -1);
+  func_slot[id] = static_cast<int32_t>(func_list.size());
+  func_list.push_back(Func(id));
+  return func_list.back();
+}
+
+// Links between ranks are also kept in a dense grid (MpiLink) once the world size is known.
+size_t Engine::Impl::MpiLinkSlow(int64_t from, int64_t to) {
+  constexpr size_t kMaxGridRanks = 1024;
+  size_t dim = std::min<size_t>(world_size, kMaxGridRanks);
+  if (dim > link_dim) {  // (re)build the grid from the map
+    link_dim = dim;
+    link_grid.assign(dim * dim, 0);
+    for (const auto& [key, index] : mpi_link_index)
+      if (key.first >= 0 && key.second >= 0 && static_cast<uint64_t>(key.first) < dim &&
+          static_cast<uint64_t>(key.second) < dim)
+        link_grid[static_cast<size_t>(key.first) * dim + static_cast<size_t>(key.second)] =
+            static_cast<uint32_t>(index + 1);
+  }
   auto [it, inserted] = mpi_link_index.emplace(std::make_pair(from, to), links.size());
   if (inserted) {
     LinkAgg a;
@@ -56,6 +80,10 @@ size_t Engine::Impl::MpiLink(int64_t from, int64_t to) {
     a.bytes.resize(iv_count);
     links.push_back(std::move(a));
   }
+  if (from >= 0 && to >= 0 && static_cast<uint64_t>(from) < link_dim &&
+      static_cast<uint64_t>(to) < link_dim)
+    link_grid[static_cast<size_t>(from) * link_dim + static_cast<size_t>(to)] =
+        static_cast<uint32_t>(it->second + 1);
   return it->second;
 }
 void Engine::Impl::LinkBusy(LinkAgg& a, uint64_t b, uint64_t e) {
@@ -66,7 +94,7 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
   if (!l.in_mpi)
     return;  // entered before the window
   l.in_mpi = false;
-  const MpiFunc& f = Func(l.mpi_func);
+  const MpiFunc& f = FuncOf(l.mpi_func);
   uint64_t d = Clip(l.mpi_enter, e.ts);
   l.mpi_ns += d;
   ++l.mpi_calls;
@@ -78,30 +106,54 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
   AddWaitState(l, State::kCommWait, l.mpi_enter, e.ts);
   // The call's time is link time of the sends it completed (a blocking send, or nonblocking
   // ones completed in a Wait*/Test*); a nonblocking send's own call is not.
-  for (auto& s : l.call_sends) {
-    LinkAgg& a = links[s->link];
-    uint64_t from = std::max(s->ts, l.mpi_enter);
+  for (uint32_t i : l.call_sends) {
+    const PendingSend& s = sends[i];
+    LinkAgg& a = links[s.link];
+    uint64_t from = std::max(s.ts, l.mpi_enter);
     a.r.time_ns += Clip(from, e.ts);
     LinkBusy(a, from, e.ts);
   }
-  l.call_sends.clear();
-  if (l.call_waits) {
-    l.call_waits->leave = e.ts;
-    FinishCall(*l.call_waits);
-    l.call_waits.reset();
+  ReleaseCallSends(l);
+  if (l.call_waits != kNoIndex) {
+    calls[l.call_waits].leave = e.ts;
+    FinishCall(calls[l.call_waits]);
+    ReleaseCall(l.call_waits);
+    l.call_waits = kNoIndex;
   }
   l.cp_mark = e.ts;
 }
 
 // The record of the open MPI call's message waits, created when it first completes one.
 CallWaits& Engine::Impl::CurrentCall(Loc& l) {
-  if (!l.call_waits) {
-    l.call_waits = std::make_shared<CallWaits>();
-    l.call_waits->loc = IndexOf(l);
-    l.call_waits->func = l.mpi_func;
-    l.call_waits->enter = l.mpi_enter;
+  if (l.call_waits == kNoIndex) {
+    l.call_waits = calls.Take();
+    CallWaits& c = calls[l.call_waits];
+    c.loc = IndexOf(l);
+    c.func = l.mpi_func;
+    c.enter = l.mpi_enter;
+    c.leave = kNone;
+    c.unresolved = 0;
+    c.done = false;
+    c.parts.clear();
+    c.refs = 1;
   }
-  return *l.call_waits;
+  return calls[l.call_waits];
+}
+
+// A holder lets go of a send or call record; the last one returns it to its pool.
+void Engine::Impl::ReleaseSend(uint32_t i) {
+  PendingSend& s = sends[i];
+  if (--s.refs)
+    return;
+  RecycleShares(s.shares);
+  loop_clocks.Recycle(s.clock);
+  if (s.call != kNoIndex)
+    ReleaseCall(s.call);
+  sends.free.push_back(i);
+}
+void Engine::Impl::ReleaseCall(uint32_t i) {
+  if (--calls[i].refs == 0)
+    calls.free.push_back(i);
 }
 
 // A call's waits, once it has returned and the receive of every send it completed is known.
@@ -128,7 +180,7 @@ void Engine::Impl::FinishCall(CallWaits& c) {
     (p.send ? late_receiver : late_sender) += w;
   }
   Loc& l = locs[c.loc];
-  const std::string& call = Func(c.func).name;
+  const std::string& call = FuncOf(c.func).name;
   l.late_sender += late_sender;
   l.late_receiver += late_receiver;
   AddWaitCall(WaitPattern::kLateSender, c.loc, call, late_sender);
@@ -137,66 +189,121 @@ void Engine::Impl::FinishCall(CallWaits& c) {
 }
 
 void Engine::Impl::MpiSend(Loc& l, const Event& e) {
-  int32_t rank = RankOf(l);
+  int32_t rank = Rank(l);
   int64_t peer = static_cast<int64_t>(e.args[0]);
-  auto s = std::make_shared<PendingSend>();
-  s->ts = e.ts;
-  s->loc = IndexOf(l);
-  s->blocking = e.args[4] == 0;
-  s->link = MpiLink(rank, peer);
-  s->cp = l.cp + (l.cp_mark != kNone && e.ts > l.cp_mark ? Clip(l.cp_mark, e.ts) : 0);
-  s->shares = ShareSnapshot(l);
-  s->clock = loop_clocks.Send(s->loc);
-  LinkAgg& a = links[s->link];
+  uint32_t si = sends.Take();
+  PendingSend& s = sends[si];
+  s.ts = e.ts;
+  s.loc = IndexOf(l);
+  s.blocking = e.args[4] == 0;
+  s.link = MpiLink(rank, peer);
+  s.cp = l.cp + (l.cp_mark != kNone && e.ts > l.cp_mark ? Clip(l.cp_mark, e.ts) : 0);
+  s.shares = ShareSnapshot(l);
+  s.clock = loop_clocks.Send(s.loc);
+  s.call = kNoIndex;
+  s.recv_posted = kNone;
+  s.next = kNoIndex;
+  s.refs = 1;  // in_flight
+  LinkAgg& a = links[s.link];
   ++a.r.messages;
   a.r.bytes += e.args[3];
   a.bytes[IntervalOf(e.ts)] += e.args[3];
   ++l.messages_sent;
   l.bytes_sent += e.args[3];
-  in_flight[{rank, peer, e.args[2], e.args[1]}].push_back(s);
-  if (s->blocking && l.in_mpi) {
-    ++CurrentCall(l).unresolved;
-    s->call = l.call_waits;
-    l.call_sends.push_back(s);
-  } else if (!s->blocking) {
-    open_sends[{l.pid, e.args[4]}] = s;
+  Queue& q = in_flight[MatchKey{rank, peer, e.args[2], e.args[1]}];
+  if (q.tail == kNoIndex)
+    q.head = si;
+  else
+    sends[q.tail].next = si;
+  q.tail = si;
+  if (s.blocking && l.in_mpi) {
+    CallWaits& c = CurrentCall(l);
+    ++c.unresolved;
+    ++c.refs;
+    s.call = l.call_waits;
+    ++s.refs;
+    l.call_sends.push_back(si);
+  } else if (!s.blocking) {
+    auto [it, inserted] = open_sends.try_emplace(RequestKey{l.pid, e.args[4]}, si);
+    if (!inserted)
+      ReleaseSend(it->second);  // the same request id again: the older send is replaced
+    it->second = si;
+    ++s.refs;
+    open_order.emplace_back(it->first, si);
+    if (open_sends.size() > kMaxOpenSends || open_order.size() > 2 * kMaxOpenSends)
+      DropOldestOpenSends();
   }
   has_comm = true;
 }
 
+// Keeps open_sends bounded: drops the oldest sends beyond kMaxOpenSends (counted in
+// open_sends_dropped), and forgets order entries of sends completed since.
+void Engine::Impl::DropOldestOpenSends() {
+  auto live = [&](const std::pair<RequestKey, uint32_t>& o) {
+    auto it = open_sends.find(o.first);
+    return it != open_sends.end() && it->second == o.second;
+  };
+  while (open_sends.size() > kMaxOpenSends && !open_order.empty()) {
+    auto o = open_order.front();
+    open_order.pop_front();
+    if (!live(o))
+      continue;
+    open_sends.erase(o.first);
+    ReleaseSend(o.second);
+    ++open_sends_dropped;
+  }
+  if (open_order.size() > 2 * kMaxOpenSends) {
+    std::deque<std::pair<RequestKey, uint32_t>> kept;
+    for (const auto& o : open_order)
+      if (live(o))
+        kept.push_back(o);
+    open_order.swap(kept);
+  }
+}
+
 // A nonblocking send (or collective, RMA request: not in open_sends) completed in this call.
 void Engine::Impl::MpiRequestDone(Loc& l, const Event& e) {
-  auto it = open_sends.find({l.pid, e.args[0]});
+  auto it = open_sends.find(RequestKey{l.pid, e.args[0]});
   if (it == open_sends.end())
     return;
-  std::shared_ptr<PendingSend> s = std::move(it->second);
+  uint32_t si = it->second;
   open_sends.erase(it);
-  if (!l.in_mpi)
+  if (!l.in_mpi) {
+    ReleaseSend(si);
     return;
+  }
   CallWaits& c = CurrentCall(l);
-  s->call = l.call_waits;
-  l.call_sends.push_back(s);
-  if (s->recv_posted != kNone)
-    c.parts.push_back({s->recv_posted, s->link, true});
+  PendingSend& s = sends[si];
+  if (s.call != kNoIndex)
+    ReleaseCall(s.call);
+  s.call = l.call_waits;
+  ++c.refs;
+  l.call_sends.push_back(si);  // takes open_sends' hold
+  if (s.recv_posted != kNone)
+    c.parts.push_back({s.recv_posted, s.link, true});
   else
     ++c.unresolved;
 }
 
 void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
-  int32_t rank = RankOf(l);
+  int32_t rank = Rank(l);
   int64_t peer = static_cast<int64_t>(e.args[0]);
   uint64_t posted = std::min(e.args[5], e.ts);
   ++l.messages_received;
   l.bytes_received += e.args[3];
   has_comm = true;
-  auto it = in_flight.find({peer, rank, e.args[2], e.args[1]});
-  if (it == in_flight.end() || it->second.empty())
+  auto it = in_flight.find(MatchKey{peer, rank, e.args[2], e.args[1]});
+  if (it == in_flight.end() || it->second.head == kNoIndex)
     return;  // its send is outside the window
-  std::shared_ptr<PendingSend> s = std::move(it->second.front());
-  it->second.erase(it->second.begin());
-  if (it->second.empty())
-    in_flight.erase(it);
-  LinkAgg& a = links[s->link];
+  uint32_t si = it->second.head;
+  it->second.head = sends[si].next;
+  if (it->second.head == kNoIndex) {
+    it->second.tail = kNoIndex;
+    if (in_flight.size() > 4096)
+      in_flight.erase(it);
+  }
+  PendingSend& s = sends[si];
+  LinkAgg& a = links[s.link];
   // The receive's link time is the completing call's (for MPI_Recv it was posted at entry; a
   // nonblocking receive completes in a Wait*/Test* entered after it was posted).
   uint64_t from = l.in_mpi ? std::max(posted, l.mpi_enter) : posted;
@@ -204,44 +311,46 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
   LinkBusy(a, from, e.ts);
   // Late sender: the call waited from its entry until the send started.
   if (l.in_mpi) {
-    CurrentCall(l).parts.push_back({std::min(s->ts, e.ts), s->link, false});
-  } else if (s->ts > posted) {
-    uint64_t late_sender = Clip(posted, std::min(s->ts, e.ts));
+    CurrentCall(l).parts.push_back({std::min(s.ts, e.ts), s.link, false});
+  } else if (s.ts > posted) {
+    uint64_t late_sender = Clip(posted, std::min(s.ts, e.ts));
     l.late_sender += late_sender;
     AddWaitCall(WaitPattern::kLateSender, IndexOf(l), "MPI", late_sender);
     a.r.receiver_wait_ns += late_sender;
     a.r.wait_ns += late_sender;
   }
   // Late receiver: the call completing the send waited until this receive was posted.
-  if (s->call) {
-    s->call->parts.push_back({posted, s->link, true});
-    --s->call->unresolved;
-    FinishCall(*s->call);
+  if (s.call != kNoIndex) {
+    CallWaits& c = calls[s.call];
+    c.parts.push_back({posted, s.link, true});
+    --c.unresolved;
+    FinishCall(c);
   } else {
-    s->recv_posted = posted;  // a nonblocking send not completed yet
+    s.recv_posted = posted;  // a nonblocking send not completed yet
   }
-  if (loop_clocks.Receive(IndexOf(l), s->clock))
+  if (loop_clocks.Receive(IndexOf(l), s.clock))
     ++a.r.closed_loop_messages;
-  Adopt(l, s->cp, s->shares);
+  Adopt(l, s.cp, s.shares);
+  ReleaseSend(si);  // in_flight's hold
 }
 
 // Calls still open at the end of the window, and calls whose sends were never received in it:
 // what they waited for what was seen. The calls are shared with the engine a snapshot was copied
 // from, so each is finished on a copy of its record.
 void Engine::Impl::FlushOpenCalls() {
-  std::set<const CallWaits*> seen;
-  auto flush = [&](const std::shared_ptr<CallWaits>& c) {
-    if (!c || c->done || !seen.insert(c.get()).second)
+  std::set<uint32_t> seen;
+  auto flush = [&](uint32_t c) {
+    if (c == kNoIndex || calls[c].done || !seen.insert(c).second)
       return;
-    CallWaits call = *c;
+    CallWaits call = calls[c];
     call.unresolved = 0;
     if (call.leave == kNone)
       call.leave = locs[call.loc].last;
     FinishCall(call);
   };
   for (auto& [key, queue] : in_flight)
-    for (auto& s : queue)
-      flush(s->call);
+    for (uint32_t s = queue.head; s != kNoIndex; s = sends[s].next)
+      flush(sends[s].call);
   for (auto& l : locs)
     flush(l.call_waits);
 }

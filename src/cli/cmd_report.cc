@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "analysis/engine.h"
+#include "analysis/json_dump.h"
 #include "analysis/units.h"
 #include "analysis/views.h"
 #include "cli/cli_errors.h"
@@ -144,6 +145,20 @@ Status WriteOutput(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+void AddColorOption(CLI::App& app, std::string* color) {
+  app.add_option("--color", *color, "auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+}
+
+int WriteOutputOrSay(const char* command, const std::string& path, const std::string& text) {
+  Status s = WriteOutput(path, text);
+  if (!s.ok()) {
+    fmt::print(stderr, "parmon {}: {}\n", command, s.message());
+    return 1;
+  }
+  return 0;
+}
+
 int RunReport(int argc, char** argv) {
   CLI::App app{
       "Report what each thread and rank did, the communication matrix, intervals, wait "
@@ -159,8 +174,7 @@ int RunReport(int argc, char** argv) {
   app.add_option("--to", in.to, "end of the window, from the session start");
   app.add_option("--interval", in.interval, "interval length (default: about 40 intervals)");
   app.add_flag("--partial", in.partial, "report a damaged or truncated trace from what is intact");
-  app.add_option("--color", color, "auto, always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
+  AddColorOption(app, &color);
   if (int rc = ParseCommandLine(app, argc, argv, "report"); rc >= 0)
     return rc;
   bool usage_error = false;
@@ -171,7 +185,7 @@ int RunReport(int argc, char** argv) {
   }
   std::string text;
   if (format == "json") {
-    text = analysis::ToJson(*results).dump(2) + "\n";
+    text = analysis::DumpJson(analysis::ToJson(*results), 2) + "\n";
   } else if (format == "csv") {
     text = analysis::RenderCsv(*results);
   } else if (format == "html") {
@@ -181,12 +195,7 @@ int RunReport(int argc, char** argv) {
     to.color = UseColor(color, output);
     text = analysis::RenderText(*results, to);
   }
-  Status s = WriteOutput(output, text);
-  if (!s.ok()) {
-    fmt::print(stderr, "parmon report: {}\n", s.message());
-    return 1;
-  }
-  return 0;
+  return WriteOutputOrSay("report", output, text);
 }
 
 }  // namespace parmon::cli

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "analysis/compare.h"
+#include "analysis/json_dump.h"
 #include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
@@ -120,14 +121,9 @@ int RunScale(int argc, char** argv) {
     points.push_back(std::move(point));
   }
   std::string text = format == "json"
-                         ? analysis::ScaleJson(points).dump(2) + "\n"
+                         ? analysis::DumpJson(analysis::ScaleJson(points), 2) + "\n"
                          : analysis::ScaleText(points) + fmt::format("traces in {}\n", dir);
-  Status s = WriteOutput(output, text);
-  if (!s.ok()) {
-    fmt::print(stderr, "parmon scale: {}\n", s.message());
-    return 1;
-  }
-  return 0;
+  return WriteOutputOrSay("scale", output, text);
 }
 
 }  // namespace parmon::cli

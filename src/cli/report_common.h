@@ -8,6 +8,10 @@
 #include "analysis/results.h"
 #include "base/status.h"
 
+namespace CLI {
+class App;
+}
+
 namespace parmon::cli {
 
 struct ReportInputOptions {
@@ -29,6 +33,12 @@ StatusOr<analysis::Results> LoadResults(const std::string& path,
                                         bool* usage_error = nullptr);
 bool UseColor(const std::string& mode, const std::string& output);
 Status WriteOutput(const std::string& path, const std::string& text);
+
+// --color auto|always|never, for the commands that print a report.
+void AddColorOption(CLI::App& app, std::string* color);
+// WriteOutput for a subcommand's last step: 0, or 1 after saying why on stderr as
+// "parmon COMMAND: ...".
+int WriteOutputOrSay(const char* command, const std::string& path, const std::string& text);
 
 }  // namespace parmon::cli
 

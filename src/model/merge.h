@@ -3,8 +3,9 @@
 // the stream). It is the one k-way merge of parmon, written for throughput: each stream holds one
 // decompressed chunk and an EventDecoder that decodes only its next event (memory per stream is
 // one raw chunk, flat in the event count), the heads sit in a flat array where a linear scan for
-// the minimum beats a heap for the few to few hundred streams of a trace, and the second-smallest
-// head bounds a run of events taken from one stream without looking at the others again.
+// the minimum beats a heap for a few streams, and the second-smallest head bounds a run of
+// events taken from one stream without looking at the others again; from kTreeFrom live streams
+// (a real MPI trace: ~30, interleaving event by event) Run uses a loser tree instead.
 //
 // Two ways to consume it: Run(fn) calls fn(event, stream) for each event, inlined into the loop
 // (the analysis' way); Next(&event) hands out one event at a time (dump's way). Both can stop at
@@ -73,6 +74,12 @@ class Merge {
   // head's chunk).
   void AdvancePending();
   void Remove(size_t i);
+  // Run's loop for many live streams: a loser tree (tournament) over (time, live index) replays
+  // only the winner's path, log2(streams) compares per event instead of a scan of every head.
+  // A real MPI trace has ~30 live streams whose events interleave one by one.
+  template <class Fn>
+  void RunTree(Fn& fn, uint64_t until);
+  static constexpr size_t kTreeFrom = 12;  // live streams from which RunTree beats the scan
   // Loads the next chunk in the window: false at the end of what the stream has.
   [[gnu::noinline]] bool NextChunk(Head& h);
   // The event's time and time args on rank 0's clock.
@@ -105,6 +112,10 @@ template <class Fn>
 void Merge::Run(Fn&& fn, uint64_t until) {
   AdvancePending();
   Refresh(until);
+  if (live_.size() >= kTreeFrom) {
+    RunTree(fn, until);
+    return;
+  }
   while (!live_.empty()) {
     // The smallest head and the bound set by the second smallest.
     size_t best = 0;
@@ -145,6 +156,75 @@ void Merge::Run(Fn&& fn, uint64_t until) {
       live_ts_[best] = h.event.ts;
     else
       Remove(best);
+  }
+}
+
+template <class Fn>
+void Merge::RunTree(Fn& fn, uint64_t until) {
+  const size_t n = live_.size();
+  size_t k = 1;
+  while (k < n)
+    k <<= 1;
+  // Leaf i is live_[i] (stream order); exhausted and padding leaves sort last.
+  // Order: time, then tie[] (the leaf index; + k once exhausted, so that a live stream at
+  // UINT64_MAX still comes first). Compared without branches: the winner is unpredictable.
+  std::vector<uint64_t> ts(k, UINT64_MAX);
+  std::vector<uint32_t> tie(k);
+  for (size_t i = 0; i < k; ++i) {
+    ts[i] = i < n ? live_ts_[i] : UINT64_MAX;
+    tie[i] = static_cast<uint32_t>(i < n ? i : i + k);
+  }
+  auto less = [&](uint32_t a, uint32_t b) {
+    return (static_cast<int>(ts[a] < ts[b]) |
+            (static_cast<int>(ts[a] == ts[b]) & static_cast<int>(tie[a] < tie[b]))) != 0;
+  };
+  auto kill = [&](uint32_t i) {
+    ts[i] = UINT64_MAX;
+    tie[i] = static_cast<uint32_t>(i + k);
+  };
+  // loser[node] for internal nodes 1..k-1, loser[0] the overall winner.
+  std::vector<uint32_t> loser(k), winner(2 * k);
+  for (size_t i = 0; i < k; ++i)
+    winner[k + i] = static_cast<uint32_t>(i);
+  for (size_t node = k - 1; node >= 1; --node) {
+    uint32_t a = winner[2 * node], b = winner[2 * node + 1];
+    bool a_wins = less(a, b);
+    winner[node] = a_wins ? a : b;
+    loser[node] = a_wins ? b : a;
+  }
+  loser[0] = winner[1];
+  for (;;) {
+    const uint32_t w = loser[0];
+    if (tie[w] >= k)
+      break;  // every stream is exhausted
+    Head& h = *live_[w];
+    if (h.event.ts > until)
+      break;  // the rest waits for a later bound
+    if (h.event.ts > to_) {
+      h.finished = true;
+      kill(w);
+    } else {
+      fn(static_cast<const format::Event&>(h.event), h.stream);
+      if (Advance(h)) {
+        ts[w] = h.event.ts;
+      } else {
+        kill(w);
+      }
+    }
+    uint32_t cur = w;
+    for (size_t node = (w + k) / 2; node >= 1; node /= 2) {
+      const uint32_t other = loser[node];
+      const bool swap = less(other, cur);
+      loser[node] = swap ? cur : other;
+      cur = swap ? other : cur;
+    }
+    loser[0] = cur;
+  }
+  for (size_t i = n; i-- > 0;) {
+    if (tie[i] >= k)
+      Remove(i);
+    else
+      live_ts_[i] = ts[i];
   }
 }
 

@@ -221,6 +221,35 @@ TEST(MergeTest, ManyChunksAndStreamsMatchTheReferenceAlsoWhenResumed) {
   EXPECT_EQ(ByNext(*s, f), Reference(*s, f));
 }
 
+// 40 live streams (Run's loser tree, Merge::kTreeFrom) that interleave event by event with
+// ties, some ending early and some starting late: the reference order, also resumed and windowed.
+TEST(MergeTest, ManyInterleavedStreamsTakeTheTreeAndMatchTheReference) {
+  TempDir dir;
+  std::string path = dir.path + "/t.ptrace";
+  std::mt19937_64 rng(7);
+  std::vector<StreamSpec> streams;
+  for (uint32_t l = 1; l <= 40; ++l) {
+    StreamSpec sp{l, Source::kRuntime, {}};
+    uint64_t t = l % 5 == 0 ? 2000 : 100;  // some start late
+    int n = l % 7 == 0 ? 50 : 600;         // some end early
+    for (int i = 0; i < n; ++i)
+      sp.ts.push_back(t += rng() % 3);
+    streams.push_back(sp);
+  }
+  WriteTrace(path, streams, 31);
+  auto s = OpenSession(path);
+  ASSERT_TRUE(s);
+  std::vector<Id> want = Reference(*s, {});
+  EXPECT_EQ(ByRun(*s, {}), want);
+  EXPECT_EQ(ByNext(*s, {}), want);
+  std::vector<uint64_t> bounds = {99, 150, 150, 700, 2100};
+  EXPECT_EQ(ByRun(*s, {}, bounds), want);
+  MergeFilter f;
+  f.from_ts = 300;
+  f.to_ts = 2200;
+  EXPECT_EQ(ByRun(*s, f, bounds), Reference(*s, f));
+}
+
 Event MakeEvent(Kind kind, uint64_t ts, std::vector<uint64_t> args) {
   Event e;
   e.kind = static_cast<uint16_t>(kind);

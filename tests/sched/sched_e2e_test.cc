@@ -455,17 +455,25 @@ TEST(SchedE2E, PeriodicModeKeepsOnlyAggregates) {
 
 TEST(SchedE2E, StaticBinaryIsSampledWithoutInstrumentation) {
   TempDir dir;
+  const uint64_t steal_before = StealNs();
   RunResult run = Parmon({"record", "-q", "-o", dir.File("s.ptrace"), "--",
                           BinDir() + "/duty_cycle_static", "--seconds", "1", "spin"});
+  const uint64_t steal_ns = StealNs() - steal_before;
   ASSERT_EQ(run.exit_code, 0) << run.err;
   auto truth = ParseTruth(run.out);
   ASSERT_EQ(truth.size(), 1u);
   Trace t = Load(dir.File("s.ptrace"));
   EXPECT_GT(t.Count(truth[0].tid, Kind::kThreadStates), 50u);
   auto f = StateFractions(t, truth[0].tid, truth[0].start, truth[0].end);
-  double running =
-      static_cast<double>(truth[0].cpu) / static_cast<double>(truth[0].end - truth[0].start);
-  EXPECT_NEAR(f[kRunning], running, 0.05);
+  const double wall = static_cast<double>(truth[0].end - truth[0].start);
+  double running = static_cast<double>(truth[0].cpu) / wall;
+  // One spinner: all the time the hypervisor took may have been taken from its CPU, during which
+  // it is on a CPU for the scheduler (and parmon) but its own CPU clock stops.
+  const double stolen =
+      steal_ns == 0 ? 0 : std::min(1.0, (static_cast<double>(steal_ns) + 10e6) / wall);
+  std::printf("spinner truth run %.3f | parmon run %.3f | steal %.3f of the loop\n", running,
+              f[kRunning], stolen);
+  EXPECT_NEAR(f[kRunning], running, 0.05 + stolen);
   EXPECT_FALSE(t.cpu_events.empty());
 }
 

@@ -12,8 +12,17 @@
 namespace parmon::preload::mpi {
 
 // ---- collectives -----------------------------------------------------------------------------
+namespace {
+// A nonblocking collective MPI completed inside the call (NewCollRequest): EmitColl reports its
+// completion right after its MpiCollective, so the trace stays in time order.
+__thread uint64_t t_done_now = 0;
+}  // namespace
+
 uint64_t NewCollRequest(Call& c, MPI_Request req) {
-  return TrackRequest(req, kReqOther, c.t0, nullptr, false);
+  NewRequest r = TrackRequest(req, kReqOther, c.t0, nullptr, false, MPI_STATUS_IGNORE);
+  if (r.done) [[unlikely]]
+    t_done_now = r.id;
+  return r.id;
 }
 
 namespace {
@@ -61,6 +70,11 @@ void EmitColl(Call& c, uint64_t request, CommInfo* info, int root, uint64_t sent
                    recv,
                    request};
   EmitAt(c.t0, Kind::kMpiCollective, a, 6);
+  if (request != 0 && request == t_done_now) [[unlikely]] {
+    t_done_now = 0;
+    uint64_t d[2] = {request, c.t0};
+    EmitAt(CompletionTime(c), Kind::kMpiRequestDone, d, 2);
+  }
 }
 
 struct Me {

@@ -99,6 +99,8 @@ class Completion {
   struct Entry;
 
  private:
+  void DropDuplicates();
+
   int n_;
   Entry* entries_;
   Entry* small_;

@@ -191,21 +191,36 @@ ReqSlot* FindReq(uint64_t key) {
   return nullptr;
 }
 
-uint64_t TrackRequest(MPI_Request req,
-                      uint8_t kind,
-                      uint64_t posted,
-                      CommInfo* comm,
-                      bool persistent) {
-  if (req == MPI_REQUEST_NULL)
-    return 0;
+NewRequest TrackRequest(MPI_Request req,
+                        uint8_t kind,
+                        uint64_t posted,
+                        CommInfo* comm,
+                        bool persistent,
+                        MPI_Status* st) {
+  if (req == MPI_REQUEST_NULL) {
+    if (persistent)
+      return {0, false, false};
+    return {g_next_request.fetch_add(1, std::memory_order_relaxed), true, false};
+  }
   uint64_t key = Key(req);
-  // A completed request we never saw complete (MPI_Request_get_status, ...) may still be here.
-  if (ReqSlot* old = FindReq(key))
+  if (ReqSlot* old = FindReq(key)) [[unlikely]] {
+    // The handle of a live request: either MPI shares one completed request object among the
+    // requests it finished at once (then the new one is complete and the old one still needs
+    // its completion call), or the old entry is stale (its completion happened where we did not
+    // record it, e.g. while paused) and MPI reused the handle. Only the first is complete now;
+    // asking costs a call, but only here.
+    if (old->active && !persistent) {
+      int flag = 0;
+      if (PMPI_Request_get_status(req, &flag, st) == MPI_SUCCESS && flag != 0)
+        return {g_next_request.fetch_add(1, std::memory_order_relaxed), true,
+                st != MPI_STATUS_IGNORE};
+    }
     old->key.store(kTomb, std::memory_order_release);
+  }
   ReqSlot* s = ClaimReq(key);
   uint64_t id = g_next_request.fetch_add(1, std::memory_order_relaxed);
   if (s == nullptr)
-    return id;
+    return {id, false, false};
   s->id = id;
   s->posted = posted;
   s->comm = comm;
@@ -213,7 +228,7 @@ uint64_t TrackRequest(MPI_Request req,
   s->persistent = persistent;
   s->active = !persistent;
   s->key.store(key, std::memory_order_release);  // publish: pairs with FindReq's acquire
-  return id;
+  return {id, false, false};
 }
 
 // ---- matched probes (MPI_Mprobe -> MPI_Mrecv) ------------------------------------------------

@@ -5,7 +5,9 @@
 // replaced by our own (StatusArray) so sources and sizes can still be read.
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
+#include <utility>
 
 #include "preload/common/preload.h"
 #include "preload/mpi/mpi_core.h"
@@ -47,7 +49,7 @@ void OnNewSend(Call& c,
   if (dest == MPI_PROC_NULL && !persistent)
     return;
   CommInfo* info = Comm(comm);
-  uint64_t id = TrackRequest(req, kReqSend, c.t0, info, persistent);
+  NewRequest r = TrackRequest(req, kReqSend, c.t0, info, persistent, MPI_STATUS_IGNORE);
   if (persistent) {
     if (ReqSlot* s = FindReq(Key(req))) {
       s->peer = dest == MPI_PROC_NULL ? kNone : WorldRank(info, dest);
@@ -56,11 +58,23 @@ void OnNewSend(Call& c,
     }
     return;
   }
-  OnSend(c, count, type, dest, tag, comm, id);
+  OnSend(c, count, type, dest, tag, comm, r.id);
+  if (r.done && !g_periodic) [[unlikely]] {
+    uint64_t a[2] = {r.id, c.t0};
+    EmitAt(CompletionTime(c), Kind::kMpiRequestDone, a, 2);
+  }
 }
 
+namespace {
+void RecvDone(Call& c, uint64_t posted, CommInfo* info, const MPI_Status* st, uint64_t request);
+}  // namespace
+
 void OnNewRecv(Call& c, MPI_Request req, MPI_Comm comm, bool persistent) {
-  TrackRequest(req, kReqRecv, c.t0, Comm(comm), persistent);
+  CommInfo* info = Comm(comm);
+  MPI_Status st;
+  NewRequest r = TrackRequest(req, kReqRecv, c.t0, info, persistent, &st);
+  if (r.done && r.has_status) [[unlikely]]
+    RecvDone(c, c.t0, info, &st, r.id);
 }
 
 namespace {
@@ -162,9 +176,10 @@ struct Completion::Entry {
   uint64_t id;
   uint64_t posted;
   CommInfo* comm;
-  uint8_t kind;  // 0: not tracked
+  uint8_t kind;  // 0: not tracked (or a repeat of entry `first`)
   bool persistent;
-  uint8_t pad[6];
+  uint8_t pad[2];
+  int32_t first;  // >= 0: the same handle as this earlier entry
 };
 static_assert(sizeof(Completion::Entry) == 40 || sizeof(Completion::Entry) <= 48);
 
@@ -180,6 +195,7 @@ Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
   for (int i = 0; i < n_; ++i) {
     Entry& e = entries_[i];
     e.kind = 0;
+    e.first = -1;
     MPI_Request r = creqs ? creqs[i] : PMPI_Request_f2c(freqs[i]);
     if (r == MPI_REQUEST_NULL)
       continue;
@@ -193,6 +209,45 @@ Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
     e.kind = s->kind;
     e.persistent = s->persistent;
   }
+  DropDuplicates();
+}
+
+// One handle twice in the array (a request object MPI shares among requests it completed at
+// once; TrackRequest reported all but the first already): its request completes once, when
+// MPI first reports any of its entries (Done redirects a repeat to the first entry).
+// Small arrays compare pairwise; large ones sort (key, index) pairs once.
+void Completion::DropDuplicates() {
+  if (n_ <= 32) {
+    for (int i = 1; i < n_; ++i) {
+      if (entries_[i].kind == 0)
+        continue;
+      for (int j = 0; j < i; ++j)
+        if (entries_[j].kind != 0 && entries_[j].key == entries_[i].key) {
+          entries_[i].kind = 0;
+          entries_[i].first = j;
+          break;
+        }
+    }
+    return;
+  }
+  auto* order = static_cast<std::pair<uint64_t, int>*>(
+      malloc(sizeof(std::pair<uint64_t, int>) * static_cast<size_t>(n_)));
+  if (order == nullptr)
+    return;
+  int m = 0;
+  for (int i = 0; i < n_; ++i)
+    if (entries_[i].kind != 0)
+      order[m++] = {entries_[i].key, i};
+  std::sort(order, order + m);
+  for (int k = 1, head = 0; k < m; ++k) {
+    if (order[k].first != order[head].first) {
+      head = k;
+      continue;
+    }
+    entries_[order[k].second].kind = 0;
+    entries_[order[k].second].first = order[head].second;
+  }
+  free(order);
 }
 
 Completion::~Completion() {
@@ -201,7 +256,11 @@ Completion::~Completion() {
 }
 
 void Completion::Done(Call& c, int i, const MPI_Status* st) {
-  if (i < 0 || i >= n_ || entries_[i].kind == 0)
+  if (i < 0 || i >= n_)
+    return;
+  if (entries_[i].kind == 0 && entries_[i].first >= 0)
+    i = entries_[i].first;
+  if (entries_[i].kind == 0)
     return;
   Entry& e = entries_[i];
   ReqSlot* s = FindReq(e.key);

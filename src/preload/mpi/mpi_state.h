@@ -140,12 +140,23 @@ struct ReqSlot {
   bool active;
 };
 ReqSlot* FindReq(uint64_t key);
-// The id of a new request, tracked when the table has room.
-uint64_t TrackRequest(MPI_Request req,
-                      uint8_t kind,
-                      uint64_t posted,
-                      CommInfo* comm,
-                      bool persistent);
+// A new request's id; `done`: MPI completed it inside the call that made it and returned
+// MPI_REQUEST_NULL or a handle shared with a live request (Open MPI's static empty request,
+// MPICH's built-in completed ones), so the caller reports its completion at once and no
+// completion call will. The handle is then not tracked: every request completes once.
+struct NewRequest {
+  uint64_t id;
+  bool done;
+  bool has_status;  // done and *st holds its status (only a shared handle has one)
+};
+// Tracked when the table has room. `st` (may be MPI_STATUS_IGNORE) receives the status of a
+// request that is done.
+NewRequest TrackRequest(MPI_Request req,
+                        uint8_t kind,
+                        uint64_t posted,
+                        CommInfo* comm,
+                        bool persistent,
+                        MPI_Status* st);
 
 // ---- periodic mode (mpi_core.cc) -------------------------------------------------------------
 struct Stats {
