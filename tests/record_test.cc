@@ -202,6 +202,15 @@ TEST(Record, EveryApiCallIsRecordedWithItsValues) {
 }
 
 // Finds the first child process of `pid` (the recorder's command).
+// Kills a process group at scope exit, so a failed ASSERT leaves no program running.
+struct GroupKiller {
+  pid_t pgid;
+  ~GroupKiller() {
+    if (pgid > 0)
+      kill(-pgid, SIGKILL);
+  }
+};
+
 pid_t ChildOf(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
   pid_t child = 0;
@@ -315,6 +324,7 @@ TEST(Record, DiskFullEndsTheTraceConsistentWithTheExactLoss) {
   ASSERT_EQ(pipe(out_pipe), 0);
   pid_t rec = fork();
   if (rec == 0) {
+    setpgid(0, 0);
     dup2(out_pipe[1], 1);
     close(out_pipe[0]);
     int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -325,6 +335,7 @@ TEST(Record, DiskFullEndsTheTraceConsistentWithTheExactLoss) {
           (char*)nullptr);
     _exit(127);
   }
+  GroupKiller killer{rec};
   close(out_pipe[1]);
   char buf[16] = {};
   ASSERT_GT(read(out_pipe[0], buf, sizeof buf), 0);  // "ready"
@@ -396,6 +407,7 @@ TEST(Record, RecorderKilledFileSaysWhatItCoversAndHoldsEverythingBefore) {
           Prog("committed_counter").c_str(), side.c_str(), (char*)nullptr);
     _exit(127);
   }
+  GroupKiller killer{rec};
   close(out_pipe[1]);
   char buf[16] = {};
   ASSERT_GT(read(out_pipe[0], buf, sizeof buf), 0);  // "ready"
@@ -433,7 +445,8 @@ TEST(Record, RecorderKilledFileSaysWhatItCoversAndHoldsEverythingBefore) {
   EXPECT_LE(recorded, committed_at_kill + 1);
   auto report = Parmon({"report", "--partial", trace});
   EXPECT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_NE(report.err.find("it covers the run up to"), std::string::npos) << report.err;
+  EXPECT_NE(report.out.find("it covers the run up to"), std::string::npos) << report.out;
+  EXPECT_EQ(report.out.find("0 events in damaged chunks"), std::string::npos) << report.out;
 }
 
 // --interval has a lower bound through the number of intervals: one sentence, exit 2, at
@@ -455,6 +468,14 @@ TEST(Report, TooShortAnIntervalIsOneSentenceAndExit2) {
   }
   auto ok = Parmon({"report", "--interval", "10ms", trace});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  // Many threads: fewer intervals, since each costs memory for every thread.
+  const std::string many = dir.File("many.ptrace");
+  r = Parmon({"record", "-q", "-o", many, "--", Prog("threads_regions"), "100", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rep = Parmon({"report", "--interval", "1ns", many}, 30);
+  EXPECT_EQ(rep.exit_code, 2) << rep.err;
+  EXPECT_NE(rep.err.find("threads and CPUs"), std::string::npos) << rep.err;
+  EXPECT_EQ(rep.err.find("at most 100000"), std::string::npos) << rep.err;
 }
 
 // Usage errors: one line with the subcommand's prefix, exit 2; a misspelled option of record
@@ -475,6 +496,14 @@ TEST(CommandLine, UsageErrorsAreOneLineAndExit2) {
       {"diff", "--colour", "never", "a.ptrace", "b.ptrace"},
       {"scale", "--count", "1", "--", "true"},
       {"demo", "--rank", "2"},
+      {"info", "--jsn", "t.ptrace"},
+      {"record", "--buffer-size", "0", "--", "true"},
+      {"record", "--buffer-size", "1", "--", "true"},
+      {"record", "--buffer-size", "100", "--", "true"},
+      {"record", "--max-threads", "0", "--", "true"},
+      {"record", "--max-threads", "100000000", "--", "true"},
+      {"record", "--zstd-level", "99", "--", "true"},
+      {"record", "-p", "-5"},
   };
   for (const auto& args : bad) {
     auto e = Parmon(args);
