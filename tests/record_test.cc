@@ -511,6 +511,11 @@ TEST(CommandLine, UsageErrorsAreOneLineAndExit2) {
     EXPECT_EQ(e.err.rfind("parmon " + args[0] + ": ", 0), 0u) << e.err;
     EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
   }
+  auto cmd = Parmon({"recrod", "--", "true"});
+  EXPECT_EQ(cmd.exit_code, 2);
+  EXPECT_EQ(cmd.err,
+            "parmon: 'recrod' is not a parmon command (did you mean record? 'parmon --help' "
+            "lists them)\n");
   auto dump = Parmon({"dump", "--fromm", "1s", "t.ptrace"});
   EXPECT_NE(dump.err.find("did you mean --from?"), std::string::npos) << dump.err;
   auto pid0 = Parmon({"record", "-p", "0"});
