@@ -111,16 +111,17 @@ std::string LostSentence(uint64_t lost_events) {
 
 std::string DamageSentence(const Summary& s) {
   const std::string missing =
-      s.damaged_events == 1 ? "1 event in damaged chunks is missing"
-                            : fmt::format("{} events in damaged chunks are missing",
-                                          FormatCount(s.damaged_events));
+      s.damaged_events == 1
+          ? "1 event in damaged chunks is missing"
+          : fmt::format("{} events in damaged chunks are missing", FormatCount(s.damaged_events));
   if (s.closed_cleanly)
     return s.damaged_events ? fmt::format("the trace has damaged chunks; {}.", missing) : "";
   std::string covers =
       s.covered_until > s.session_start
-          ? fmt::format("it covers the run up to {} (its last watermark); what came after is "
-                        "unknown",
-                        FormatDuration(s.covered_until - s.session_start))
+          ? fmt::format(
+                "it covers the run up to {} (its last watermark); what came after is "
+                "unknown",
+                FormatDuration(s.covered_until - s.session_start))
           : "it holds no watermark, so no part of the run is known to be complete";
   return fmt::format("the trace was not closed cleanly: {}{}.", covers,
                      s.damaged_events ? "; " + missing : "");

@@ -24,8 +24,8 @@ constexpr uint64_t kMinWindowNs = 100'000;         // 100 us
 constexpr uint64_t kMaxWindowNs = 10'000'000'000;  // 10 s
 // Rings in the segment: each is --buffer-size of shared memory, so their number is bounded too.
 constexpr uint64_t kMaxRings = 65536;
-constexpr uint64_t kMinFlushNs = 10'000'000;       // 10 ms
-constexpr uint64_t kMaxFlushNs = 10'000'000'000;   // 10 s
+constexpr uint64_t kMinFlushNs = 10'000'000;      // 10 ms
+constexpr uint64_t kMaxFlushNs = 10'000'000'000;  // 10 s
 
 // Parses one size or duration option into *out; false after printing the one-sentence error.
 template <typename Parse>
