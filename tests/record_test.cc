@@ -504,6 +504,8 @@ TEST(CommandLine, UsageErrorsAreOneLineAndExit2) {
       {"record", "--max-threads", "100000000", "--", "true"},
       {"record", "--zstd-level", "99", "--", "true"},
       {"record", "-p", "-5"},
+      {"record", "--flush", "1ms", "--", "true"},
+      {"record", "--flush", "1h", "--", "true"},
   };
   for (const auto& args : bad) {
     auto e = Parmon(args);
@@ -537,7 +539,7 @@ TEST(CommandLine, FailedLaunchLeavesNoTraceAndScaleCreatesItsDirectory) {
 
 // Damage to the index loses no event: the report needs no --partial, and the JSON does not say
 // the damage is of unknown extent.
-TEST(Info, DamagedIndexLosesNothingAndCountsAreExact) {
+TEST(Info, DamagedIndexOrSchemaLosesNothingAndCountsAreExact) {
   TempDir dir;
   const std::string trace = dir.File("t.ptrace");
   auto r = Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "2", "20000"});
@@ -548,21 +550,30 @@ TEST(Info, DamagedIndexLosesNothingAndCountsAreExact) {
     ASSERT_TRUE(reader.ok());
     index_offset = std::stoull((*reader)->session().at("index_offset"));
   }
-  {
-    std::fstream f(trace, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(index_offset + sizeof(format::ChunkHeader) + 2));
-    char c = 0;
-    f.read(&c, 1);
-    c ^= 0x5a;
-    f.seekp(static_cast<std::streamoff>(index_offset + sizeof(format::ChunkHeader) + 2));
-    f.write(&c, 1);
+  const uint64_t events = InfoJson(trace).value("events", uint64_t{0});
+  ASSERT_GT(events, 80000u);
+  // The schema chunk follows the file header; a byte of each chunk's payload is flipped.
+  for (uint64_t chunk : {index_offset, uint64_t{sizeof(format::FileHeader)}}) {
+    const std::string damaged = dir.File("damaged.ptrace");
+    std::filesystem::copy_file(trace, damaged, std::filesystem::copy_options::overwrite_existing);
+    {
+      const auto at = static_cast<std::streamoff>(chunk + sizeof(format::ChunkHeader) + 2);
+      std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(at);
+      char c = 0;
+      f.read(&c, 1);
+      c ^= 0x5a;
+      f.seekp(at);
+      f.write(&c, 1);
+    }
+    nlohmann::json j = InfoJson(damaged);
+    EXPECT_FALSE(j.value("damaged_events_unknown", true)) << chunk << j.dump();
+    EXPECT_EQ(j.value("damaged_events", uint64_t{1}), 0u) << chunk;
+    EXPECT_EQ(j.value("events", uint64_t{0}), events) << chunk;
+    EXPECT_FALSE(j["problems"].empty()) << chunk;
+    auto rep = Parmon({"report", damaged});
+    EXPECT_EQ(rep.exit_code, 0) << chunk << ": " << rep.err;
   }
-  nlohmann::json j = InfoJson(trace);
-  EXPECT_FALSE(j.value("damaged_events_unknown", true)) << j.dump();
-  EXPECT_EQ(j.value("damaged_events", uint64_t{1}), 0u);
-  EXPECT_FALSE(j["problems"].empty());
-  auto rep = Parmon({"report", trace});
-  EXPECT_EQ(rep.exit_code, 0) << rep.err;
 }
 
 TEST(Record, DropModeUnderOverloadCountsEveryLostEventExactly) {
