@@ -4,6 +4,7 @@
 
 #include "analysis/compare.h"
 #include "analysis/json_dump.h"
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
 
@@ -20,11 +21,8 @@ int RunDiff(int argc, char** argv) {
   app.add_option("-o,--output", output, "write to this file instead of standard output");
   app.add_flag("--partial", in.partial, "accept damaged or truncated traces");
   AddColorOption(app, &color);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int rc = ParseCommandLine(app, argc, argv, "diff"); rc >= 0)
+    return rc;
   auto a = LoadResults(a_path, in);
   if (!a.ok()) {
     fmt::print(stderr, "parmon diff: {}\n", a.status().message());

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "analysis/json_dump.h"
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "format/reader.h"
 #include "model/merge.h"
@@ -226,11 +227,8 @@ int RunInfo(int argc, char** argv) {
   bool json = false;
   app.add_option("file", path, "trace file, session directory, or - (standard input)")->required();
   app.add_flag("--json", json, "machine-readable output");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int rc = ParseCommandLine(app, argc, argv, "info"); rc >= 0)
+    return rc;
   format::OpenOptions oo;
   oo.verify_payloads = true;
   model::SessionOptions so;

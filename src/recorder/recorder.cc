@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -327,24 +328,31 @@ RecordResult Recorder::Finish() {
   end.recorder_cpu_ns = CpuTimeNs(RUSAGE_SELF);
   end.children_cpu_ns = CpuTimeNs(RUSAGE_CHILDREN);
   end.extra = end_values_;
-  if (!collector_->write_failed()) {
+  // After a full disk the writer kept the space to close the file: the END says what was lost.
+  if (writer_->can_finish()) {
     Status s = writer_->Finish(EndValues(end));
     if (!s.ok())
       collector_->NoteWriteError(s);
   }
   result.events = writer_->events_written();
-  result.lost = end.lost + end.unattached_lost + collector_->events_unwritten();
+  // Events that could not be written are in the ledger (end.lost) already: counted once.
+  result.lost = end.lost + end.unattached_lost;
   result.bytes = writer_->bytes_written();
   PrintStatus(true);
   if (collector_->write_failed()) {
-    fmt::print(stderr,
-               "parmon record: the trace {} is incomplete: {} (readable up to the last whole "
-               "chunk; {} events could not be written)\n",
-               options_.output, collector_->write_error(), collector_->events_unwritten());
+    const bool closed = writer_->space_exhausted() && writer_->can_finish();
+    fmt::print(stderr, "parmon record: the trace {} {} after a write error ({})\n", options_.output,
+               closed ? "is closed and consistent; its END counts what was lost"
+                      : "is incomplete: readable up to its last whole chunk",
+               collector_->write_error());
   }
-  if (result.lost > 0)
-    fmt::print(stderr, "parmon record: {} events were lost (see parmon info {})\n", result.lost,
-               options_.output);
+  if (result.lost > 0) {
+    std::string unwritten;
+    if (collector_->events_unwritten() > 0)
+      unwritten = fmt::format(", {} of them not written", collector_->events_unwritten());
+    fmt::print(stderr, "parmon record: {} {} lost{} (see parmon info {})\n", result.lost,
+               result.lost == 1 ? "event was" : "events were", unwritten, options_.output);
+  }
   return result;
 }
 
@@ -354,7 +362,16 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   PARMON_RETURN_IF_ERROR(Open());
   // Signals arrive through a signalfd; the child gets them unblocked and forwarded.
   signal_fd_ = OpenSignalChannel();
-  PARMON_RETURN_IF_ERROR(StartOrAttach(argv));
+  if (Status s = StartOrAttach(argv); !s.ok()) {
+    // Nothing was recorded (the command could not be started): leave no trace file behind
+    // rather than one that holds only a header.
+    collector_.reset();
+    writer_.reset();
+    struct stat st;
+    if (stat(options_.output.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      unlink(options_.output.c_str());
+    return s;
+  }
 
   SessionFacts facts;
   facts.argv = argv;
