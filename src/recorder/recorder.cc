@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -243,19 +245,47 @@ bool Recorder::CommandDone(uint64_t now) {
 }
 
 void Recorder::RunLoop() {
+  shm::SegmentHeader* h = segment_->header();
   for (;;) {
     HandleSignals();
+    // Read before the drain: a writer's request made during it ends the sleep below at once.
+    const uint32_t wake_seq = h->wake_seq.load(std::memory_order_seq_cst);
     uint64_t now = 0;
     size_t drained = DrainWindow(&now);
+    WakeWriters();
     if (CommandDone(now))
       break;
-    // Busy rings are drained again at once; otherwise sleep one window or until a signal.
+    // Busy rings are drained again at once; otherwise sleep one window, or until a writer asks
+    // (a ring half full, a writer waiting for space) or a signal comes.
     const uint64_t busy = segment_->ring_slots() / 8;
-    if (drained < busy) {
-      pollfd pfd{signal_fd_, POLLIN, 0};
-      int timeout_ms = static_cast<int>(std::max<uint64_t>(1, options_.window_ns / 1'000'000));
-      poll(&pfd, 1, timeout_ms);
-    }
+    if (drained < busy)
+      Sleep(wake_seq);
+  }
+}
+
+void Recorder::WakeWriters() {
+  shm::SegmentHeader* h = segment_->header();
+  // seq_cst pairs with the writer's increment of writers_waiting before it looks at the tail.
+  if (h->writers_waiting.load(std::memory_order_seq_cst) == 0)
+    return;
+  h->space_seq.fetch_add(1, std::memory_order_seq_cst);
+  shm::FutexWake(&h->space_seq, INT_MAX);
+}
+
+void Recorder::Sleep(uint32_t wake_seq) {
+  shm::SegmentHeader* h = segment_->header();
+  const uint64_t until = clock_.NowNs() + std::max<uint64_t>(options_.window_ns, 100'000);
+  // Slices of at most 10 ms, so that a signal (Ctrl-C to forward, a child's exit) waits no
+  // longer than that whatever the window.
+  for (uint64_t now = clock_.NowNs(); now < until; now = clock_.NowNs()) {
+    h->recorder_sleeping.store(1, std::memory_order_seq_cst);
+    shm::FutexWait(&h->wake_seq, wake_seq, std::min<uint64_t>(until - now, 10'000'000));
+    h->recorder_sleeping.store(0, std::memory_order_seq_cst);
+    if (h->wake_seq.load(std::memory_order_relaxed) != wake_seq)
+      return;
+    pollfd pfd{signal_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 0) > 0)
+      return;
   }
 }
 
@@ -265,6 +295,7 @@ void Recorder::FinishRings() {
   segment_->header()->session_state.store(shm::kFinishing, std::memory_order_relaxed);
   CheckDeadThreads();
   collector_->DrainAll();
+  WakeWriters();  // a writer still waiting sees kFinishing and stops waiting
   for (uint32_t i = 0; i < segment_->header()->ring_count; ++i) {
     auto& ctl = segment_->rings()[i];
     if (ctl.state.load(std::memory_order_acquire) == shm::kClaimed) {

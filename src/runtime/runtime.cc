@@ -311,14 +311,25 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
   }
   const uint64_t capacity = r->mask + 1;
   uint32_t need = nslots;
+  bool waiting = false;  // counted in seg->writers_waiting
+  unsigned waits = 0;    // futex waits of at most 2 ms each
   for (unsigned spins = 0;; ++spins) {
     // Acquire pairs with the recorder's release store of tail: the slots below tail are free.
-    const uint64_t free_to = r->ctl->tail.load(std::memory_order_acquire) + capacity;
+    const uint64_t tail = r->ctl->tail.load(std::memory_order_acquire);
+    const uint64_t free_to = tail + capacity;
+    const uint64_t half = tail + capacity / 2;
+    // Half full: ask the recorder to drain now rather than at the end of its window (one
+    // atomic add; a system call only when it sleeps).
+    if (spins == 0 && r->head >= half)
+      shm::WakeRecorder(seg);
     r->limit = CappedLimit(r, free_to);
     if (r->limit - r->head < need && r->populated_to < free_to) {
       Populate(r);  // the writer reached the end of the resident stretch: the next one
       r->limit = CappedLimit(r, free_to);
     }
+    // Below half full: come back at the half mark (see above).
+    if (r->head < half && half < r->limit && r->head + need <= half)
+      r->limit = half;
     if (r->drop_pending > 0)
       ReportDrops(r, need);
     if (r->limit - r->head >= need) {
@@ -328,7 +339,7 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
     auto policy = static_cast<shm::Overflow>(seg->overflow);
     bool wait = must_deliver || policy == shm::Overflow::kBlock;
     if (!wait || seg->session_state.load(std::memory_order_relaxed) == shm::kFinishing ||
-        (must_deliver && spins > 20000)) {
+        (must_deliver && waits > 500)) {
       if (r->drop_pending == 0)
         r->drop_first = Now();
       ++r->drop_pending;
@@ -338,19 +349,29 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
     }
     if (spins < 64) {
       _mm_pause();
-    } else if (spins < 256) {
-      sched_yield();
-    } else {
-      timespec ts{0, 50000};
-      nanosleep(&ts, nullptr);
-      // A recorder that was killed never drains again: stop recording rather than wait forever.
-      if (spins % 64 == 0 && kill(static_cast<pid_t>(seg->recorder_pid), 0) != 0 &&
-          errno == ESRCH) {
-        g_enabled.store(0, std::memory_order_relaxed);
-        break;
-      }
+      continue;
+    }
+    // Wait for the recorder: tell it (it drains at once), then sleep until it says it freed
+    // space. space_seq is read before the tail is looked at again, so a drain that finishes in
+    // between makes the wait return at once. The 2 ms bound checks that the recorder lives.
+    const uint32_t seen = seg->space_seq.load(std::memory_order_seq_cst);
+    if (!waiting) {
+      seg->writers_waiting.fetch_add(1, std::memory_order_seq_cst);
+      waiting = true;
+    }
+    shm::WakeRecorder(seg);
+    if (r->ctl->tail.load(std::memory_order_seq_cst) + capacity - r->head >= need)
+      continue;
+    shm::FutexWait(&seg->space_seq, seen, 2'000'000);
+    ++waits;
+    // A recorder that was killed never drains again: stop recording rather than wait forever.
+    if (waits % 64 == 0 && kill(static_cast<pid_t>(seg->recorder_pid), 0) != 0 && errno == ESRCH) {
+      g_enabled.store(0, std::memory_order_relaxed);
+      break;
     }
   }
+  if (waiting)
+    seg->writers_waiting.fetch_sub(1, std::memory_order_seq_cst);
   r->in_slow_path = 0;
   errno = saved_errno;
   return ok;
