@@ -1,6 +1,7 @@
 // ExportOtf2: the event pass of the OTF2 exporter (otf2_writer.h has the mapping; otf2_defs.cc
 // writes the definitions). One merged pass over the window; each record goes to its location's
 // OTF2 event writer, which flushes full 1 MiB chunks to the archive.
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -21,6 +22,39 @@ OTF2_FlushType PreFlush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) {
 // No post-flush callback: OTF2 then writes no BufferFlush records (a flush here is the exporter
 // writing its file, not a pause of the program).
 const OTF2_FlushCallbacks kFlush = {PreFlush, nullptr};
+
+// OTF2's own chunk pool keeps every full chunk of a location in memory until the pool (128 MiB
+// per writer) runs out. Ours allows kEventChunks per event writer: when they are full the
+// allocation fails, which makes OTF2 flush that writer's chunks to its file, free them (FreeAll)
+// and allocate again. Memory is then kEventChunks x 1 MiB per thread, whatever the trace's size.
+constexpr size_t kEventChunks = 2;
+struct ChunkPool {
+  std::vector<void*> chunks;
+};
+void* Allocate(void*, OTF2_FileType type, OTF2_LocationRef, void** per_buffer, uint64_t size) {
+  auto* pool = static_cast<ChunkPool*>(*per_buffer);
+  if (!pool)
+    *per_buffer = pool = new ChunkPool;
+  if (type == OTF2_FILETYPE_EVENTS && pool->chunks.size() >= kEventChunks)
+    return nullptr;  // flush first
+  void* p = malloc(size);
+  if (p)
+    pool->chunks.push_back(p);
+  return p;
+}
+void FreeAll(void*, OTF2_FileType, OTF2_LocationRef, void** per_buffer, bool final) {
+  auto* pool = static_cast<ChunkPool*>(*per_buffer);
+  if (!pool)
+    return;
+  for (void* p : pool->chunks)
+    free(p);
+  pool->chunks.clear();
+  if (final) {
+    delete pool;
+    *per_buffer = nullptr;
+  }
+}
+const OTF2_MemoryCallbacks kMemory = {Allocate, FreeAll};
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -91,6 +125,8 @@ Status Writer::Open(const std::string& out) {
   if (!archive_)
     return Status::Error(fmt::format("OTF2 could not create an archive in {}", out));
   if (!Check(OTF2_Archive_SetFlushCallbacks(archive_, &kFlush, this), "set flush callbacks"))
+    return error_;
+  if (!Check(OTF2_Archive_SetMemoryCallbacks(archive_, &kMemory, nullptr), "set memory callbacks"))
     return error_;
   if (!Check(OTF2_Archive_SetSerialCollectiveCallbacks(archive_), "set collective callbacks"))
     return error_;
@@ -241,25 +277,36 @@ void Writer::Mpi(Location& l, const format::Event& e) {
   }
 }
 
-void Writer::Event(const format::Event& e) {
-  if (e.kind_enum() == Kind::kMpiCommDef && e.nargs >= 3 && (e.args[2] & 1) == 0) {
+void Writer::Event(const format::Event& event) {
+  if (event.kind_enum() == Kind::kMpiCommDef && event.nargs >= 3 && (event.args[2] & 1) == 0) {
     // Members in communicator order (world ranks, u32 little-endian).
-    Comm& c = CommOf(e.args[0]);
-    const size_t n = std::min<size_t>(e.args[1], e.payload.size() / 4);
+    Comm& c = CommOf(event.args[0]);
+    const size_t n = std::min<size_t>(event.args[1], event.payload.size() / 4);
     if (c.members.empty() && n > 0) {
       for (size_t i = 0; i < n; ++i) {
         uint32_t r;
-        std::memcpy(&r, e.payload.data() + 4 * i, 4);
+        std::memcpy(&r, event.payload.data() + 4 * i, 4);
         c.rank_of.emplace(r, static_cast<uint32_t>(c.members.size()));
         c.members.push_back(r);
       }
     }
     return;
   }
-  auto it = locations_.find(e.location);
+  auto it = locations_.find(event.location);
   if (it == locations_.end())
     return;  // CPU locations and session-wide events have no OTF2 location
   Location& l = it->second;
+  // OTF2 takes a location's records in time order only; a thread's own events can step back a
+  // few ns (TSCs of two cores after a migration): such an event is written at its predecessor's
+  // time.
+  format::Event copy;
+  const format::Event* ep = &event;
+  if (event.ts < l.last_ts) [[unlikely]] {
+    copy = event;
+    copy.ts = l.last_ts;
+    ep = &copy;
+  }
+  const format::Event& e = *ep;
   first_ts_ = std::min(first_ts_, e.ts);
   last_ts_ = std::max(last_ts_, e.ts);
   l.last_ts = e.ts;
