@@ -277,19 +277,25 @@ void Writer::Mpi(Location& l, const format::Event& e) {
   }
 }
 
+void Writer::CommDef(const format::Event& e) {
+  if (e.nargs < 3 || (e.args[2] & 1) != 0)
+    return;  // intercommunicators: members are the remote group's, ranks stay world ranks
+  // Members in communicator order (world ranks, u32 little-endian).
+  Comm& c = CommOf(e.args[0]);
+  const size_t n = std::min<size_t>(e.args[1], e.payload.size() / 4);
+  if (!c.members.empty())
+    return;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t r;
+    std::memcpy(&r, e.payload.data() + 4 * i, 4);
+    c.rank_of.emplace(r, static_cast<uint32_t>(c.members.size()));
+    c.members.push_back(r);
+  }
+}
+
 void Writer::Event(const format::Event& event) {
-  if (event.kind_enum() == Kind::kMpiCommDef && event.nargs >= 3 && (event.args[2] & 1) == 0) {
-    // Members in communicator order (world ranks, u32 little-endian).
-    Comm& c = CommOf(event.args[0]);
-    const size_t n = std::min<size_t>(event.args[1], event.payload.size() / 4);
-    if (c.members.empty() && n > 0) {
-      for (size_t i = 0; i < n; ++i) {
-        uint32_t r;
-        std::memcpy(&r, event.payload.data() + 4 * i, 4);
-        c.rank_of.emplace(r, static_cast<uint32_t>(c.members.size()));
-        c.members.push_back(r);
-      }
-    }
+  if (event.kind_enum() == Kind::kMpiCommDef) {
+    CommDef(event);
     return;
   }
   auto it = locations_.find(event.location);
@@ -339,6 +345,16 @@ void Writer::Event(const format::Event& event) {
 }
 
 Status Writer::Events(ExportStats* stats) {
+  if (filter_.from_ts > session_.start()) {
+    // Communicators created before the window still name the ranks of messages inside it.
+    model::MergeFilter before;
+    before.to_ts = filter_.from_ts - 1;
+    model::Merge defs(session_, before);
+    defs.Run([&](const format::Event& e, model::StreamIndex) {
+      if (e.kind_enum() == Kind::kMpiCommDef)
+        CommDef(e);
+    });
+  }
   model::Merge merge(session_, filter_);
   merge.Run([&](const format::Event& e, model::StreamIndex) {
     ++stats->events_read;

@@ -67,6 +67,7 @@ class Writer {
  private:
   friend struct DefsWriter;
   void Event(const format::Event& e);
+  void CommDef(const format::Event& e);
   void Mpi(Location& l, const format::Event& e);
   OTF2_EvtWriter* WriterOf(Location& l);
   OTF2_RegionRef RegionOf(const Frame& f);
