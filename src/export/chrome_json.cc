@@ -72,7 +72,7 @@ class ChromeWriter {
       case Kind::kMpiSend:
       case Kind::kMpiRecv: {
         const bool send = e.kind_enum() == Kind::kMpiSend;
-        const int64_t me = session_.RankOf(e.location);
+        const int64_t me = locations_.Of(e.location).rank;
         const int64_t peer = static_cast<int64_t>(e.args[0]);
         const uint64_t id = send ? ids_.Send(me, peer, e.args[2], e.args[1])
                                  : ids_.Recv(peer, me, e.args[2], e.args[1]);
@@ -128,8 +128,8 @@ class ChromeWriter {
     buf_ += ph;
     buf_ += "\",\"name\":";
     AppendJsonString(&buf_, name);
-    fmt::format_to(std::back_inserter(buf_), ",\"pid\":{},\"tid\":{}", session_.PidOf(location),
-                   session_.TidOf(location));
+    const LocationCache::Info& where = locations_.Of(location);
+    fmt::format_to(std::back_inserter(buf_), ",\"pid\":{},\"tid\":{}", where.pid, where.tid);
     if (e)
       Time(e->ts);
   }
@@ -151,6 +151,7 @@ class ChromeWriter {
   uint64_t records_ = 0;
   Nesting nesting_;
   MessageIds ids_;
+  LocationCache locations_{session_};
 };
 
 }  // namespace

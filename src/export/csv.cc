@@ -79,17 +79,17 @@ StatusOr<ExportStats> ExportCsv(const model::Session& session,
   std::string& buf = file.buffer();
   buf += "time_ns,location,pid,tid,rank,thread,kind,name,args,payload\n";
   ExportStats stats;
+  LocationCache locations(session);
   model::Merge merge(session, WindowFilter(session, options));
   merge.Run([&](const format::Event& e, model::StreamIndex) {
     ++stats.events_read;
-    const uint32_t loc = e.location;
-    fmt::format_to(std::back_inserter(buf), "{},{},{},{},", e.ts >= start ? e.ts - start : 0, loc,
-                   session.PidOf(loc), session.TidOf(loc));
-    const int64_t rank = session.RankOf(loc);
-    if (rank >= 0)
-      fmt::format_to(std::back_inserter(buf), "{}", rank);
+    const LocationCache::Info& where = locations.Of(e.location);
+    fmt::format_to(std::back_inserter(buf), "{},{},{},{},", e.ts >= start ? e.ts - start : 0,
+                   e.location, where.pid, where.tid);
+    if (where.rank >= 0)
+      fmt::format_to(std::back_inserter(buf), "{}", where.rank);
     buf += ',';
-    AppendCsvField(&buf, session.NameOf(loc));
+    AppendCsvField(&buf, where.name);
     buf += ',';
     if (schema.Known(e.kind))
       buf += schema.name(e.kind);

@@ -126,6 +126,36 @@ class MessageIds {
   std::map<Key, uint64_t> sends_, recvs_;
 };
 
+// A location's pid, tid, rank and name, looked up in the session once (the session's lookups
+// are map searches; the exporters print them on every event).
+class LocationCache {
+ public:
+  struct Info {
+    uint32_t pid = 0;
+    uint32_t tid = 0;
+    int64_t rank = -1;
+    std::string name;
+  };
+  explicit LocationCache(const model::Session& session) : session_(session) {}
+  const Info& Of(uint32_t location) {
+    if (last_ && last_id_ == location)
+      return *last_;
+    auto [it, added] = infos_.try_emplace(location);
+    if (added)
+      it->second = {session_.PidOf(location), session_.TidOf(location), session_.RankOf(location),
+                    std::string(session_.NameOf(location))};
+    last_id_ = location;
+    last_ = &it->second;
+    return *last_;
+  }
+
+ private:
+  const model::Session& session_;
+  std::unordered_map<uint32_t, Info> infos_;  // node-based: last_ stays valid
+  uint32_t last_id_ = 0;
+  const Info* last_ = nullptr;
+};
+
 // "rank 3 (pid 1234)" / "pid 1234: command" / "pid 1234".
 std::string ProcessLabel(const model::Session& session, uint32_t location);
 // The thread's name, or "thread <tid>".
