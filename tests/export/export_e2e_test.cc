@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "export/otf2_read.h"
 #include "model/merge.h"
 #include "model/session.h"
 #include "support/e2e.h"
@@ -80,17 +81,6 @@ Truth Count(const std::string& path) {
 
 int64_t RankOfGroup(const std::string& group) {  // "rank 3 (pid 99)"
   return group.rfind("rank ", 0) == 0 ? std::stoll(group.substr(5)) : -1;
-}
-
-json Otf2Summary(const std::string& archive) {
-  RunResult r = Run({"/usr/bin/python3", std::string(PARMON_EXPORT_TEST_DIR) + "/otf2_summary.py",
-                     archive + "/traces.otf2"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return r.exit_code == 0 ? json::parse(r.out) : json::object();
-}
-
-bool HavePythonOtf2() {
-  return Run({"/usr/bin/python3", "-c", "import otf2"}).exit_code == 0;
 }
 
 std::string RecordThreads(const TempDir& dir) {

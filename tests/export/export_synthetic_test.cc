@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/export.h"
+#include "export/otf2_read.h"
 #include "model/session.h"
 #include "report/trace_builder.h"
 #include "support/e2e.h"
@@ -18,18 +19,6 @@ namespace {
 using format::Kind;
 using nlohmann::json;
 constexpr uint64_t kUs = 1000;
-
-json Otf2Summary(const std::string& archive) {
-  RunResult r = parmon::testing::Run({"/usr/bin/python3",
-                                      std::string(PARMON_EXPORT_TEST_DIR) + "/otf2_summary.py",
-                                      archive + "/traces.otf2"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return r.exit_code == 0 ? json::parse(r.out) : json::object();
-}
-
-bool HavePythonOtf2() {
-  return parmon::testing::Run({"/usr/bin/python3", "-c", "import otf2"}).exit_code == 0;
-}
 
 // Two ranks (world 0 on pid 100, world 2 on pid 200 of 3): a communicator {2, 0}, one message
 // on it; on rank 0 regions A > B, C with a window cutting A's enter and C's leave; one event of
