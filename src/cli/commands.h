@@ -18,6 +18,7 @@ int RunReport(int argc, char** argv);
 int RunDiff(int argc, char** argv);
 int RunScale(int argc, char** argv);
 int RunDemo(int argc, char** argv);
+int RunExport(int argc, char** argv);
 
 }  // namespace parmon::cli
 

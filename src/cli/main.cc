@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"dump", "print every event of a trace in time order", RunDump},
     {"report", "what each thread and rank did, communication, waits and a diagnosis", RunReport},
     {"diff", "compare two runs: what got better or worse", RunDiff},
+    {"export", "write a trace as OTF2, Perfetto, Chrome JSON or CSV for other tools", RunExport},
     {"scale", "run a command at several process counts: speedup and where it goes", RunScale},
     {"demo", "record a bundled MPI example (a ring pipeline) and show its report", RunDemo},
 };
