@@ -4,6 +4,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libzstd-dev libfmt-dev libcli11-dev
       nlohmann-json3-dev libgtest-dev libbenchmark-dev openmpi-bin libopenmpi-dev gfortran
       libseccomp-dev linux-perf python3 mpich libmpich-dev)
+pkgs+=(libprotobuf-dev protobuf-compiler)  # parmon export --format perfetto (src/export)
 # MPICH sits next to OpenMPI (the default mpicc/mpirun stay OpenMPI's, which has the higher
 # alternatives priority); parmon's MPICH wrappers and tests use mpicc.mpich/mpirun.mpich.
 missing=()
