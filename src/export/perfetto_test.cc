@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "export/export.h"
 #include "model/merge.h"
@@ -209,13 +210,20 @@ void CheckExport(const model::Session& session,
     *links = link_bytes;
 }
 
-TEST(PerfettoExport, ThreadsWithRegions) {
-  e2e::TempDir dir;
+// threads_regions THREADS ITERATIONS under `parmon record`, opened (null on failure).
+std::unique_ptr<model::Session> RecordThreads(const e2e::TempDir& dir,
+                                              const std::string& threads,
+                                              const std::string& iterations) {
   const std::string trace = dir.File("run.ptrace");
   auto r = e2e::Parmon(
-      {"record", "-q", "-o", trace, "--", e2e::BinDir() + "/threads_regions", "3", "20000"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto session = Open(trace);
+      {"record", "-q", "-o", trace, "--", e2e::BinDir() + "/threads_regions", threads, iterations});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? Open(trace) : nullptr;
+}
+
+TEST(PerfettoExport, ThreadsWithRegions) {
+  e2e::TempDir dir;
+  auto session = RecordThreads(dir, "3", "20000");
   ASSERT_TRUE(session);
   CheckExport(*session, dir.File("out.pftrace"));
   const Expected x = Count(*session);
@@ -232,11 +240,7 @@ TEST(PerfettoExport, ThreadsWithRegions) {
 
 TEST(PerfettoExport, WindowCutsSlicesCleanly) {
   e2e::TempDir dir;
-  const std::string trace = dir.File("run.ptrace");
-  auto r = e2e::Parmon(
-      {"record", "-q", "-o", trace, "--", e2e::BinDir() + "/threads_regions", "2", "200000"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto session = Open(trace);
+  auto session = RecordThreads(dir, "2", "200000");
   ASSERT_TRUE(session);
   const uint64_t span = session->end() - session->start();
   ExportOptions window{span / 3, 2 * span / 3};
@@ -252,16 +256,9 @@ TEST(PerfettoExport, WindowCutsSlicesCleanly) {
   EXPECT_LT(stats->events_read, all->events_read);
 }
 
-TEST(PerfettoExport, MpiMessagesBecomeFlows) {
-  const std::string prog = e2e::BinDir() + "/mpi_patterns";
-  if (access(prog.c_str(), X_OK) != 0)
-    GTEST_SKIP() << "mpi_patterns not built (no MPI)";
-  e2e::TempDir dir;
-  const std::string trace = dir.File("run.ptrace");
-  auto r = e2e::Parmon({"record", "-q", "-o", trace, "--", "mpirun", "--allow-run-as-root",
-                        "--oversubscribe", "-np", "3", prog, "ring"},
-                       120);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+// The export of an MPI ring of 3 ranks (recorded as `trace`, one file or a per-rank directory),
+// checked against the session and against the program's own output `said`.
+void CheckMpiRing(const std::string& trace, const std::string& said_text, const e2e::TempDir& dir) {
   auto session = Open(trace);
   ASSERT_TRUE(session);
   std::map<std::string, int64_t> links;
@@ -270,7 +267,7 @@ TEST(PerfettoExport, MpiMessagesBecomeFlows) {
   const Decoded d = Decode(dir.File("out.pftrace"));
   EXPECT_GT(x.sends, 0u);
   // The program's own account: "sent FROM TO MESSAGES BYTES" per pair.
-  std::istringstream said(r.out);
+  std::istringstream said(said_text);
   std::string word;
   int pairs = 0;
   while (said >> word) {
@@ -292,6 +289,43 @@ TEST(PerfettoExport, MpiMessagesBecomeFlows) {
     mpi_send |=
         key.second == "MPI_Send" || key.second == "MPI_Sendrecv" || key.second == "MPI_Isend";
   EXPECT_TRUE(mpi_send);
+}
+
+std::vector<std::string> MpiRun() {
+  return {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3"};
+}
+
+TEST(PerfettoExport, MpiMessagesBecomeFlows) {
+  const std::string prog = e2e::BinDir() + "/mpi_patterns";
+  if (access(prog.c_str(), X_OK) != 0)
+    GTEST_SKIP() << "mpi_patterns not built (no MPI)";
+  e2e::TempDir dir;
+  std::vector<std::string> args = {"record", "-q", "-o", dir.File("run.ptrace"), "--"};
+  for (const auto& a : MpiRun())
+    args.push_back(a);
+  args.push_back(prog);
+  args.push_back("ring");
+  auto r = e2e::Parmon(args, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CheckMpiRing(dir.File("run.ptrace"), r.out, dir);
+}
+
+// One recorder per rank (mpirun ... parmon record -o RUN): a session of three files whose times
+// are aligned on rank 0's clock.
+TEST(PerfettoExport, MpiPerRankSession) {
+  const std::string prog = e2e::BinDir() + "/mpi_patterns";
+  if (access(prog.c_str(), X_OK) != 0)
+    GTEST_SKIP() << "mpi_patterns not built (no MPI)";
+  e2e::TempDir dir;
+  std::vector<std::string> argv = MpiRun();
+  for (const std::string& a :
+       {e2e::ParmonBin(), std::string("record"), std::string("-q"), std::string("-o"),
+        dir.File("run"), std::string("--"), prog, std::string("ring")})
+    argv.push_back(a);
+  auto r = e2e::Run(argv, {}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(e2e::Exists(dir.File("run/rank-2.ptrace")));
+  CheckMpiRing(dir.File("run"), r.out, dir);
 }
 
 }  // namespace
