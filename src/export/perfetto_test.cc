@@ -236,6 +236,10 @@ TEST(PerfettoExport, ThreadsWithRegions) {
       ++workers;
     }
   EXPECT_EQ(workers, 3);
+  // An output that cannot be written: one sentence, no crash.
+  auto bad = ExportPerfetto(*session, {}, dir.File("no/such/dir/out.pftrace"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("cannot write"), std::string::npos);
 }
 
 TEST(PerfettoExport, WindowCutsSlicesCleanly) {
@@ -256,9 +260,13 @@ TEST(PerfettoExport, WindowCutsSlicesCleanly) {
   EXPECT_LT(stats->events_read, all->events_read);
 }
 
-// The export of an MPI ring of 3 ranks (recorded as `trace`, one file or a per-rank directory),
-// checked against the session and against the program's own output `said`.
-void CheckMpiRing(const std::string& trace, const std::string& said_text, const e2e::TempDir& dir) {
+// The export of an mpi_patterns run (recorded as `trace`, one file or a per-rank directory),
+// checked against the session and against the program's own output `said_text` (`pairs` pairs
+// of ranks that exchange messages).
+void CheckMpi(const std::string& trace,
+              const std::string& said_text,
+              const e2e::TempDir& dir,
+              size_t pairs_expected) {
   auto session = Open(trace);
   ASSERT_TRUE(session);
   std::map<std::string, int64_t> links;
@@ -269,7 +277,7 @@ void CheckMpiRing(const std::string& trace, const std::string& said_text, const 
   // The program's own account: "sent FROM TO MESSAGES BYTES" per pair.
   std::istringstream said(said_text);
   std::string word;
-  int pairs = 0;
+  size_t pairs = 0;
   while (said >> word) {
     if (word != "sent")
       continue;
@@ -278,8 +286,8 @@ void CheckMpiRing(const std::string& trace, const std::string& said_text, const 
     EXPECT_EQ(links["MPI bytes " + std::to_string(from) + " -> " + std::to_string(to)], bytes);
     ++pairs;
   }
-  EXPECT_EQ(pairs, 3);
-  EXPECT_EQ(links.size(), 3u);
+  EXPECT_EQ(pairs, pairs_expected);
+  EXPECT_EQ(links.size(), pairs_expected);
   // mpi_patterns receives every message it sends: every flow is complete.
   EXPECT_EQ(x.sends, x.recvs);
   EXPECT_EQ(d.flow_starts.size(), x.sends);
@@ -307,11 +315,12 @@ TEST(PerfettoExport, MpiMessagesBecomeFlows) {
   args.push_back("ring");
   auto r = e2e::Parmon(args, 120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  CheckMpiRing(dir.File("run.ptrace"), r.out, dir);
+  CheckMpi(dir.File("run.ptrace"), r.out, dir, 3);
 }
 
 // One recorder per rank (mpirun ... parmon record -o RUN): a session of three files whose times
-// are aligned on rank 0's clock.
+// are aligned on rank 0's clock. Ping-pong repeats each (sender, receiver, tag): the flows must
+// join the k-th send to the k-th receive.
 TEST(PerfettoExport, MpiPerRankSession) {
   const std::string prog = e2e::BinDir() + "/mpi_patterns";
   if (access(prog.c_str(), X_OK) != 0)
@@ -320,12 +329,12 @@ TEST(PerfettoExport, MpiPerRankSession) {
   std::vector<std::string> argv = MpiRun();
   for (const std::string& a :
        {e2e::ParmonBin(), std::string("record"), std::string("-q"), std::string("-o"),
-        dir.File("run"), std::string("--"), prog, std::string("ring")})
+        dir.File("run"), std::string("--"), prog, std::string("pingpong")})
     argv.push_back(a);
   auto r = e2e::Run(argv, {}, 120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(e2e::Exists(dir.File("run/rank-2.ptrace")));
-  CheckMpiRing(dir.File("run"), r.out, dir);
+  CheckMpi(dir.File("run"), r.out, dir, 2);
 }
 
 }  // namespace
