@@ -12,6 +12,22 @@ nlohmann::json States(const StateTimes& t) {
   return j;
 }
 
+// MPI functions; with their spread across ranks for the run's profile.
+nlohmann::json MpiFunctions(const std::vector<MpiFunctionStat>& fs, bool spread) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& f : fs) {
+    nlohmann::json x = {{"name", f.name}, {"calls", f.calls}, {"ns", f.ns}};
+    if (spread) {
+      x["min_rank_ns"] = f.min_rank_ns;
+      x["mean_rank_ns"] = f.mean_rank_ns;
+      x["max_rank_ns"] = f.max_rank_ns;
+      x["max_rank"] = f.max_rank;
+    }
+    a.push_back(std::move(x));
+  }
+  return a;
+}
+
 }  // namespace
 
 nlohmann::json ToJson(const Results& r) {
@@ -87,10 +103,15 @@ nlohmann::json ToJson(const Results& r) {
     x["mpi_ns"] = l.mpi_ns;
     x["mpi_calls"] = l.mpi_calls;
     x["mpi_init_ns"] = l.mpi_init_ns;
+    x["mpi_startup_ns"] = l.mpi_startup_ns;
+    x["mpi_shutdown_ns"] = l.mpi_shutdown_ns;
+    if (l.mpi_ns)
+      x["mpi_kernel_states_ns"] = States(l.mpi_kernel_states);
     json fams = json::array();
     for (const auto& f : l.mpi_families)
       fams.push_back({{"family", f.family}, {"calls", f.calls}, {"ns", f.ns}});
     x["mpi_families"] = fams;
+    x["mpi_functions"] = MpiFunctions(l.mpi_functions, false);
     json regs = json::array();
     for (const auto& g : l.top_regions)
       regs.push_back({{"name", g.name},
@@ -198,6 +219,14 @@ nlohmann::json ToJson(const Results& r) {
                   {"percent", f.percent_of_run},
                   {"subjects", f.subjects}});
   j["diagnosis"] = fs;
+  const MpiProfile& mp = r.mpi;
+  j["mpi"] = {{"ranks", mp.ranks},
+              {"mpi_ns", mp.mpi_ns},
+              {"run_ns", mp.run_ns},
+              {"most_rank", mp.most_rank},
+              {"most_mpi_ns", mp.most_mpi_ns},
+              {"most_run_ns", mp.most_run_ns},
+              {"functions", MpiFunctions(mp.functions, true)}};
   return j;
 }
 

@@ -201,8 +201,9 @@ std::string RenderText(const Results& r, const TextOptions& options) {
   }
   if (any_comm) {
     o.Line();
-    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", "LOCATION", "MSGS OUT",
-                       "BYTES OUT", "MSGS IN", "BYTES IN", "MPI", "MPI FAMILIES"));
+    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {}", "LOCATION",
+                       "MSGS OUT", "BYTES OUT", "MSGS IN", "BYTES IN", "MPI", "START-UP", "SHUT-DN",
+                       "MPI FAMILIES"));
     for (const auto& l : r.locations) {
       if (!(l.messages_sent || l.messages_received || l.mpi_calls))
         continue;
@@ -213,10 +214,30 @@ std::string RenderText(const Results& r, const TextOptions& options) {
         fams += fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family,
                             FormatPercent(f.ns, l.mpi_ns));
       }
-      o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", Cut(l.label, 16),
+      o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {}", Cut(l.label, 16),
                          FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
                          FormatCount(l.messages_received), FormatBytes(l.bytes_received),
-                         FormatDuration(l.mpi_ns), Cut(fams, 13)));
+                         FormatDuration(l.mpi_ns), FormatDuration(l.mpi_startup_ns),
+                         FormatDuration(l.mpi_shutdown_ns), Cut(fams, 13)));
+    }
+  }
+  if (r.mpi.ranks) {
+    const MpiProfile& mp = r.mpi;
+    o.Line();
+    std::string head =
+        fmt::format("MPI {} of the ranks' run time", FormatPercent(mp.mpi_ns, mp.run_ns));
+    if (mp.most_rank >= 0 && mp.ranks > 1)
+      head += fmt::format(", rank {} most ({})", mp.most_rank,
+                          FormatPercent(mp.most_mpi_ns, mp.most_run_ns));
+    o.Wrapped("", head + " (run: outside MPI start-up and shut-down)", 0);
+    o.Line(fmt::format("{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}", "MPI FUNCTION", "CALLS",
+                       "TIME", "MIN/RANK", "MEAN/RANK", "MAX/RANK", "MAX AT"));
+    for (size_t i = 0; i < mp.functions.size() && i < 10; ++i) {
+      const MpiFunctionStat& f = mp.functions[i];
+      o.Line(fmt::format("{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}", Cut(f.name, 22),
+                         FormatCount(f.calls), FormatDuration(f.ns), FormatDuration(f.min_rank_ns),
+                         FormatDuration(static_cast<uint64_t>(f.mean_rank_ns)),
+                         FormatDuration(f.max_rank_ns), fmt::format("rank {}", f.max_rank)));
     }
   }
   if (any_regions) {
