@@ -408,6 +408,8 @@ struct Engine::Impl {
         Accrue(l, e.ts);
         l.cp_mark = kNone;
         l.in_mpi = true;
+        if (!l.mpi_time.init_seen)
+          MpiRunStarts(l, static_cast<uint32_t>(e.args[0]));
         l.mpi_time.active = true;
         l.mpi_enter = e.ts;
         l.mpi_func = static_cast<uint32_t>(e.args[0]);
@@ -582,7 +584,8 @@ struct Engine::Impl {
   void FlushOpenCalls();
 
   // --- MPI time against thread states, periodic-mode MpiStats/MpiPeerStats (mpi_time.cc) ------
-  void MpiShareOfSample(Loc& l, uint64_t ts, uint64_t* args);                 // trace mode
+  void MpiShareOfSample(Loc& l, uint64_t ts, uint64_t* args);  // trace mode
+  void MpiRunStarts(Loc& l, uint32_t func);  // its first MPI_Init call: the run starts
   void HoldSample(Loc& l, uint64_t ts, uint64_t span, const uint64_t* args);  // periodic mode
   void ApplyMpiCells(Loc& l, bool all);
   [[gnu::noinline]] void PeriodicMpi(Loc& l, const format::Event& e);

@@ -102,6 +102,8 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
   uint64_t span = e.ts > l.mpi_enter ? e.ts - l.mpi_enter : 0;
   if (f.family == MpiFamilyId::kInit) {
     (f.name == "MPI_Finalize" ? l.mpi_shutdown_ns : l.mpi_startup_ns) += d;
+    if (f.name == "MPI_Finalize")
+      l.mpi_time.finalize_left = e.ts;
     l.mpi_time.init += span;
   } else {
     l.mpi_ns += d;

@@ -56,6 +56,12 @@ void Engine::Impl::MpiShareOfSample(Loc& l, uint64_t ts, uint64_t* args) {
   uint64_t n = init > t.at_init ? init - t.at_init : 0;
   t.at_comm = std::max(t.at_comm, comm);
   t.at_init = std::max(t.at_init, init);
+  if (t.finalize_left && ts > t.finalize_left) {  // after MPI_Finalize returned: shut-down
+    uint64_t span = 0;
+    for (int i = 0; i < format::kThreadStateCount; ++i)
+      span += args[i];
+    n += std::min(span, ts - t.finalize_left);
+  }
   if (!m && !n)
     return;
   constexpr int kComm = static_cast<int>(State::kCommWait);
@@ -63,7 +69,16 @@ void Engine::Impl::MpiShareOfSample(Loc& l, uint64_t ts, uint64_t* args) {
   args[kComm] += TakeMpiTime(args, format::kThreadStateCount, m, inside);
   for (int i = 0; i < format::kThreadStateCount; ++i)
     t.inside[static_cast<int>(StateOfArg(i))] += inside[i];
-  TakeMpiTime(args, format::kThreadStateCount, n, nullptr);  // start-up: in no state
+  TakeMpiTime(args, format::kThreadStateCount, n, nullptr);  // start-up, shut-down: no state
+}
+
+// The states so far are before the rank's run (MPI_Init's own time is moved as it goes).
+void Engine::Impl::MpiRunStarts(Loc& l, uint32_t func) {
+  const MpiFunc& f = FuncOf(func);
+  if (f.family != MpiFamilyId::kInit || f.name == "MPI_Finalize")
+    return;
+  l.mpi_time.init_seen = true;
+  l.mpi_time.before_init = l.sampled_states;
 }
 
 namespace {
@@ -172,17 +187,19 @@ void Engine::Impl::PeriodicMpi(Loc& l, const Event& e) {
   }
   MpiCell c{t.flush_from, e.ts, busy, true};
   if (f.family == MpiFamilyId::kInit) {
-    // MPI_Init ended at its MpiInit record; MPI_Finalize is flushed as it returns.
+    // MPI_Init ended at its MpiInit record; MPI_Finalize is flushed as it returns. A rank's
+    // states cover its run between them: all time before and after leaves the states.
     bool finalize = f.name == "MPI_Finalize";
     (finalize ? l.mpi_shutdown_ns : l.mpi_startup_ns) += busy;
-    c.to = finalize || !t.init_end ? e.ts : t.init_end;
-    c.from = c.to - std::min(c.to, busy);
+    c.from = finalize ? e.ts - std::min(e.ts, busy) : 0;
+    c.to = finalize ? UINT64_MAX : (t.init_end ? t.init_end : e.ts);
+    c.ns = UINT64_MAX;
     c.comm = false;
   } else {
     l.mpi_ns += busy;
   }
-  if (!t.cells.empty() && t.cells.back().to == c.to && t.cells.back().from == c.from &&
-      t.cells.back().comm == c.comm)
+  if (c.comm && !t.cells.empty() && t.cells.back().to == c.to && t.cells.back().from == c.from &&
+      t.cells.back().comm)
     t.cells.back().ns += busy;  // another function of the same flush
   else
     t.cells.push_back(c);

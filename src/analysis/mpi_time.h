@@ -48,6 +48,12 @@ struct MpiTime {
   uint64_t at_comm = 0, at_init = 0;
   // What the kernel said the thread did while inside MPI communication calls, per state.
   StateTimes inside{};
+  // A rank's states cover its run, from MPI_Init's return to MPI_Finalize's call (mpiP's
+  // application time): the states before MPI_Init's call are taken out at the end, and samples
+  // after MPI_Finalize returned are dropped (trace mode; periodic mode does both per flush).
+  bool init_seen = false;
+  StateTimes before_init{};
+  uint64_t finalize_left = 0;
   // Periodic mode: samples not applied yet, flushes not applied yet, where the current flush's
   // span starts and ends (the previous flush, or MPI_Init's return), and up to where samples
   // can be applied (no later flush reaches before it).

@@ -246,6 +246,8 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
     row = l.iv;
   } else if (l.sampled) {
     r.states = l.sampled_states;
+    for (int st = 0; st < kStateCount; ++st)  // a rank's states cover its run (mpi_time.h)
+      r.states[st] -= std::min(r.states[st], l.mpi_time.before_init[st]);
     r.state_source = "sampled";
     r.cpu_ns = l.sampled_states[static_cast<int>(State::kRunning)];
     r.wall_ns = std::max(r.wall_ns, Sum(l.sampled_states));
@@ -326,7 +328,11 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
       not_running += l.sampled_states[st];
     waited = std::max(waited, not_running);
   }
-  waited += l.mpi_startup_ns + l.mpi_shutdown_ns;  // not computing either
+  // Not computing either: MPI start-up and shut-down (sampled: the time moved out of the states,
+  // from the thread's start to MPI_Init's return and from MPI_Finalize's call on).
+  uint64_t in_states = Sum(r.states);
+  waited += l.sampled ? (r.wall_ns > in_states ? r.wall_ns - in_states : 0)
+                      : l.mpi_startup_ns + l.mpi_shutdown_ns;
   r.compute_ns = l.cpu ? l.cpu_busy : (r.wall_ns > waited ? r.wall_ns - waited : 0);
   return r;
 }
