@@ -217,6 +217,7 @@ void BuildMpiProfile(Results* res) {
   struct Rank {
     uint64_t mpi = 0, run = 0;
     std::map<std::string, MpiFuncAgg> funcs;
+    MpiFuncAgg startup, shutdown;
   };
   std::map<int32_t, Rank> ranks;
   for (const auto& l : res->locations) {
@@ -224,6 +225,10 @@ void BuildMpiProfile(Results* res) {
       continue;
     Rank& r = ranks[l.rank];
     r.mpi += l.mpi_ns;
+    r.startup.ns += l.mpi_startup_ns;
+    r.startup.calls += l.mpi_startup_ns ? 1 : 0;
+    r.shutdown.ns += l.mpi_shutdown_ns;
+    r.shutdown.calls += l.mpi_shutdown_ns ? 1 : 0;
     if (l.main_thread) {
       uint64_t states = Sum(l.states);
       r.run = states ? states : (l.wall_ns > l.mpi_init_ns ? l.wall_ns - l.mpi_init_ns : 0);
@@ -268,6 +273,28 @@ void BuildMpiProfile(Results* res) {
     f.mean_rank_ns = p.ranks ? static_cast<double>(f.ns) / p.ranks : 0;
     p.functions.push_back(f);
   }
+  auto spread = [&](MpiFunctionStat& f, MpiFuncAgg Rank::*of) {
+    f.min_rank_ns = UINT64_MAX;
+    for (const auto& [rank, r] : ranks) {
+      if (!r.mpi && r.funcs.empty())
+        continue;
+      const MpiFuncAgg& a = r.*of;
+      f.calls += a.calls;
+      f.ns += a.ns;
+      f.min_rank_ns = std::min(f.min_rank_ns, a.ns);
+      if (f.max_rank < 0 || a.ns > f.max_rank_ns) {
+        f.max_rank_ns = a.ns;
+        f.max_rank = rank;
+      }
+    }
+    if (f.min_rank_ns == UINT64_MAX)
+      f.min_rank_ns = 0;
+    f.mean_rank_ns = p.ranks ? static_cast<double>(f.ns) / p.ranks : 0;
+  };
+  p.startup.name = "start-up";
+  spread(p.startup, &Rank::startup);
+  p.shutdown.name = "shut-down";
+  spread(p.shutdown, &Rank::shutdown);
   std::stable_sort(p.functions.begin(), p.functions.end(),
                    [](const auto& a, const auto& b) { return a.ns > b.ns; });
 }

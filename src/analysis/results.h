@@ -239,6 +239,8 @@ struct MpiProfile {
   int32_t most_rank = -1;           // the rank with the largest MPI share
   uint64_t most_mpi_ns = 0, most_run_ns = 0;
   std::vector<MpiFunctionStat> functions;  // by time, descending
+  // MPI_Init/Init_thread and MPI_Finalize: not in the MPI time, with their spread over ranks.
+  MpiFunctionStat startup, shutdown;
 };
 
 struct Results {

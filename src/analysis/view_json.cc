@@ -226,7 +226,9 @@ nlohmann::json ToJson(const Results& r) {
               {"most_rank", mp.most_rank},
               {"most_mpi_ns", mp.most_mpi_ns},
               {"most_run_ns", mp.most_run_ns},
-              {"functions", MpiFunctions(mp.functions, true)}};
+              {"functions", MpiFunctions(mp.functions, true)},
+              {"startup", MpiFunctions({mp.startup}, true)[0]},
+              {"shutdown", MpiFunctions({mp.shutdown}, true)[0]}};
   return j;
 }
 

@@ -201,9 +201,8 @@ std::string RenderText(const Results& r, const TextOptions& options) {
   }
   if (any_comm) {
     o.Line();
-    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {}", "LOCATION",
-                       "MSGS OUT", "BYTES OUT", "MSGS IN", "BYTES IN", "MPI", "START-UP", "SHUT-DN",
-                       "MPI FAMILIES"));
+    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", "LOCATION", "MSGS OUT",
+                       "BYTES OUT", "MSGS IN", "BYTES IN", "MPI", "MPI FAMILIES"));
     for (const auto& l : r.locations) {
       if (!(l.messages_sent || l.messages_received || l.mpi_calls))
         continue;
@@ -214,11 +213,10 @@ std::string RenderText(const Results& r, const TextOptions& options) {
         fams += fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family,
                             FormatPercent(f.ns, l.mpi_ns));
       }
-      o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {}", Cut(l.label, 16),
+      o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", Cut(l.label, 16),
                          FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
                          FormatCount(l.messages_received), FormatBytes(l.bytes_received),
-                         FormatDuration(l.mpi_ns), FormatDuration(l.mpi_startup_ns),
-                         FormatDuration(l.mpi_shutdown_ns), Cut(fams, 13)));
+                         FormatDuration(l.mpi_ns), Cut(fams, 13)));
     }
   }
   if (r.mpi.ranks) {
@@ -229,16 +227,22 @@ std::string RenderText(const Results& r, const TextOptions& options) {
     if (mp.most_rank >= 0 && mp.ranks > 1)
       head += fmt::format(", rank {} most ({})", mp.most_rank,
                           FormatPercent(mp.most_mpi_ns, mp.most_run_ns));
-    o.Wrapped("", head + " (run: outside MPI start-up and shut-down)", 0);
-    o.Line(fmt::format("{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}", "MPI FUNCTION", "CALLS",
-                       "TIME", "MIN/RANK", "MEAN/RANK", "MAX/RANK", "MAX AT"));
-    for (size_t i = 0; i < mp.functions.size() && i < 10; ++i) {
-      const MpiFunctionStat& f = mp.functions[i];
-      o.Line(fmt::format("{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}", Cut(f.name, 22),
+    o.Wrapped("", head + " (a rank's run: from MPI_Init's return to MPI_Finalize's call)", 0);
+    // Start-up and shut-down close the table: apart from the MPI time, with their spread too.
+    auto row = [&](const std::string& name, const MpiFunctionStat& f) {
+      o.Line(fmt::format("{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}", Cut(name, 20),
                          FormatCount(f.calls), FormatDuration(f.ns), FormatDuration(f.min_rank_ns),
                          FormatDuration(static_cast<uint64_t>(f.mean_rank_ns)),
                          FormatDuration(f.max_rank_ns), fmt::format("rank {}", f.max_rank)));
-    }
+    };
+    o.Line(fmt::format("{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}", "MPI FUNCTION", "CALLS",
+                       "TIME", "MIN/RANK", "MEAN/RANK", "MAX/RANK", "MAX AT"));
+    for (size_t i = 0; i < mp.functions.size() && i < 10; ++i)
+      row(mp.functions[i].name, mp.functions[i]);
+    if (mp.startup.calls)
+      row("start-up (Init)", mp.startup);
+    if (mp.shutdown.calls)
+      row("shut-down (Finalize)", mp.shutdown);
   }
   if (any_regions) {
     o.Line();

@@ -83,7 +83,8 @@ struct Recorded {
   double stolen_share = 0;  // of the CPUs over the run
 };
 
-Recorded Record(const std::string& mode) {
+// `env`: for mpirun (OMPI_MCA_mpi_yield_when_idle=0: the waiting ranks spin instead of yielding).
+Recorded Record(const std::string& mode, const std::vector<std::string>& env = {}) {
   Recorded r;
   TempDir dir;
   std::string trace = dir.File("run.ptrace");
@@ -104,7 +105,8 @@ Recorded Record(const std::string& mode) {
                                    "60",
                                    "8192"};
   double steal0 = StealNs();
-  r.rec = Parmon(args, 300);
+  args.insert(args.begin(), ParmonBin());
+  r.rec = Run(args, env, 300);
   double steal = StealNs() - steal0;
   if (r.rec.exit_code != 0)
     return r;
@@ -196,6 +198,18 @@ TEST(ReportMpiTimeE2E, TraceModeCountsTimesAndShares) {
   if (!Available())
     GTEST_SKIP() << "needs libparmon_mpi and MPI";
   Recorded r = Record("trace");
+  ASSERT_EQ(r.rec.exit_code, 0) << r.rec.err;
+  ASSERT_TRUE(r.report.is_object()) << "report failed";
+  ExpectCountsAndTimes(r);
+  ExpectShares(r);
+}
+
+// The same with Open MPI told not to yield: its waiting ranks spin (running, or queued behind
+// the computing ones) for the whole wait.
+TEST(ReportMpiTimeE2E, TraceModeSpinningRanksCountsTimesAndShares) {
+  if (!Available())
+    GTEST_SKIP() << "needs libparmon_mpi and MPI";
+  Recorded r = Record("trace", {"OMPI_MCA_mpi_yield_when_idle=0"});
   ASSERT_EQ(r.rec.exit_code, 0) << r.rec.err;
   ASSERT_TRUE(r.report.is_object()) << "report failed";
   ExpectCountsAndTimes(r);
