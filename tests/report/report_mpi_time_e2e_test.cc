@@ -235,10 +235,25 @@ TEST(ReportMpiTimeE2E, RingSearchExampleSameCountsInBothModes) {
   for (const std::string mode : {"trace", "periodic"}) {
     TempDir dir;
     std::string trace = dir.File("run.ptrace");
-    std::vector<std::string> args = {"record", "-q", "--mode", mode, "-o", trace, "--",
-                                     "mpirun",  "--allow-run-as-root", "--oversubscribe", "-np",
-                                     "4", BinDir() + "/ring_search", "--form", "fixed",
-                                     "--words", "40", "--db-kb", "1024"};
+    std::vector<std::string> args = {"record",
+                                     "-q",
+                                     "--mode",
+                                     mode,
+                                     "-o",
+                                     trace,
+                                     "--",
+                                     "mpirun",
+                                     "--allow-run-as-root",
+                                     "--oversubscribe",
+                                     "-np",
+                                     "4",
+                                     BinDir() + "/ring_search",
+                                     "--form",
+                                     "fixed",
+                                     "--words",
+                                     "40",
+                                     "--db-kb",
+                                     "1024"};
     RunResult rec = Parmon(args, 300);
     ASSERT_EQ(rec.exit_code, 0) << rec.err;
     RunResult rep = Parmon({"report", trace, "--format", "json"});
