@@ -19,6 +19,7 @@ Engine::Impl::Impl(const model::Session& s, const Options& o)
   // The session's window (model::Session::start/end): on rank 0's clock for a per-rank session.
   session_start = s.start();
   session_end = s.end();
+  periodic_session = s.info().mode == "periodic";
   if (session_end < session_start)
     session_end = session_start;
   ws = session_start + std::min(options.from_ns, session_end - session_start);

@@ -33,6 +33,7 @@
 #include "analysis/engine.h"
 #include "analysis/loop_clocks.h"
 #include "analysis/mpi_families.h"
+#include "analysis/mpi_time.h"
 #include "analysis/p2p_keys.h"
 #include "format/thread_state.h"
 #include "model/merge.h"
@@ -118,7 +119,9 @@ struct Loc {
   bool in_mpi = false;
   uint64_t mpi_enter = 0;
   uint32_t mpi_func = 0;
-  uint64_t mpi_ns = 0, mpi_calls = 0, mpi_init_ns = 0;
+  uint64_t mpi_ns = 0, mpi_calls = 0;  // mpi_ns: outside MPI_Init/Init_thread/Finalize
+  uint64_t mpi_startup_ns = 0, mpi_shutdown_ns = 0;
+  MpiTime mpi_time;  // time inside MPI against the sampled states (mpi_time.cc)
   std::array<CallFamilyStat, kMpiFamilyCount> families{};  // by MpiFamilyId; calls 0: none
   std::vector<uint32_t> call_sends;  // PendingSend indices the open call completed
   uint32_t call_waits = kNoIndex;    // of the open call, once it completes a message
@@ -176,13 +179,6 @@ struct EndpointKey {
   std::string Format() const;
 };
 
-struct MpiFunc {
-  std::string name;
-  MpiFamilyId family = MpiFamilyId::kOther;
-  bool n_to_n = false;
-  bool barrier = false;
-};
-
 struct Engine::Impl {
   using Location = Loc;
   using Event = format::Event;
@@ -228,6 +224,8 @@ struct Engine::Impl {
   std::vector<uint32_t> link_grid;
   size_t link_dim = 0;
   std::vector<LinkAgg> links;
+  // Periodic mode: messages and bytes sent to each rank (its receives), from MpiPeerStats.
+  std::map<int64_t, std::pair<uint64_t, uint64_t>> periodic_received;
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> coll_seq;  // (comm, loc) -> count
   std::map<std::pair<uint64_t, uint64_t>, CollectiveInstance> collectives;
   std::map<std::tuple<uint32_t, std::string, uint32_t>, WaitStateResult> wait_states;
@@ -256,6 +254,7 @@ struct Engine::Impl {
 
   uint64_t events = 0, runtime_events = 0;
   bool has_sched = false, has_comm = false;
+  bool periodic_session = false;  // --mode periodic: MPI time comes per flush (mpi_time.cc)
   bool track_shares = true;
   std::vector<std::shared_ptr<Shares>> spare_shares;  // freed by messages, for CopyShares
   LoopClocks loop_clocks;
@@ -388,6 +387,7 @@ struct Engine::Impl {
         break;
       case Kind::kMpiInit:
         rank_of_pid[l.pid] = static_cast<int32_t>(e.args[0]);
+        l.mpi_time.init_end = l.mpi_time.flush_to = e.ts;  // periodic: MPI_Init returned
         for (Loc& x : locs)
           if (x.pid == l.pid)
             x.rank = kRankNotLooked;
@@ -408,12 +408,19 @@ struct Engine::Impl {
         Accrue(l, e.ts);
         l.cp_mark = kNone;
         l.in_mpi = true;
+        if (!l.mpi_time.init_seen)
+          MpiRunStarts(l, static_cast<uint32_t>(e.args[0]));
+        l.mpi_time.active = true;
         l.mpi_enter = e.ts;
         l.mpi_func = static_cast<uint32_t>(e.args[0]);
         has_comm = true;
         break;
       case Kind::kMpiLeave:
         MpiLeave(l, e);
+        break;
+      case Kind::kMpiStats:
+      case Kind::kMpiPeerStats:
+        PeriodicMpi(l, e);
         break;
       case Kind::kMpiSend:
         MpiSend(l, e);
@@ -465,23 +472,32 @@ struct Engine::Impl {
   }
 
   // --- thread states -----------------------------------------------------------------------------
-  // A sampler interval: ns per state (format::ThreadState order) ending at e.ts.
+  // A sampler interval: ns per state (format::ThreadState order) ending at e.ts. Time inside MPI
+  // calls is the call's, whatever the kernel saw the thread do in it (mpi_time.cc).
   void ThreadStates(Loc& l, const format::Event& e) {
-    uint64_t total = 0;
+    uint64_t total = 0, args[format::kThreadStateCount];
     for (int i = 0; i < format::kThreadStateCount; ++i)
-      total += e.args[i];
-    uint64_t begin = e.ts > total ? e.ts - total : 0;
+      total += args[i] = e.args[i];
+    if (periodic_session && !l.cpu)
+      return HoldSample(l, e.ts, total, args);  // until the MPI time of its span is known
+    if (l.mpi_time.active)
+      MpiShareOfSample(l, e.ts, args);
+    ApplySample(l, e.ts, total, args);
+  }
+  // `total` is the sample's span; MPI start-up time moved out of `args` is in none of its states.
+  void ApplySample(Loc& l, uint64_t ts, uint64_t total, const uint64_t* args) {
+    uint64_t begin = ts > total ? ts - total : 0;
     // Clip a sample that straddles the window's start proportionally.
-    uint64_t inside = Clip(begin, e.ts);
+    uint64_t inside = Clip(begin, ts);
     for (int i = 0; i < format::kThreadStateCount; ++i) {
-      if (!e.args[i])
+      if (!args[i])
         continue;
-      uint64_t part = total ? static_cast<uint64_t>(std::llround(static_cast<double>(e.args[i]) *
+      uint64_t part = total ? static_cast<uint64_t>(std::llround(static_cast<double>(args[i]) *
                                                                  static_cast<double>(inside) /
                                                                  static_cast<double>(total)))
                             : 0;
       l.sampled_states[static_cast<int>(StateOfArg(i))] += part;
-      AddSpread(l.iv, StateOfArg(i), e.args[i], begin, e.ts);
+      AddSpread(l.iv, StateOfArg(i), args[i], begin, ts);
     }
     l.sampled = true;
     if (begin < l.first)
@@ -566,6 +582,14 @@ struct Engine::Impl {
   [[gnu::noinline]] void MpiRecv(Loc& l, const format::Event& e);
   // Finishes, without changing this engine, the calls still waiting at the end (snapshot).
   void FlushOpenCalls();
+
+  // --- MPI time against thread states, periodic-mode MpiStats/MpiPeerStats (mpi_time.cc) ------
+  void MpiShareOfSample(Loc& l, uint64_t ts, uint64_t* args);  // trace mode
+  void MpiRunStarts(Loc& l, uint32_t func);  // its first MPI_Init call: the run starts
+  void HoldSample(Loc& l, uint64_t ts, uint64_t span, const uint64_t* args);  // periodic mode
+  void ApplyMpiCells(Loc& l, bool all);
+  [[gnu::noinline]] void PeriodicMpi(Loc& l, const format::Event& e);
+  void FinishPeriodicMpi();  // the samples still held, with what is known of their MPI time
 
   // --- collectives (collectives.cc) -------------------------------------------------------------
   [[gnu::noinline]] void MpiCollective(Loc& l, const format::Event& e);

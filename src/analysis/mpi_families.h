@@ -7,6 +7,7 @@
 #define PARMON_SRC_ANALYSIS_MPI_FAMILIES_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace parmon::analysis {
@@ -21,6 +22,14 @@ struct MpiFunctionInfo {
   MpiFamilyId family = MpiFamilyId::kOther;
   bool n_to_n = false;   // a collective where every member waits for the last to arrive
   bool barrier = false;  // MPI_Barrier
+};
+
+// A function as the analysis keeps it (by string id): its name and the table's entry.
+struct MpiFunc {
+  std::string name;
+  MpiFamilyId family = MpiFamilyId::kOther;
+  bool n_to_n = false;
+  bool barrier = false;
 };
 
 // The table's entry for an MPI function ("MPI_Send"; "PMPI_Send" is the same function), or a

@@ -96,14 +96,24 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
   l.in_mpi = false;
   const MpiFunc& f = FuncOf(l.mpi_func);
   uint64_t d = Clip(l.mpi_enter, e.ts);
-  l.mpi_ns += d;
   ++l.mpi_calls;
-  if (f.family == MpiFamilyId::kInit)
-    l.mpi_init_ns += d;
+  // MPI_Init/Init_thread/Finalize are start-up and shut-down, not communication: apart from
+  // the MPI time and out of the thread's states (mpi_time.h).
+  uint64_t span = e.ts > l.mpi_enter ? e.ts - l.mpi_enter : 0;
+  if (f.family == MpiFamilyId::kInit) {
+    (f.name == "MPI_Finalize" ? l.mpi_shutdown_ns : l.mpi_startup_ns) += d;
+    if (f.name == "MPI_Finalize")
+      l.mpi_time.finalize_left = e.ts;
+    l.mpi_time.init += span;
+  } else {
+    l.mpi_ns += d;
+    l.mpi_time.comm += span;
+    AddWaitState(l, State::kCommWait, l.mpi_enter, e.ts);
+  }
   CallFamilyStat& fam = l.families[static_cast<size_t>(f.family)];
   ++fam.calls;
   fam.ns += d;
-  AddWaitState(l, State::kCommWait, l.mpi_enter, e.ts);
+  AddFuncTime(l.mpi_time, l.mpi_func, 1, d);
   // The call's time is link time of the sends it completed (a blocking send, or nonblocking
   // ones completed in a Wait*/Test*); a nonblocking send's own call is not.
   for (uint32_t i : l.call_sends) {

@@ -34,6 +34,17 @@ struct RegionStat {
   uint64_t exclusive_ns = 0;
 };
 
+// One MPI function's calls and time: on one location, or over the run with its spread across
+// ranks (each rank's time in it, a rank that never called it counting 0).
+struct MpiFunctionStat {
+  std::string name;  // "MPI_Send"
+  uint64_t calls = 0;
+  uint64_t ns = 0;
+  uint64_t min_rank_ns = 0, max_rank_ns = 0;  // over ranks (run profile only)
+  double mean_rank_ns = 0;
+  int32_t max_rank = -1;
+};
+
 struct CallFamilyStat {
   std::string family;  // "p2p", "collective", "wait", "one-sided", "io", "init", "other" (MPI)
   uint64_t calls = 0;
@@ -66,11 +77,18 @@ struct LocationResult {
   uint64_t lost_events = 0;
   uint64_t messages_sent = 0, bytes_sent = 0;
   uint64_t messages_received = 0, bytes_received = 0;
+  // Time in MPI calls other than MPI_Init/Init_thread/Finalize (communication and the rest);
+  // start-up (MPI_Init/Init_thread) and shut-down (MPI_Finalize) are apart and in no state.
   uint64_t mpi_ns = 0;
   uint64_t mpi_calls = 0;
-  uint64_t mpi_init_ns = 0;  // of mpi_ns, in MPI_Init/Init_thread/Finalize (start-up, not work)
-  std::vector<CallFamilyStat> mpi_families;  // by time, descending
-  std::vector<RegionStat> top_regions;       // by inclusive time, descending
+  uint64_t mpi_startup_ns = 0, mpi_shutdown_ns = 0;
+  uint64_t mpi_init_ns = 0;  // start-up + shut-down
+  // What the kernel saw the thread do while inside MPI calls (polling = running, queued,
+  // sleeping, locks, ...): detail of the comm-wait state, which holds all of mpi_ns.
+  StateTimes mpi_kernel_states{};
+  std::vector<CallFamilyStat> mpi_families;    // by time, descending
+  std::vector<MpiFunctionStat> mpi_functions;  // by time, descending (not start-up, shut-down)
+  std::vector<RegionStat> top_regions;         // by inclusive time, descending
   // Wait states (time lost waiting for a partner), MPI and channels.
   uint64_t late_sender_ns = 0;
   uint64_t late_receiver_ns = 0;
@@ -216,6 +234,18 @@ struct Summary {
   bool clocks_aligned = false;
 };
 
+// What an mpiP user reads first: the MPI share of each rank's run (its time outside MPI
+// start-up and shut-down), and the time per MPI function with its spread across ranks.
+struct MpiProfile {
+  uint32_t ranks = 0;
+  uint64_t mpi_ns = 0, run_ns = 0;  // summed over ranks
+  int32_t most_rank = -1;           // the rank with the largest MPI share
+  uint64_t most_mpi_ns = 0, most_run_ns = 0;
+  std::vector<MpiFunctionStat> functions;  // by time, descending
+  // MPI_Init/Init_thread and MPI_Finalize: not in the MPI time, with their spread over ranks.
+  MpiFunctionStat startup, shutdown;
+};
+
 struct Results {
   Summary summary;
   std::vector<LocationResult> locations;  // threads first (by pid, tid), then cpus
@@ -224,6 +254,7 @@ struct Results {
   IntervalSeries intervals;
   LoadImbalance imbalance;
   CriticalPath critical_path;
+  MpiProfile mpi;
   std::vector<Finding> findings;  // ranked, most time at stake first
 
   // Index of a location id in locations, or -1.

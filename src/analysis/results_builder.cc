@@ -100,6 +100,7 @@ std::string Engine::Impl::Label(const Loc& l) const {
 Results Engine::Impl::Finish() {
   FlushChannelBusy();
   FlushOpenCalls();
+  FinishPeriodicMpi();
   Results res;
   BuildSummary(&res.summary);
   std::vector<size_t> order;
@@ -111,6 +112,7 @@ Results Engine::Impl::Finish() {
   BuildIntervalStats(&res);
   BuildWaitStates(&res);
   BuildImbalance(&res);
+  BuildMpiProfile(&res);
   BuildCriticalPath(&res, order, result_index);
   Diagnose(&res);
   return res;
@@ -246,6 +248,8 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
     row = l.iv;
   } else if (l.sampled) {
     r.states = l.sampled_states;
+    for (int st = 0; st < kStateCount; ++st)  // a rank's states cover its run (mpi_time.h)
+      r.states[st] -= std::min(r.states[st], l.mpi_time.before_init[st]);
     r.state_source = "sampled";
     r.cpu_ns = l.sampled_states[static_cast<int>(State::kRunning)];
     r.wall_ns = std::max(r.wall_ns, Sum(l.sampled_states));
@@ -254,6 +258,7 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
     // Inferred: the location's life minus the instrumented waits is running.
     r.states = l.waits;
     uint64_t waits = Sum(l.waits);
+    waits += l.mpi_startup_ns + l.mpi_shutdown_ns;  // in no state
     r.states[static_cast<int>(State::kRunning)] = r.wall_ns > waits ? r.wall_ns - waits : 0;
     r.cpu_ns = 0;  // unknown without the sampler
     for (size_t i = 0; i < iv_count; ++i) {
@@ -274,13 +279,28 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
   r.bytes_received = l.bytes_received;
   r.mpi_ns = l.mpi_ns;
   r.mpi_calls = l.mpi_calls;
-  r.mpi_init_ns = l.mpi_init_ns;
+  r.mpi_startup_ns = l.mpi_startup_ns;
+  r.mpi_shutdown_ns = l.mpi_shutdown_ns;
+  r.mpi_init_ns = l.mpi_startup_ns + l.mpi_shutdown_ns;
+  r.mpi_kernel_states = l.mpi_time.inside;
+  if (auto it = periodic_received.find(r.rank); r.main_thread && it != periodic_received.end()) {
+    r.messages_received += it->second.first;  // periodic mode: what the others sent this rank
+    r.bytes_received += it->second.second;
+  }
   for (size_t fi = 0; fi < l.families.size(); ++fi) {
-    if (!l.families[fi].calls)
+    // Start-up and shut-down are apart (mpi_startup_ns, mpi_shutdown_ns), not a share of mpi_ns.
+    if (!l.families[fi].calls || fi == static_cast<size_t>(MpiFamilyId::kInit))
       continue;
     r.mpi_families.push_back(l.families[fi]);
     r.mpi_families.back().family = MpiFamilyName(static_cast<MpiFamilyId>(fi));
   }
+  for (uint32_t id = 0; id < l.mpi_time.by_func.size(); ++id) {
+    const MpiFuncAgg& a = l.mpi_time.by_func[id];
+    if (a.calls && FuncOf(id).family != MpiFamilyId::kInit)
+      r.mpi_functions.push_back({FuncOf(id).name, a.calls, a.ns});
+  }
+  std::stable_sort(r.mpi_functions.begin(), r.mpi_functions.end(),
+                   [](const auto& a, const auto& b) { return a.ns > b.ns; });
   std::sort(r.mpi_families.begin(), r.mpi_families.end(), [](const auto& a, const auto& b) {
     return a.ns != b.ns ? a.ns > b.ns : a.family < b.family;
   });
@@ -310,6 +330,11 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
       not_running += l.sampled_states[st];
     waited = std::max(waited, not_running);
   }
+  // Not computing either: MPI start-up and shut-down (sampled: the time moved out of the states,
+  // from the thread's start to MPI_Init's return and from MPI_Finalize's call on).
+  uint64_t in_states = Sum(r.states);
+  waited += l.sampled ? (r.wall_ns > in_states ? r.wall_ns - in_states : 0)
+                      : l.mpi_startup_ns + l.mpi_shutdown_ns;
   r.compute_ns = l.cpu ? l.cpu_busy : (r.wall_ns > waited ? r.wall_ns - waited : 0);
   return r;
 }

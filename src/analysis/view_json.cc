@@ -14,6 +14,35 @@ nlohmann::json States(const StateTimes& t) {
 
 using nlohmann::json;
 
+// MPI functions; with their spread across ranks for the run's profile.
+json MpiFunctions(const std::vector<MpiFunctionStat>& fs, bool spread) {
+  json a = json::array();
+  for (const auto& f : fs) {
+    json x = {{"name", f.name}, {"calls", f.calls}, {"ns", f.ns}};
+    if (spread) {
+      x["min_rank_ns"] = f.min_rank_ns;
+      x["mean_rank_ns"] = f.mean_rank_ns;
+      x["max_rank_ns"] = f.max_rank_ns;
+      x["max_rank"] = f.max_rank;
+    }
+    a.push_back(std::move(x));
+  }
+  return a;
+}
+
+// The MPI profile: the ranks' MPI share and the time per function across ranks.
+json MpiJson(const MpiProfile& mp) {
+  return {{"ranks", mp.ranks},
+          {"mpi_ns", mp.mpi_ns},
+          {"run_ns", mp.run_ns},
+          {"most_rank", mp.most_rank},
+          {"most_mpi_ns", mp.most_mpi_ns},
+          {"most_run_ns", mp.most_run_ns},
+          {"functions", MpiFunctions(mp.functions, true)},
+          {"startup", MpiFunctions({mp.startup}, true)[0]},
+          {"shutdown", MpiFunctions({mp.shutdown}, true)[0]}};
+}
+
 json SummaryJson(const Summary& s) {
   json sum;
   sum["file"] = s.file;
@@ -86,10 +115,15 @@ json LocationJson(const LocationResult& l, const Summary& s) {
   x["mpi_ns"] = l.mpi_ns;
   x["mpi_calls"] = l.mpi_calls;
   x["mpi_init_ns"] = l.mpi_init_ns;
+  x["mpi_startup_ns"] = l.mpi_startup_ns;
+  x["mpi_shutdown_ns"] = l.mpi_shutdown_ns;
+  if (l.mpi_ns)
+    x["mpi_kernel_states_ns"] = States(l.mpi_kernel_states);
   json fams = json::array();
   for (const auto& f : l.mpi_families)
     fams.push_back({{"family", f.family}, {"calls", f.calls}, {"ns", f.ns}});
   x["mpi_families"] = fams;
+  x["mpi_functions"] = MpiFunctions(l.mpi_functions, false);
   json regs = json::array();
   for (const auto& g : l.top_regions)
     regs.push_back({{"name", g.name},
@@ -222,6 +256,7 @@ nlohmann::json ToJson(const Results& r) {
   j["intervals"] = IntervalsJson(r);
   j["wait_states"] = WaitStatesJson(r);
   j["diagnosis"] = FindingsJson(r);
+  j["mpi"] = MpiJson(r.mpi);
   return j;
 }
 

@@ -229,6 +229,32 @@ void TextCommTable(Out& o, const Results& r) {
   }
 }
 
+// What an mpiP user reads first: the ranks' MPI share, then the time per MPI function with its
+// spread across ranks; start-up and shut-down close the table, apart from the MPI time.
+void TextMpiProfile(Out& o, const MpiProfile& mp) {
+  o.Line();
+  std::string head =
+      fmt::format("MPI {} of the ranks' run time", FormatPercent(mp.mpi_ns, mp.run_ns));
+  if (mp.most_rank >= 0 && mp.ranks > 1)
+    head += fmt::format(", rank {} most ({})", mp.most_rank,
+                        FormatPercent(mp.most_mpi_ns, mp.most_run_ns));
+  o.Wrapped("", head + " (a rank's run: from MPI_Init's return to MPI_Finalize's call)", 0);
+  auto row = [&](const std::string& name, const MpiFunctionStat& f) {
+    o.Line(fmt::format("{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}", Cut(name, 20),
+                       FormatCount(f.calls), FormatDuration(f.ns), FormatDuration(f.min_rank_ns),
+                       FormatDuration(static_cast<uint64_t>(f.mean_rank_ns)),
+                       FormatDuration(f.max_rank_ns), fmt::format("rank {}", f.max_rank)));
+  };
+  o.Line(fmt::format("{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}", "MPI FUNCTION", "CALLS", "TIME",
+                     "MIN/RANK", "MEAN/RANK", "MAX/RANK", "MAX AT"));
+  for (size_t i = 0; i < mp.functions.size() && i < 10; ++i)
+    row(mp.functions[i].name, mp.functions[i]);
+  if (mp.startup.calls)
+    row("start-up (Init)", mp.startup);
+  if (mp.shutdown.calls)
+    row("shut-down (Finalize)", mp.shutdown);
+}
+
 void TextRegionTable(Out& o, const Results& r) {
   o.Line();
   o.Line(fmt::format("{:<16} {:<28} {:>9} {:>10} {:>10}", "LOCATION", "TOP REGIONS", "COUNT",
@@ -268,6 +294,8 @@ void TextLocations(Out& o, const Results& r, const TextOptions& options) {
   }
   if (any_comm)
     TextCommTable(o, r);
+  if (r.mpi.ranks)
+    TextMpiProfile(o, r.mpi);
   if (any_regions)
     TextRegionTable(o, r);
   if (!r.summary.has_sched)

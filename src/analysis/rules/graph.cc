@@ -95,7 +95,7 @@ std::string BusyElsewhere(const Node& n) {
     if (worst < 0 || l.states[i] > l.states[worst])
       worst = i;
   uint64_t state_ns = worst >= 0 ? l.states[worst] : 0;
-  uint64_t mpi = l.mpi_ns - l.mpi_init_ns;
+  uint64_t mpi = l.mpi_ns;  // start-up and shut-down are not in it
   if (mpi > state_ns)
     return fmt::format(" and is in MPI calls {}", FormatPercent(mpi, n.wall));
   if (worst < 0 || !state_ns)

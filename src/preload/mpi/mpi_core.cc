@@ -57,6 +57,7 @@ uint32_t g_sync_epoch = 0;
 uint64_t g_period_ticks = 0;
 uint64_t g_init_ticks = 0, g_init_ns = 0;
 pthread_key_t g_stats_key;
+std::atomic<bool> g_finalizing{false};
 }  // namespace
 
 uint64_t MonotonicNs() {
@@ -268,7 +269,9 @@ int End(Call* c, int rc) {
       s->calls[c->fn] += 1;
       s->ticks[c->fn] += now - c->t0;
       s->bytes[c->fn] += c->bytes;
-      if (now - s->last_flush >= g_period_ticks && g_period_ticks != 0)
+      // MPI_Finalize's own time is flushed as it returns: nothing flushes after it.
+      if ((now - s->last_flush >= g_period_ticks && g_period_ticks != 0) ||
+          g_finalizing.load(std::memory_order_relaxed))
         FlushStats(s, now);
     }
   } else {
@@ -321,6 +324,7 @@ void OnFinalize(Call& c) {
   ClockSync();
   if (g_periodic && t_stats != nullptr)
     FlushStats(t_stats, Now());
+  g_finalizing.store(true, std::memory_order_relaxed);
 }
 
 }  // namespace parmon::preload::mpi
