@@ -4,14 +4,17 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <random>
 #include <thread>
@@ -291,6 +294,241 @@ TEST(Record, RecorderKilledLeavesAReadableFileThatSaysWhatIsMissing) {
   for (auto& [loc, t] : c.total)
     n += t;
   EXPECT_EQ(n, (*reader)->total_events());
+}
+
+// A small file system that fills while the program runs: the program runs on, and the trace
+// ends consistent (END, index, trailer in the space kept back) with the exact loss.
+TEST(Record, DiskFullEndsTheTraceConsistentWithTheExactLoss) {
+  TempDir dir;
+  const std::string mnt = dir.File("small");
+  std::filesystem::create_directory(mnt);
+  if (geteuid() != 0 || mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=4m") != 0)
+    GTEST_SKIP() << "cannot mount a 4 MiB tmpfs (needs root and mount permission): "
+                 << strerror(errno);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string trace = mnt + "/t.ptrace", side = dir.File("count");
+  const std::string err_path = dir.File("err");
+  int out_pipe[2];
+  ASSERT_EQ(pipe(out_pipe), 0);
+  pid_t rec = fork();
+  if (rec == 0) {
+    dup2(out_pipe[1], 1);
+    close(out_pipe[0]);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(err, 2);
+    // No sampler or switch events to speak of: the losses are the program's events.
+    execl(testing::ParmonBin().c_str(), "parmon", "record", "-q", "--no-switches", "-t", "60s",
+          "-o", trace.c_str(), "--", Prog("committed_counter").c_str(), side.c_str(),
+          (char*)nullptr);
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  char buf[16] = {};
+  ASSERT_GT(read(out_pipe[0], buf, sizeof buf), 0);  // "ready"
+  close(out_pipe[0]);
+  // Until the recorder says the disk is full, then some more events that cannot be written.
+  for (int i = 0; i < 600 && ReadFile(err_path).find("no space") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(ReadFile(err_path).find("no space"), std::string::npos) << ReadFile(err_path);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  pid_t prog = ChildOf(rec);
+  ASSERT_GT(prog, 0);
+  ASSERT_EQ(kill(prog, SIGKILL), 0);
+  int status;
+  ASSERT_EQ(waitpid(rec, &status, 0), rec);
+  uint64_t committed = 0;
+  {
+    std::ifstream f(side, std::ios::binary);
+    f.read(reinterpret_cast<char*>(&committed), 8);
+  }
+  const std::string err = ReadFile(err_path);
+  auto reader = format::TraceReader::Open(trace);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  EXPECT_TRUE((*reader)->closed_cleanly()) << err;
+  EXPECT_TRUE((*reader)->problems().empty()) << (*reader)->problems().front().message;
+  Census c = TakeCensus(**reader);
+  // The program's thread: the one location with region events.
+  uint64_t recorded = 0, program_location = 0;
+  for (auto& [loc, kinds] : c.kinds) {
+    const uint64_t n = kinds[static_cast<uint16_t>(Kind::kRegionEnter)] +
+                       kinds[static_cast<uint16_t>(Kind::kRegionLeave)];
+    if (n > recorded) {
+      recorded = n;
+      program_location = loc;
+    }
+  }
+  nlohmann::json j = InfoJson(trace);
+  const uint64_t lost = j.value("lost_events", uint64_t{0});
+  uint64_t program_lost = 0;
+  for (const auto& l : j["locations"])
+    if (l.value("location", uint64_t{0}) == program_location)
+      program_lost = l.value("lost", uint64_t{0});
+  std::cout << "disk full: committed " << committed << ", written " << recorded
+            << ", lost on the program's thread " << program_lost << ", lost in all " << lost
+            << "\n";
+  EXPECT_GT(program_lost, 0u);
+  // Every committed event is written or counted lost, once; the one in flight at the kill may
+  // be on top.
+  EXPECT_GE(recorded + program_lost, committed) << err << j["locations"].dump();
+  EXPECT_LE(recorded + program_lost, committed + 1) << err << j["locations"].dump();
+  // The recorder says the loss once, with the same figure.
+  EXPECT_NE(err.find(std::to_string(lost) + " events were lost"), std::string::npos) << err;
+  EXPECT_EQ(err.find("could not be written"), std::string::npos) << err;
+}
+
+// A recorder killed with SIGKILL: the file covers the run up to its last watermark, info says
+// so, and every event the program committed well before the kill (more than the flush period
+// plus the watermark slack) is in the file.
+TEST(Record, RecorderKilledFileSaysWhatItCoversAndHoldsEverythingBefore) {
+  TempDir dir;
+  const std::string trace = dir.File("t.ptrace"), side = dir.File("count");
+  int out_pipe[2];
+  ASSERT_EQ(pipe(out_pipe), 0);
+  pid_t rec = fork();
+  if (rec == 0) {
+    setpgid(0, 0);
+    dup2(out_pipe[1], 1);
+    close(out_pipe[0]);
+    execl(testing::ParmonBin().c_str(), "parmon", "record", "-q", "-o", trace.c_str(), "--",
+          Prog("committed_counter").c_str(), side.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  char buf[16] = {};
+  ASSERT_GT(read(out_pipe[0], buf, sizeof buf), 0);  // "ready"
+  close(out_pipe[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  auto read_count = [&] {
+    uint64_t n = 0;
+    std::ifstream f(side, std::ios::binary);
+    f.read(reinterpret_cast<char*>(&n), 8);
+    return n;
+  };
+  // Committed 100 ms flush + 50 ms slack + 250 ms of margin (a loaded machine) before the kill.
+  const uint64_t committed_before = read_count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_EQ(kill(rec, SIGKILL), 0);
+  const uint64_t committed_at_kill = read_count();
+  int status;
+  waitpid(rec, &status, 0);
+  kill(-rec, SIGKILL);
+  auto info = Parmon({"info", trace});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("it covers the run up to"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("what came after is unknown"), std::string::npos) << info.out;
+  auto reader = format::TraceReader::Open(trace);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  EXPECT_FALSE((*reader)->closed_cleanly());
+  Census c = TakeCensus(**reader);
+  uint64_t recorded = 0;
+  for (auto& [loc, kinds] : c.kinds)
+    recorded += kinds[static_cast<uint16_t>(Kind::kRegionEnter)] +
+                kinds[static_cast<uint16_t>(Kind::kRegionLeave)];
+  std::cout << "recorder killed: committed " << committed_before << " 400 ms before the kill, "
+            << committed_at_kill << " at the kill; in the file " << recorded << "\n";
+  EXPECT_GE(recorded, committed_before);
+  EXPECT_LE(recorded, committed_at_kill + 1);
+  auto report = Parmon({"report", "--partial", trace});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.err.find("it covers the run up to"), std::string::npos) << report.err;
+}
+
+// --interval has a lower bound through the number of intervals: one sentence, exit 2, at
+// once (no allocation of billions of intervals).
+TEST(Report, TooShortAnIntervalIsOneSentenceAndExit2) {
+  TempDir dir;
+  const std::string trace = dir.File("t.ptrace");
+  auto r = Parmon({"record", "-q", "-o", trace, "--", "/bin/sleep", "0.3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* interval : {"1ns", "10ns", "100ns", "1us"}) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto rep = Parmon({"report", "--interval", interval, trace}, 30);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(rep.exit_code, 2) << interval << ": " << rep.err;
+    EXPECT_EQ(std::count(rep.err.begin(), rep.err.end(), '\n'), 1) << rep.err;
+    EXPECT_EQ(rep.err.rfind("parmon report: --interval ", 0), 0u) << rep.err;
+    EXPECT_NE(rep.err.find("at most 100000"), std::string::npos) << rep.err;
+    EXPECT_LT(s, 10) << interval;
+  }
+  auto ok = Parmon({"report", "--interval", "10ms", trace});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+// Usage errors: one line with the subcommand's prefix, exit 2; a misspelled option of record
+// is not run as the program.
+TEST(CommandLine, UsageErrorsAreOneLineAndExit2) {
+  TempDir dir;
+  auto r = Parmon({"record", "--outptu", dir.File("x"), "--", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "parmon record: unknown option --outptu (did you mean --output?)\n");
+  EXPECT_FALSE(testing::Exists(dir.File("x")));
+  const std::vector<std::vector<std::string>> bad = {
+      {"record", "--buffer-sise", "4M", "--", "true"},
+      {"dump", "--fromm", "1s", "t.ptrace"},
+      {"dump"},
+      {"report", "--intervl", "1s", "t.ptrace"},
+      {"report", "--format", "xml", "t.ptrace"},
+      {"diff", "a.ptrace"},
+      {"diff", "--colour", "never", "a.ptrace", "b.ptrace"},
+      {"scale", "--count", "1", "--", "true"},
+      {"demo", "--rank", "2"},
+  };
+  for (const auto& args : bad) {
+    auto e = Parmon(args);
+    EXPECT_EQ(e.exit_code, 2) << args[0] << " " << args[1] << ": " << e.err;
+    EXPECT_EQ(e.err.rfind("parmon " + args[0] + ": ", 0), 0u) << e.err;
+    EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
+  }
+  auto dump = Parmon({"dump", "--fromm", "1s", "t.ptrace"});
+  EXPECT_NE(dump.err.find("did you mean --from?"), std::string::npos) << dump.err;
+  auto pid0 = Parmon({"record", "-p", "0"});
+  EXPECT_EQ(pid0.exit_code, 2);
+  EXPECT_EQ(pid0.err, "parmon record: -p 0 is not a valid process id\n");
+}
+
+TEST(CommandLine, FailedLaunchLeavesNoTraceAndScaleCreatesItsDirectory) {
+  TempDir dir;
+  auto r = Parmon({"record", "-q", "-o", dir.File("t.ptrace"), "--", "/nonexistent/program"});
+  EXPECT_EQ(r.exit_code, 127) << r.err;
+  EXPECT_NE(r.err.find("cannot run /nonexistent/program"), std::string::npos) << r.err;
+  EXPECT_FALSE(testing::Exists(dir.File("t.ptrace")));
+  const std::string fresh = dir.File("new/deeper");
+  auto s = Parmon({"scale", "-n", "1", "--dir", fresh, "--", "true"});
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_TRUE(testing::Exists(fresh + "/scale-n1.ptrace")) << s.err;
+}
+
+// Damage to the index loses no event: the report needs no --partial, and the JSON does not say
+// the damage is of unknown extent.
+TEST(Info, DamagedIndexLosesNothingAndCountsAreExact) {
+  TempDir dir;
+  const std::string trace = dir.File("t.ptrace");
+  auto r = Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "2", "20000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t index_offset = 0;
+  {
+    auto reader = format::TraceReader::Open(trace);
+    ASSERT_TRUE(reader.ok());
+    index_offset = std::stoull((*reader)->session().at("index_offset"));
+  }
+  {
+    std::fstream f(trace, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(index_offset + sizeof(format::ChunkHeader) + 2));
+    char c = 0;
+    f.read(&c, 1);
+    c ^= 0x5a;
+    f.seekp(static_cast<std::streamoff>(index_offset + sizeof(format::ChunkHeader) + 2));
+    f.write(&c, 1);
+  }
+  nlohmann::json j = InfoJson(trace);
+  EXPECT_FALSE(j.value("damaged_events_unknown", true)) << j.dump();
+  EXPECT_EQ(j.value("damaged_events", uint64_t{1}), 0u);
+  EXPECT_FALSE(j["problems"].empty());
+  auto rep = Parmon({"report", trace});
+  EXPECT_EQ(rep.exit_code, 0) << rep.err;
 }
 
 TEST(Record, DropModeUnderOverloadCountsEveryLostEventExactly) {

@@ -171,3 +171,19 @@ TEST(StreamE2e, ReportOnTheGrowingFileIsAPrefixOfTheFinalReport) {
 
 }  // namespace
 }  // namespace parmon
+
+namespace parmon {
+namespace {
+
+// An endless device is not a trace: parmon says so from its first bytes instead of copying it
+// until the disk is full (issue 13: no hang or runaway memory on any input).
+TEST(StreamE2e, EndlessDeviceIsNotReadToItsEnd) {
+  for (const std::string device : {"/dev/zero", "/dev/urandom"}) {
+    auto r = testing::Run({"timeout", "60", testing::ParmonBin(), "info", device});
+    EXPECT_EQ(r.exit_code, 1) << device << ": " << r.err;
+    EXPECT_NE(r.err.find(device + " is not a parmon trace"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace parmon

@@ -27,6 +27,19 @@ std::string Signed(double seconds) {
   return fmt::format("{:+.3f} s", seconds);
 }
 
+// The locations of two runs paired by label (null where a run has none), in label order: labels
+// are what a user recognises from one run to the next; ids are not stable across runs.
+std::map<std::string, std::pair<const LocationResult*, const LocationResult*>> PairByLabel(
+    const Results& a,
+    const Results& b) {
+  std::map<std::string, std::pair<const LocationResult*, const LocationResult*>> byl;
+  for (const auto& l : a.locations)
+    byl[l.label].first = &l;
+  for (const auto& l : b.locations)
+    byl[l.label].second = &l;
+  return byl;
+}
+
 }  // namespace
 
 TimeSplit SplitTime(const Results& r) {
@@ -85,12 +98,7 @@ nlohmann::json CompareJson(const Results& a, const Results& b) {
   };
   j["split"] = {{"a", split(sa)}, {"b", split(sb)}};
   json locs = json::array();
-  std::map<std::string, std::pair<const LocationResult*, const LocationResult*>> byl;
-  for (const auto& l : a.locations)
-    byl[l.label].first = &l;
-  for (const auto& l : b.locations)
-    byl[l.label].second = &l;
-  for (const auto& [label, p] : byl) {
+  for (const auto& [label, p] : PairByLabel(a, b)) {
     json x{{"label", label}};
     for (auto [side, l] : {std::pair{"a", p.first}, std::pair{"b", p.second}}) {
       if (!l) {
@@ -173,12 +181,7 @@ std::string CompareText(const Results& a, const Results& b, bool color) {
 
   o += fmt::format("\n{:<16} {:>9} {:>9} {:>7} {:>6} {:>6}\n", "LOCATION", "WALL A", "WALL B",
                    "CHANGE", "RUN A", "RUN B");
-  std::map<std::string, std::pair<const LocationResult*, const LocationResult*>> byl;
-  for (const auto& l : a.locations)
-    byl[l.label].first = &l;
-  for (const auto& l : b.locations)
-    byl[l.label].second = &l;
-  for (const auto& [label, p] : byl) {
+  for (const auto& [label, p] : PairByLabel(a, b)) {
     auto wall = [](const LocationResult* l) {
       return l ? FormatDuration(l->wall_ns) : std::string("-");
     };

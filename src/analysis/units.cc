@@ -1,5 +1,7 @@
 #include "analysis/units.h"
 
+#include <array>
+
 #include <fmt/format.h>
 
 namespace parmon::analysis {
@@ -13,28 +15,27 @@ std::string ThreeFigures(double v, const char* unit) {
   return fmt::format("{:.2f} {}", v, unit);
 }
 
+// v in the largest of units[1..3] (1000, 10^6, 10^9 of units[0]) it reaches, to three figures;
+// below 1000, the whole number in units[0]. Reports count in 1000s, like the units they print.
+std::string Scaled(uint64_t v, const std::array<const char*, 4>& units) {
+  double d = static_cast<double>(v);
+  if (v >= 1000000000ull)
+    return ThreeFigures(d / 1e9, units[3]);
+  if (v >= 1000000ull)
+    return ThreeFigures(d / 1e6, units[2]);
+  if (v >= 1000ull)
+    return ThreeFigures(d / 1e3, units[1]);
+  return fmt::format("{} {}", v, units[0]);
+}
+
 }  // namespace
 
 std::string FormatDuration(uint64_t ns) {
-  double v = static_cast<double>(ns);
-  if (ns >= 1000000000ull)
-    return ThreeFigures(v / 1e9, "s");
-  if (ns >= 1000000ull)
-    return ThreeFigures(v / 1e6, "ms");
-  if (ns >= 1000ull)
-    return ThreeFigures(v / 1e3, "us");
-  return fmt::format("{} ns", ns);
+  return Scaled(ns, {"ns", "us", "ms", "s"});
 }
 
 std::string FormatBytes(uint64_t bytes) {
-  double v = static_cast<double>(bytes);
-  if (bytes >= 1000000000ull)
-    return ThreeFigures(v / 1e9, "GB");
-  if (bytes >= 1000000ull)
-    return ThreeFigures(v / 1e6, "MB");
-  if (bytes >= 1000ull)
-    return ThreeFigures(v / 1e3, "kB");
-  return fmt::format("{} B", bytes);
+  return Scaled(bytes, {"B", "kB", "MB", "GB"});
 }
 
 double Percent(uint64_t part, uint64_t whole) {

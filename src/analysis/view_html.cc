@@ -3,6 +3,7 @@
 // build time from web/package.json and inlined) from the report's JSON, embedded in the page.
 #include <fmt/format.h>
 
+#include "analysis/json_dump.h"
 #include "analysis/units.h"
 #include "analysis/views.h"
 
@@ -289,7 +290,7 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
   if (r.wait_states.empty())
     o += "<tr><td colspan=\"5\">No time was lost waiting for a partner.</td></tr>\n";
   o += "</table>\n";
-  o += "<script type=\"application/json\" id=\"report-data\">" + ScriptSafe(ToJson(r).dump()) +
+  o += "<script type=\"application/json\" id=\"report-data\">" + ScriptSafe(DumpJson(ToJson(r))) +
        "</script>\n";
   if (!chart_js.empty()) {
     o += "<script>" + ScriptSafe(chart_js) + "</script>\n";

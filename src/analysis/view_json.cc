@@ -12,13 +12,9 @@ nlohmann::json States(const StateTimes& t) {
   return j;
 }
 
-}  // namespace
+using nlohmann::json;
 
-nlohmann::json ToJson(const Results& r) {
-  using nlohmann::json;
-  const Summary& s = r.summary;
-  json j;
-  j["schema"] = "parmon-report/1";
+json SummaryJson(const Summary& s) {
   json sum;
   sum["file"] = s.file;
   sum["command"] = s.command;
@@ -60,54 +56,54 @@ nlohmann::json ToJson(const Results& r) {
                       {"epochs", c.epochs}});
   sum["clock_offsets"] = clocks;
   sum["clocks_aligned"] = s.clocks_aligned;
-  j["summary"] = sum;
+  return sum;
+}
 
-  json locs = json::array();
-  for (const auto& l : r.locations) {
-    json x;
-    x["id"] = l.id;
-    x["kind"] = l.kind;
-    x["pid"] = l.pid;
-    x["tid"] = l.tid;
-    x["rank"] = l.rank;
-    x["name"] = l.name;
-    x["label"] = l.label;
-    x["first_ns"] = l.first_ts - s.session_start;
-    x["last_ns"] = l.last_ts - s.session_start;
-    x["wall_ns"] = l.wall_ns;
-    x["cpu_ns"] = l.cpu_ns;
-    x["states_ns"] = States(l.states);
-    x["state_source"] = l.state_source;
-    x["events"] = l.events;
-    x["lost_events"] = l.lost_events;
-    x["messages_sent"] = l.messages_sent;
-    x["bytes_sent"] = l.bytes_sent;
-    x["messages_received"] = l.messages_received;
-    x["bytes_received"] = l.bytes_received;
-    x["mpi_ns"] = l.mpi_ns;
-    x["mpi_calls"] = l.mpi_calls;
-    x["mpi_init_ns"] = l.mpi_init_ns;
-    json fams = json::array();
-    for (const auto& f : l.mpi_families)
-      fams.push_back({{"family", f.family}, {"calls", f.calls}, {"ns", f.ns}});
-    x["mpi_families"] = fams;
-    json regs = json::array();
-    for (const auto& g : l.top_regions)
-      regs.push_back({{"name", g.name},
-                      {"count", g.count},
-                      {"inclusive_ns", g.inclusive_ns},
-                      {"exclusive_ns", g.exclusive_ns}});
-    x["top_regions"] = regs;
-    x["late_sender_ns"] = l.late_sender_ns;
-    x["late_receiver_ns"] = l.late_receiver_ns;
-    x["barrier_wait_ns"] = l.barrier_wait_ns;
-    x["collective_wait_ns"] = l.collective_wait_ns;
-    x["compute_ns"] = l.compute_ns;
-    x["critical_path_ns"] = l.critical_path_ns;
-    locs.push_back(x);
-  }
-  j["locations"] = locs;
+json LocationJson(const LocationResult& l, const Summary& s) {
+  json x;
+  x["id"] = l.id;
+  x["kind"] = l.kind;
+  x["pid"] = l.pid;
+  x["tid"] = l.tid;
+  x["rank"] = l.rank;
+  x["name"] = l.name;
+  x["label"] = l.label;
+  x["first_ns"] = l.first_ts - s.session_start;
+  x["last_ns"] = l.last_ts - s.session_start;
+  x["wall_ns"] = l.wall_ns;
+  x["cpu_ns"] = l.cpu_ns;
+  x["states_ns"] = States(l.states);
+  x["state_source"] = l.state_source;
+  x["events"] = l.events;
+  x["lost_events"] = l.lost_events;
+  x["messages_sent"] = l.messages_sent;
+  x["bytes_sent"] = l.bytes_sent;
+  x["messages_received"] = l.messages_received;
+  x["bytes_received"] = l.bytes_received;
+  x["mpi_ns"] = l.mpi_ns;
+  x["mpi_calls"] = l.mpi_calls;
+  x["mpi_init_ns"] = l.mpi_init_ns;
+  json fams = json::array();
+  for (const auto& f : l.mpi_families)
+    fams.push_back({{"family", f.family}, {"calls", f.calls}, {"ns", f.ns}});
+  x["mpi_families"] = fams;
+  json regs = json::array();
+  for (const auto& g : l.top_regions)
+    regs.push_back({{"name", g.name},
+                    {"count", g.count},
+                    {"inclusive_ns", g.inclusive_ns},
+                    {"exclusive_ns", g.exclusive_ns}});
+  x["top_regions"] = regs;
+  x["late_sender_ns"] = l.late_sender_ns;
+  x["late_receiver_ns"] = l.late_receiver_ns;
+  x["barrier_wait_ns"] = l.barrier_wait_ns;
+  x["collective_wait_ns"] = l.collective_wait_ns;
+  x["compute_ns"] = l.compute_ns;
+  x["critical_path_ns"] = l.critical_path_ns;
+  return x;
+}
 
+json LinksJson(const Results& r) {
   json links = json::array();
   for (const auto& k : r.links)
     links.push_back({{"kind", k.kind},
@@ -123,8 +119,12 @@ nlohmann::json ToJson(const Results& r) {
                      {"sender_wait_ns", k.sender_wait_ns},
                      {"receiver_wait_ns", k.receiver_wait_ns},
                      {"closed_loop_messages", k.closed_loop_messages}});
-  j["links"] = links;
+  return links;
+}
 
+// Per interval utilisation of each location and link, and how imbalanced each interval was.
+json IntervalsJson(const Results& r) {
+  const Summary& s = r.summary;
   const IntervalSeries& iv = r.intervals;
   json ivj;
   ivj["interval_ns"] = iv.interval_ns;
@@ -161,8 +161,11 @@ nlohmann::json ToJson(const Results& r) {
   ivj["links"] = krows;
   ivj["imbalance"] = iv.imbalance;
   ivj["most_imbalanced"] = iv.most_imbalanced;
-  j["intervals"] = ivj;
+  return ivj;
+}
 
+// Wait state instances, load imbalance and the critical path.
+json WaitStatesJson(const Results& r) {
   json ws = json::array();
   for (const auto& w : r.wait_states)
     ws.push_back({{"pattern", w.pattern},
@@ -176,19 +179,21 @@ nlohmann::json ToJson(const Results& r) {
   json shares = json::array();
   for (const auto& [label, ns] : cp.shares)
     shares.push_back({{"label", label}, {"ns", ns}});
-  j["wait_states"] = {{"instances", ws},
-                      {"load_imbalance",
-                       {{"over", li.over},
-                        {"members", li.members},
-                        {"max_compute_ns", li.max_compute_ns},
-                        {"mean_compute_ns", li.mean_compute_ns},
-                        {"min_compute_ns", li.min_compute_ns},
-                        {"max_label", li.max_label},
-                        {"min_label", li.min_label},
-                        {"percent", li.percent}}},
-                      {"critical_path",
-                       {{"length_ns", cp.length_ns}, {"wall_ns", cp.wall_ns}, {"shares", shares}}}};
+  return {{"instances", ws},
+          {"load_imbalance",
+           {{"over", li.over},
+            {"members", li.members},
+            {"max_compute_ns", li.max_compute_ns},
+            {"mean_compute_ns", li.mean_compute_ns},
+            {"min_compute_ns", li.min_compute_ns},
+            {"max_label", li.max_label},
+            {"min_label", li.min_label},
+            {"percent", li.percent}}},
+          {"critical_path",
+           {{"length_ns", cp.length_ns}, {"wall_ns", cp.wall_ns}, {"shares", shares}}}};
+}
 
+json FindingsJson(const Results& r) {
   json fs = json::array();
   for (const auto& f : r.findings)
     fs.push_back({{"id", f.id},
@@ -198,7 +203,23 @@ nlohmann::json ToJson(const Results& r) {
                   {"thread_time_ns", f.thread_time_ns},
                   {"percent", f.percent_of_run},
                   {"subjects", f.subjects}});
-  j["diagnosis"] = fs;
+  return fs;
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const Results& r) {
+  json j;
+  j["schema"] = "parmon-report/1";
+  j["summary"] = SummaryJson(r.summary);
+  json locs = json::array();
+  for (const auto& l : r.locations)
+    locs.push_back(LocationJson(l, r.summary));
+  j["locations"] = locs;
+  j["links"] = LinksJson(r);
+  j["intervals"] = IntervalsJson(r);
+  j["wait_states"] = WaitStatesJson(r);
+  j["diagnosis"] = FindingsJson(r);
   return j;
 }
 

@@ -83,12 +83,62 @@ std::string Rel(const Summary& s, uint64_t ts) {
   return FormatDuration(ts - s.session_start);
 }
 
-}  // namespace
+// Which ranks were put on rank 0's clock, and by how much.
+void TextClocks(Out& o, const Summary& s) {
+  // Ranks recorded on other clocks, put on rank 0's before their messages were matched.
+  auto signed_duration = [](int64_t v) {
+    return (v < 0 ? "-" : "+") + FormatDuration(static_cast<uint64_t>(v < 0 ? -v : v));
+  };
+  std::string clocks;
+  for (const auto& c : s.clock_offsets) {
+    if (!c.offset_ns && !c.last_offset_ns)
+      continue;
+    std::string first = signed_duration(c.offset_ns), last = signed_duration(c.last_offset_ns);
+    clocks += fmt::format("{}rank {} {}", clocks.empty() ? "" : ", ", c.rank, first);
+    if (last != first)  // drift
+      clocks += fmt::format(" to {}", last);
+  }
+  o.Wrapped("clocks     ", clocks + " against rank 0, aligned before matching messages", 11);
+}
 
-std::string RenderText(const Results& r, const TextOptions& options) {
-  Out o(options.color);
+// Lost, overwritten and damaged events: the figures below undercount.
+void TextLosses(Out& o, const Results& r) {
   const Summary& s = r.summary;
-  // --- 1. summary ---
+  if (s.lost_events) {
+    std::string where;
+    size_t shown = 0;
+    for (const auto& [loc, n] : s.lost_by_location) {
+      if (++shown > 4) {
+        where += ", ...";
+        break;
+      }
+      int idx = r.LocationIndex(loc);
+      where += fmt::format("{}{} {}", where.empty() ? "" : ", ",
+                           idx >= 0 ? r.locations[idx].label : fmt::format("location {}", loc),
+                           FormatCount(n));
+    }
+    if (s.unattached_lost_events)
+      where += fmt::format("{}{} from threads without a ring", where.empty() ? "" : ", ",
+                           FormatCount(s.unattached_lost_events));
+    o.Wrapped(o.Red("LOST       "),
+              fmt::format("{} events were lost ({}): figures for these locations undercount.",
+                          FormatCount(s.lost_events), where),
+              11);
+  }
+  if (s.overwritten_events)
+    o.Line(o.Red(fmt::format("OVERWRITTEN {} older events (flight recorder)",
+                             FormatCount(s.overwritten_events))));
+  if (!s.closed_cleanly || s.damaged_events)
+    o.Wrapped(o.Red("DAMAGED    "),
+              fmt::format("the trace {}; {} events in damaged chunks are missing.",
+                          s.closed_cleanly ? "has damaged chunks" : "was not closed cleanly",
+                          FormatCount(s.damaged_events)),
+              11);
+}
+
+// Section 1: what ran, for how long, and what the trace may be missing.
+void TextSummary(Out& o, const Results& r) {
+  const Summary& s = r.summary;
   o.Line(o.Bold(fmt::format("parmon report: {}", s.file)));
   o.Wrapped("command    ", s.command.empty() ? "?" : s.command, 11);
   std::string window =
@@ -99,54 +149,10 @@ std::string RenderText(const Results& r, const TextOptions& options) {
                      s.exit_code >= 0 ? fmt::format(", exit code {}", s.exit_code) : ""));
   o.Line(fmt::format("processes  {}   threads {}   ranks {}   cpus {}   events {}", s.processes,
                      s.threads, s.ranks, s.cpus, FormatCount(s.events)));
-  if (s.clocks_aligned) {
-    // Ranks recorded on other clocks, put on rank 0's before their messages were matched.
-    auto signed_duration = [](int64_t v) {
-      return (v < 0 ? "-" : "+") + FormatDuration(static_cast<uint64_t>(v < 0 ? -v : v));
-    };
-    std::string clocks;
-    for (const auto& c : s.clock_offsets) {
-      if (!c.offset_ns && !c.last_offset_ns)
-        continue;
-      std::string first = signed_duration(c.offset_ns), last = signed_duration(c.last_offset_ns);
-      clocks += fmt::format("{}rank {} {}", clocks.empty() ? "" : ", ", c.rank, first);
-      if (last != first)  // drift
-        clocks += fmt::format(" to {}", last);
-    }
-    o.Wrapped("clocks     ", clocks + " against rank 0, aligned before matching messages", 11);
-  }
-  if (s.lost_events || s.damaged_events || !s.closed_cleanly || s.overwritten_events) {
-    if (s.lost_events) {
-      std::string where;
-      size_t shown = 0;
-      for (const auto& [loc, n] : s.lost_by_location) {
-        if (++shown > 4) {
-          where += ", ...";
-          break;
-        }
-        int idx = r.LocationIndex(loc);
-        where += fmt::format("{}{} {}", where.empty() ? "" : ", ",
-                             idx >= 0 ? r.locations[idx].label : fmt::format("location {}", loc),
-                             FormatCount(n));
-      }
-      if (s.unattached_lost_events)
-        where += fmt::format("{}{} from threads without a ring", where.empty() ? "" : ", ",
-                             FormatCount(s.unattached_lost_events));
-      o.Wrapped(o.Red("LOST       "),
-                fmt::format("{} events were lost ({}): figures for these locations undercount.",
-                            FormatCount(s.lost_events), where),
-                11);
-    }
-    if (s.overwritten_events)
-      o.Line(o.Red(fmt::format("OVERWRITTEN {} older events (flight recorder)",
-                               FormatCount(s.overwritten_events))));
-    if (!s.closed_cleanly || s.damaged_events)
-      o.Wrapped(o.Red("DAMAGED    "),
-                fmt::format("the trace {}; {} events in damaged chunks are missing.",
-                            s.closed_cleanly ? "has damaged chunks" : "was not closed cleanly",
-                            FormatCount(s.damaged_events)),
-                11);
-  }
+  if (s.clocks_aligned)
+    TextClocks(o, s);
+  if (s.lost_events || s.damaged_events || !s.closed_cleanly || s.overwritten_events)
+    TextLosses(o, r);
   std::string overhead = fmt::format("recorder CPU {}", FormatDuration(s.recorder_cpu_ns));
   if (s.program_cpu_ns)
     overhead +=
@@ -163,8 +169,10 @@ std::string RenderText(const Results& r, const TextOptions& options) {
               o.Dim("no sampler data: states are inferred from instrumented calls (time in none "
                     "counts as running)."),
               11);
+}
 
-  // --- 6. diagnosis (read first) ---
+// Section 6, shown second: the findings, read first.
+void TextDiagnosis(Out& o, const Results& r) {
   o.Section("Diagnosis");
   if (r.findings.empty())
     o.Line("No bottleneck found: no wait, queueing or imbalance above 10%.");
@@ -179,8 +187,44 @@ std::string RenderText(const Results& r, const TextOptions& options) {
               3);
     o.Wrapped("   ", o.Dim(f.evidence), 3);
   }
+}
 
-  // --- 2. per location ---
+void TextCommTable(Out& o, const Results& r) {
+  o.Line();
+  o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", "LOCATION", "MSGS OUT", "BYTES OUT",
+                     "MSGS IN", "BYTES IN", "MPI", "MPI FAMILIES"));
+  for (const auto& l : r.locations) {
+    if (!(l.messages_sent || l.messages_received || l.mpi_calls))
+      continue;
+    std::string fams;
+    for (const auto& f : l.mpi_families) {
+      if (fams.size() > 14)
+        break;
+      fams +=
+          fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family, FormatPercent(f.ns, l.mpi_ns));
+    }
+    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", Cut(l.label, 16),
+                       FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
+                       FormatCount(l.messages_received), FormatBytes(l.bytes_received),
+                       FormatDuration(l.mpi_ns), Cut(fams, 13)));
+  }
+}
+
+void TextRegionTable(Out& o, const Results& r) {
+  o.Line();
+  o.Line(fmt::format("{:<16} {:<28} {:>9} {:>10} {:>10}", "LOCATION", "TOP REGIONS", "COUNT",
+                     "INCLUSIVE", "EXCLUSIVE"));
+  for (const auto& l : r.locations)
+    for (size_t i = 0; i < l.top_regions.size(); ++i) {
+      const auto& g = l.top_regions[i];
+      o.Line(fmt::format("{:<16} {:<28} {:>9} {:>10} {:>10}", i == 0 ? Cut(l.label, 16) : "",
+                         Cut(g.name, 28), FormatCount(g.count), FormatDuration(g.inclusive_ns),
+                         FormatDuration(g.exclusive_ns)));
+    }
+}
+
+// Section 2: per location states, then its traffic and its top regions when there are any.
+void TextLocations(Out& o, const Results& r, const TextOptions& options) {
   o.Section("Locations");
   o.Line(fmt::format("{:<16} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}", "LOCATION",
                      "WALL", "CPU", "run", "queue", "comm", "lock", "timer", "io", "other"));
@@ -203,42 +247,16 @@ std::string RenderText(const Results& r, const TextOptions& options) {
     any_comm |= l.messages_sent || l.messages_received || l.mpi_calls;
     any_regions |= !l.top_regions.empty();
   }
-  if (any_comm) {
-    o.Line();
-    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", "LOCATION", "MSGS OUT",
-                       "BYTES OUT", "MSGS IN", "BYTES IN", "MPI", "MPI FAMILIES"));
-    for (const auto& l : r.locations) {
-      if (!(l.messages_sent || l.messages_received || l.mpi_calls))
-        continue;
-      std::string fams;
-      for (const auto& f : l.mpi_families) {
-        if (fams.size() > 14)
-          break;
-        fams += fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family,
-                            FormatPercent(f.ns, l.mpi_ns));
-      }
-      o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", Cut(l.label, 16),
-                         FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
-                         FormatCount(l.messages_received), FormatBytes(l.bytes_received),
-                         FormatDuration(l.mpi_ns), Cut(fams, 13)));
-    }
-  }
-  if (any_regions) {
-    o.Line();
-    o.Line(fmt::format("{:<16} {:<28} {:>9} {:>10} {:>10}", "LOCATION", "TOP REGIONS", "COUNT",
-                       "INCLUSIVE", "EXCLUSIVE"));
-    for (const auto& l : r.locations)
-      for (size_t i = 0; i < l.top_regions.size(); ++i) {
-        const auto& g = l.top_regions[i];
-        o.Line(fmt::format("{:<16} {:<28} {:>9} {:>10} {:>10}", i == 0 ? Cut(l.label, 16) : "",
-                           Cut(g.name, 28), FormatCount(g.count), FormatDuration(g.inclusive_ns),
-                           FormatDuration(g.exclusive_ns)));
-      }
-  }
-  if (!s.has_sched)
+  if (any_comm)
+    TextCommTable(o, r);
+  if (any_regions)
+    TextRegionTable(o, r);
+  if (!r.summary.has_sched)
     o.Line(o.Dim("* states inferred from instrumented calls, not sampled"));
+}
 
-  // --- 3. communication matrix ---
+// Section 3: the communication matrix.
+void TextCommunication(Out& o, const Results& r) {
   o.Section("Communication");
   if (r.links.empty())
     o.Line("No messages or channel traffic recorded.");
@@ -256,12 +274,15 @@ std::string RenderText(const Results& r, const TextOptions& options) {
                     "as % of TIME); the rest of TIME is transfer."),
               0);
   }
+}
 
-  // --- 4. intervals ---
+// Section 4: utilisation over time.
+void TextIntervals(Out& o, const Results& r, const TextOptions& options) {
+  const Summary& s = r.summary;
   const IntervalSeries& iv = r.intervals;
   o.Section(fmt::format("Intervals ({} x {})", iv.count, FormatDuration(iv.interval_ns)));
   o.Line(fmt::format("{:<16} {:>5} {:>6}  {}", "UTILISATION", "MEAN", "STDDEV", "OVER TIME"));
-  shown = 0;
+  size_t shown = 0;
   for (size_t k = 0; k < iv.location_utilisation.size(); ++k) {
     if (++shown > options.max_locations)
       break;
@@ -283,15 +304,17 @@ std::string RenderText(const Results& r, const TextOptions& options) {
                            iv.imbalance[i] * 100);
     o.Wrapped("most imbalanced: ", worst, 17);
   }
+}
 
-  // --- 5. wait states ---
+// Section 5: wait states, load imbalance and the critical path.
+void TextWaitStates(Out& o, const Results& r) {
   o.Section("Wait states");
   if (r.wait_states.empty())
     o.Line("No time lost waiting for a partner.");
   else {
     o.Line(fmt::format("{:<16} {:<16} {:<22} {:>9} {:>10}", "PATTERN", "LOCATION", "CALL", "COUNT",
                        "TIME"));
-    shown = 0;
+    size_t shown = 0;
     for (const auto& w : r.wait_states) {
       if (++shown > 20) {
         o.Line(fmt::format("... {} more", r.wait_states.size() - 20));
@@ -322,6 +345,18 @@ std::string RenderText(const Results& r, const TextOptions& options) {
                     FormatDuration(cp.length_ns), FormatPercent(cp.length_ns, cp.wall_ns), shares),
         15);
   }
+}
+
+}  // namespace
+
+std::string RenderText(const Results& r, const TextOptions& options) {
+  Out o(options.color);
+  TextSummary(o, r);
+  TextDiagnosis(o, r);
+  TextLocations(o, r, options);
+  TextCommunication(o, r);
+  TextIntervals(o, r, options);
+  TextWaitStates(o, r);
   return std::move(o.text());
 }
 

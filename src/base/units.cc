@@ -157,6 +157,15 @@ std::string FormatDuration(uint64_t ns) {
   return std::to_string(ns) + " ns";
 }
 
+std::string Plural(uint64_t n, std::string_view one, std::string_view many) {
+  std::string s = std::to_string(n) + " ";
+  if (n == 1)
+    return s.append(one);
+  if (many.empty())
+    return s.append(one).append("s");
+  return s.append(many);
+}
+
 std::string FormatCount(uint64_t n) {
   char buf[32];
   if (n >= 1000000) {

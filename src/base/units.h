@@ -39,6 +39,9 @@ std::string FormatBytes(uint64_t bytes);
 std::string FormatDuration(uint64_t ns);
 // 1234567 -> "1.2M", 1500 -> "1.5k", 999 -> "999".
 std::string FormatCount(uint64_t n);
+// The count and the noun, singular for 1: Plural(1, "event") -> "1 event", Plural(3, "event")
+// -> "3 events" (nouns whose plural is not noun+"s" pass it: Plural(n, "process", "processes")).
+std::string Plural(uint64_t n, std::string_view one, std::string_view many = {});
 
 }  // namespace parmon
 

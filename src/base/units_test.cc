@@ -82,3 +82,15 @@ TEST(Units, Formatting) {
 
 }  // namespace
 }  // namespace parmon
+
+namespace parmon {
+namespace {
+TEST(Units, PluralIsSingularForOne) {
+  EXPECT_EQ(Plural(1, "event"), "1 event");
+  EXPECT_EQ(Plural(0, "event"), "0 events");
+  EXPECT_EQ(Plural(2, "event"), "2 events");
+  EXPECT_EQ(Plural(1, "process", "processes"), "1 process");
+  EXPECT_EQ(Plural(5, "process", "processes"), "5 processes");
+}
+}  // namespace
+}  // namespace parmon

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 
 namespace parmon::cli {
@@ -97,11 +98,8 @@ int RunDemo(int argc, char** argv) {
   app.add_flag("--pipes", pipes,
                "without MPI: the same farm as forked processes joined by pipes "
                "(chosen anyway when mpirun is not on PATH)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int rc = ParseCommandLine(app, argc, argv, "demo"); rc >= 0)
+    return rc;
 
   fs::path examples = FindExamples();
   if (examples.empty()) {

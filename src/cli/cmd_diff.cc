@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/compare.h"
+#include "analysis/json_dump.h"
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
 
@@ -18,13 +20,9 @@ int RunDiff(int argc, char** argv) {
   app.add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
   app.add_option("-o,--output", output, "write to this file instead of standard output");
   app.add_flag("--partial", in.partial, "accept damaged or truncated traces");
-  app.add_option("--color", color, "auto, always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  AddColorOption(app, &color);
+  if (int rc = ParseCommandLine(app, argc, argv, "diff"); rc >= 0)
+    return rc;
   auto a = LoadResults(a_path, in);
   if (!a.ok()) {
     fmt::print(stderr, "parmon diff: {}\n", a.status().message());
@@ -35,14 +33,9 @@ int RunDiff(int argc, char** argv) {
     fmt::print(stderr, "parmon diff: {}\n", b.status().message());
     return 1;
   }
-  std::string text = format == "json" ? analysis::CompareJson(*a, *b).dump(2) + "\n"
+  std::string text = format == "json" ? analysis::DumpJson(analysis::CompareJson(*a, *b), 2) + "\n"
                                       : analysis::CompareText(*a, *b, UseColor(color, output));
-  Status s = WriteOutput(output, text);
-  if (!s.ok()) {
-    fmt::print(stderr, "parmon diff: {}\n", s.message());
-    return 1;
-  }
-  return 0;
+  return WriteOutputOrSay("diff", output, text);
 }
 
 }  // namespace parmon::cli

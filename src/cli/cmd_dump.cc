@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "model/merge.h"
 #include "model/session.h"
@@ -83,11 +84,8 @@ int RunDump(int argc, char** argv) {
   app.add_option("--to", to, "end of the time range, from the session start");
   app.add_flag("--absolute", absolute,
                "print session-clock nanoseconds instead of seconds from the start");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int rc = ParseCommandLine(app, argc, argv, "dump"); rc >= 0)
+    return rc;
   auto opened = model::Session::Open(path);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon dump: {}\n", opened.status().message());

@@ -6,6 +6,8 @@
 #include <ctime>
 #include <map>
 
+#include "analysis/json_dump.h"
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "format/reader.h"
 #include "model/merge.h"
@@ -34,34 +36,23 @@ std::string FormatTime(uint64_t realtime_ns) {
   return buf;
 }
 
-}  // namespace
+// Everything info prints, text or JSON.
+struct InfoFigures {
+  std::map<uint32_t, LocationStats> stats;
+  uint64_t lost_total = 0;
+  uint64_t damaged_total = 0;
+  bool damaged_unknown = false;
+  uint64_t unattached = 0;
+  uint64_t overwritten = 0;
+  uint64_t events = 0;
+  double duration = 0;  // seconds
+  size_t threads = 0;
+  double bytes_per_event = 0;
+};
 
-int RunInfo(int argc, char** argv) {
-  CLI::App app{"Summarise a trace: session, processes, threads, events and losses.", "parmon info"};
-  std::string path;
-  bool json = false;
-  app.add_option("file", path, "trace file, session directory, or - (standard input)")->required();
-  app.add_flag("--json", json, "machine-readable output");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  format::OpenOptions oo;
-  oo.verify_payloads = true;
-  model::SessionOptions so;
-  so.open = oo;
-  auto opened = model::Session::Open(path, so);
-  if (!opened.ok()) {
-    fmt::print(stderr, "parmon info: {}\n", opened.status().message());
-    return 1;
-  }
-  const model::Session& session = **opened;
+std::map<uint32_t, LocationStats> CollectLocationStats(const model::Session& session) {
   const format::TraceReader& r = session.reader();
-  const format::SessionInfo& info = session.info();
   const format::EndInfo& totals = session.totals();
-  const auto& defs = r.definitions();
-
   std::map<uint32_t, LocationStats> stats;
   for (model::StreamIndex i = 0; i < r.streams().size(); ++i) {
     const format::Stream& s = r.streams()[i];
@@ -87,85 +78,99 @@ int RunInfo(int argc, char** argv) {
         stats[e.location].lost += e.args[0];
     });
   }
-  uint64_t lost_total = 0, damaged_total = 0;
-  bool damaged_unknown = false;
-  for (const auto& [loc, st] : stats)
-    lost_total += st.lost;
+  return stats;
+}
+
+InfoFigures Gather(const model::Session& session) {
+  const format::TraceReader& r = session.reader();
+  const format::SessionInfo& info = session.info();
+  const format::EndInfo& totals = session.totals();
+  InfoFigures f;
+  f.stats = CollectLocationStats(session);
+  for (const auto& [loc, st] : f.stats)
+    f.lost_total += st.lost;
   for (const auto& p : r.problems()) {
     if (p.events_lost > 0)
-      damaged_total += static_cast<uint64_t>(p.events_lost);
+      f.damaged_total += static_cast<uint64_t>(p.events_lost);
     if (p.events_lost < 0)
-      damaged_unknown = true;
+      f.damaged_unknown = true;
   }
-  uint64_t unattached = totals.unattached_lost_events;
-  uint64_t overwritten = totals.overwritten_events;
-  uint64_t events = r.total_events();
+  f.unattached = totals.unattached_lost_events;
+  f.overwritten = totals.overwritten_events;
+  f.events = r.total_events();
   uint64_t start_ts = info.start_ts;
   uint64_t end_ts = r.session().count("end_ts") ? totals.end_ts : r.last_ts();
   if (start_ts == 0)
     start_ts = r.first_ts();
-  double duration = end_ts > start_ts ? static_cast<double>(end_ts - start_ts) / 1e9 : 0;
-  size_t threads = 0;
-  for (const auto& [id, l] : defs.locations)
-    threads += l.type == format::LocationType::kThread;
-  double bytes_per_event =
-      events ? static_cast<double>(r.file_size()) / static_cast<double>(events) : 0;
+  f.duration = end_ts > start_ts ? static_cast<double>(end_ts - start_ts) / 1e9 : 0;
+  for (const auto& [id, l] : r.definitions().locations)
+    f.threads += l.type == format::LocationType::kThread;
+  f.bytes_per_event =
+      f.events ? static_cast<double>(r.file_size()) / static_cast<double>(f.events) : 0;
+  return f;
+}
 
-  if (json) {
-    nlohmann::json j;
-    j["file"] = path;
-    j["file_bytes"] = r.file_size();
-    j["format_version"] = fmt::format("{}.{}", r.version_major(), r.version_minor());
-    j["closed_cleanly"] = r.closed_cleanly();
-    j["session"] = r.session();
-    j["duration_s"] = duration;
-    j["processes"] = defs.processes.size();
-    j["threads"] = threads;
-    j["events"] = events;
-    j["lost_events"] = lost_total + unattached;
-    j["overwritten_events"] = overwritten;
-    j["damaged_events"] = damaged_total;
-    j["damaged_events_unknown"] = damaged_unknown;
-    j["bytes_per_event"] = bytes_per_event;
-    j["clock"] = info.clock;
-    nlohmann::json locs = nlohmann::json::array();
-    for (const auto& [id, st] : stats) {
-      nlohmann::json l;
-      l["location"] = id;
-      auto it = defs.locations.find(id);
-      if (it != defs.locations.end()) {
-        l["type"] = it->second.type == format::LocationType::kCpu ? "cpu" : "thread";
-        l["pid"] = it->second.pid;
-        l["tid"] = it->second.tid;
-        l["name"] = it->second.name;
-      }
-      l["events"] = st.events;
-      l["events_by_source"] = st.by_source;
-      l["lost"] = st.lost;
-      l["first_ts"] = st.first == UINT64_MAX ? 0 : st.first;
-      l["last_ts"] = st.last;
-      locs.push_back(l);
+void PrintJson(const std::string& path, const model::Session& session, const InfoFigures& f) {
+  const format::TraceReader& r = session.reader();
+  const format::SessionInfo& info = session.info();
+  const auto& defs = r.definitions();
+  nlohmann::json j;
+  j["file"] = path;
+  j["file_bytes"] = r.file_size();
+  j["format_version"] = fmt::format("{}.{}", r.version_major(), r.version_minor());
+  j["closed_cleanly"] = r.closed_cleanly();
+  j["session"] = r.session();
+  j["duration_s"] = f.duration;
+  j["processes"] = defs.processes.size();
+  j["threads"] = f.threads;
+  j["events"] = f.events;
+  j["lost_events"] = f.lost_total + f.unattached;
+  j["overwritten_events"] = f.overwritten;
+  j["damaged_events"] = f.damaged_total;
+  j["damaged_events_unknown"] = f.damaged_unknown;
+  j["bytes_per_event"] = f.bytes_per_event;
+  j["clock"] = info.clock;
+  nlohmann::json locs = nlohmann::json::array();
+  for (const auto& [id, st] : f.stats) {
+    nlohmann::json l;
+    l["location"] = id;
+    auto it = defs.locations.find(id);
+    if (it != defs.locations.end()) {
+      l["type"] = it->second.type == format::LocationType::kCpu ? "cpu" : "thread";
+      l["pid"] = it->second.pid;
+      l["tid"] = it->second.tid;
+      l["name"] = it->second.name;
     }
-    j["locations"] = locs;
-    nlohmann::json procs = nlohmann::json::array();
-    for (const auto& [pid, p] : defs.processes)
-      procs.push_back({{"pid", pid}, {"ppid", p.ppid}, {"command", p.command}});
-    j["process_list"] = procs;
-    nlohmann::json problems = nlohmann::json::array();
-    for (const auto& p : r.problems()) {
-      nlohmann::json pj{
-          {"offset", p.offset}, {"message", p.message}, {"events_lost", p.events_lost}};
-      if (p.location)
-        pj["location"] = *p.location;
-      problems.push_back(pj);
-    }
-    j["problems"] = problems;
-    j["warnings"] = r.warnings();
-    j["sched"] = sched::SummaryJson(session, sched::Summarize(session));
-    fmt::print("{}\n", j.dump(2));
-    return 0;
+    l["events"] = st.events;
+    l["events_by_source"] = st.by_source;
+    l["lost"] = st.lost;
+    l["first_ts"] = st.first == UINT64_MAX ? 0 : st.first;
+    l["last_ts"] = st.last;
+    locs.push_back(l);
   }
+  j["locations"] = locs;
+  nlohmann::json procs = nlohmann::json::array();
+  for (const auto& [pid, p] : defs.processes)
+    procs.push_back({{"pid", pid}, {"ppid", p.ppid}, {"command", p.command}});
+  j["process_list"] = procs;
+  nlohmann::json problems = nlohmann::json::array();
+  for (const auto& p : r.problems()) {
+    nlohmann::json pj{{"offset", p.offset}, {"message", p.message}, {"events_lost", p.events_lost}};
+    if (p.location)
+      pj["location"] = *p.location;
+    problems.push_back(pj);
+  }
+  j["problems"] = problems;
+  j["warnings"] = r.warnings();
+  j["sched"] = sched::SummaryJson(session, sched::Summarize(session));
+  fmt::print("{}\n", analysis::DumpJson(j, 2));
+}
 
+void PrintText(const std::string& path, const model::Session& session, const InfoFigures& f) {
+  const format::TraceReader& r = session.reader();
+  const format::SessionInfo& info = session.info();
+  const format::EndInfo& totals = session.totals();
+  const auto& defs = r.definitions();
   fmt::print("trace       {} ({} bytes, format {}.{}{})\n", path, r.file_size(), r.version_major(),
              r.version_minor(), r.closed_cleanly() ? "" : ", NOT closed cleanly");
   auto or_unknown = [&](const char* key, const std::string& v) {
@@ -175,17 +180,17 @@ int RunInfo(int argc, char** argv) {
   fmt::print("host        {}\n", or_unknown("host", info.host));
   if (info.start_realtime_ns)
     fmt::print("started     {}\n", FormatTime(info.start_realtime_ns));
-  fmt::print("duration    {:.6f} s\n", duration);
+  fmt::print("duration    {:.6f} s\n", f.duration);
   fmt::print("clock       {}\n", or_unknown("clock", info.clock));
   if (totals.exit_code)
     fmt::print("exit code   {}\n", *totals.exit_code);
   fmt::print("processes   {}\n", defs.processes.size());
-  fmt::print("threads     {}\n", threads);
-  fmt::print("events      {} ({:.2f} bytes per event on disk)\n", events, bytes_per_event);
+  fmt::print("threads     {}\n", f.threads);
+  fmt::print("events      {} ({:.2f} bytes per event on disk)\n", f.events, f.bytes_per_event);
   fmt::print(
-      "lost        {}{}{}\n", lost_total + unattached,
-      unattached ? fmt::format(" ({} from threads that found no free ring)", unattached) : "",
-      overwritten ? fmt::format("; {} overwritten by the flight recorder", overwritten) : "");
+      "lost        {}{}{}\n", f.lost_total + f.unattached,
+      f.unattached ? fmt::format(" ({} from threads that found no free ring)", f.unattached) : "",
+      f.overwritten ? fmt::format("; {} overwritten by the flight recorder", f.overwritten) : "");
   if (!r.problems().empty()) {
     fmt::print("\ndamage:\n");
     for (const auto& p : r.problems())
@@ -198,7 +203,7 @@ int RunInfo(int argc, char** argv) {
   }
   fmt::print("\n{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12}\n", "LOC", "PID", "TID", "NAME",
              "EVENTS", "LOST", "SPAN(s)");
-  for (const auto& [id, st] : stats) {
+  for (const auto& [id, st] : f.stats) {
     auto it = defs.locations.find(id);
     uint32_t pid = 0, tid = 0;
     std::string name;
@@ -212,6 +217,33 @@ int RunInfo(int argc, char** argv) {
                name.substr(0, 16), st.events, st.lost, span);
   }
   sched::PrintSummary(session, sched::Summarize(session));
+}
+
+}  // namespace
+
+int RunInfo(int argc, char** argv) {
+  CLI::App app{"Summarise a trace: session, processes, threads, events and losses.", "parmon info"};
+  std::string path;
+  bool json = false;
+  app.add_option("file", path, "trace file, session directory, or - (standard input)")->required();
+  app.add_flag("--json", json, "machine-readable output");
+  if (int rc = ParseCommandLine(app, argc, argv, "info"); rc >= 0)
+    return rc;
+  format::OpenOptions oo;
+  oo.verify_payloads = true;
+  model::SessionOptions so;
+  so.open = oo;
+  auto opened = model::Session::Open(path, so);
+  if (!opened.ok()) {
+    fmt::print(stderr, "parmon info: {}\n", opened.status().message());
+    return 1;
+  }
+  const model::Session& session = **opened;
+  InfoFigures figures = Gather(session);
+  if (json)
+    PrintJson(path, session, figures);
+  else
+    PrintText(path, session, figures);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "base/units.h"
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "recorder/mpi_launch.h"
 #include "recorder/recorder.h"
@@ -21,6 +22,8 @@ constexpr uint64_t kMinFlightBytes = 64u << 10;
 constexpr uint64_t kMaxFlightBytes = 64ull << 30;
 constexpr uint64_t kMinWindowNs = 100'000;         // 100 us
 constexpr uint64_t kMaxWindowNs = 10'000'000'000;  // 10 s
+constexpr uint64_t kMinFlushNs = 10'000'000;       // 10 ms
+constexpr uint64_t kMaxFlushNs = 10'000'000'000;   // 10 s
 
 // Parses one size or duration option into *out; false after printing the one-sentence error.
 template <typename Parse>
@@ -39,9 +42,10 @@ bool Option(const std::string& text, Parse parse, uint64_t* out) {
 // The command line of `parmon record`, as given.
 struct RecordArgs {
   recorder::RecordOptions options;
-  std::string buffer_size, overflow = "block", flight_size, window;
+  std::string buffer_size, overflow = "block", flight_size, window, flush;
   std::string period = "10ms", mode = "trace", duration, threads;
   bool no_switches = false;
+  bool pid_given = false;  // -p appeared (0 is then an error, not "no -p")
   std::vector<std::string> command;
 };
 
@@ -56,6 +60,9 @@ void DeclareOptions(CLI::App& app, RecordArgs& a) {
   app.add_option("--flight-size", a.flight_size,
                  "overwrite mode: encoded bytes kept (default 64M)");
   app.add_option("--window", a.window, "drain period when idle, e.g. 5ms");
+  app.add_option("--flush", a.flush,
+                 "longest time a drained event waits before it is written, 10ms to 10s "
+                 "(default 100ms): what a killed recorder can lose");
   app.add_option("--max-threads", a.options.ring_count, "most threads alive at once (rings)")
       ->capture_default_str();
   app.add_option("--zstd-level", a.options.zstd_level, "compression level")->capture_default_str();
@@ -74,8 +81,8 @@ void DeclareOptions(CLI::App& app, RecordArgs& a) {
 
 // Either a command or -p PID. False after printing why not.
 bool CheckCommand(const RecordArgs& a) {
-  if (a.options.attach_pid < 0) {
-    fmt::print(stderr, "parmon record: -p needs a process id, not {}\n", a.options.attach_pid);
+  if (a.pid_given && a.options.attach_pid <= 0) {
+    fmt::print(stderr, "parmon record: -p {} is not a valid process id\n", a.options.attach_pid);
     return false;
   }
   if (a.options.attach_pid > 0 && !a.command.empty()) {
@@ -110,7 +117,13 @@ bool ParseValues(RecordArgs& a, sched::SchedOptions* sched_options) {
           [](const std::string& t) {
             return ParseDurationInRange(t, "--window", kMinWindowNs, kMaxWindowNs);
           },
-          &a.options.window_ns))
+          &a.options.window_ns) ||
+      !Option(
+          a.flush,
+          [](const std::string& t) {
+            return ParseDurationInRange(t, "--flush", kMinFlushNs, kMaxFlushNs);
+          },
+          &a.options.flush_ns))
     return false;
   if (!ParseDurationInRange(a.period, "-t", sched::kMinPeriodNs, sched::kMaxPeriodNs).ok()) {
     fmt::print(stderr, "parmon record: -t '{}' is not a period from 1ms to 60s (try 10ms)\n",
@@ -183,14 +196,16 @@ int RunRecord(int argc, char** argv) {
   RecordArgs a;
   DeclareOptions(app, a);
   app.prefix_command();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int rc = ParseCommandLine(app, argc, argv, "record"); rc >= 0)
+    return rc;
   a.command = app.remaining();
+  // An option this command does not know is a misspelling, not the program to run.
+  if (!a.command.empty() && a.command[0].size() > 1 && a.command[0][0] == '-' &&
+      a.command[0] != "--")
+    return UnknownOption(app, "record", a.command[0]);
   if (!a.command.empty() && a.command[0] == "--")
     a.command.erase(a.command.begin());
+  a.pid_given = app.count("-p") > 0;
   sched::SchedOptions sched_options;
   if (!CheckCommand(a) || !ParseValues(a, &sched_options) || !Configure(a, &sched_options))
     return 2;

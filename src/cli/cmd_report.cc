@@ -11,8 +11,10 @@
 #include <optional>
 
 #include "analysis/engine.h"
+#include "analysis/json_dump.h"
 #include "analysis/units.h"
 #include "analysis/views.h"
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
 #include "model/session.h"
@@ -34,7 +36,18 @@ std::optional<uint64_t> LiveWindowEnd(const model::Session& session) {
   return reader.complete_until() > start + 1 ? reader.complete_until() - 1 - start : 0;
 }
 
-StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInputOptions& in) {
+namespace {
+// An error in the options rather than in the trace: the caller exits 2.
+Status UsageError(bool* usage_error, std::string message) {
+  if (usage_error)
+    *usage_error = true;
+  return Status::Error(std::move(message));
+}
+}  // namespace
+
+StatusOr<analysis::Results> LoadResults(const std::string& path,
+                                        const ReportInputOptions& in,
+                                        bool* usage_error) {
   auto opened = model::Session::Open(path);
   if (!opened.ok())
     return opened.status();
@@ -45,10 +58,11 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
     fmt::print(stderr, "parmon: {}: {}\n", path, w);
   const std::optional<uint64_t> live_end = in.partial ? std::nullopt : LiveWindowEnd(session);
   if (!in.partial && !live_end) {
-    if (!reader.problems().empty())
-      return Status::Error(
-          fmt::format("{} is damaged or truncated ({}); use --partial to report what is intact",
-                      path, reader.problems().front().message));
+    for (const auto& p : reader.problems())
+      if (!p.harmless)
+        return Status::Error(
+            fmt::format("{} is damaged or truncated ({}); use --partial to report what is intact",
+                        path, p.message));
     if (!reader.closed_cleanly())
       return Status::Error(fmt::format(
           "{} was not closed cleanly (the recording was cut short); use --partial to report "
@@ -57,14 +71,32 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
   }
   analysis::Options options;
   if (!in.from.empty() && !recorder::ParseDuration(in.from, &options.from_ns))
-    return Status::Error(fmt::format("--from {} is not a duration (try 1.5s or 200ms)", in.from));
+    return UsageError(usage_error,
+                      fmt::format("--from {} is not a duration (try 1.5s or 200ms)", in.from));
   if (!in.to.empty() && !recorder::ParseDuration(in.to, &options.to_ns))
-    return Status::Error(fmt::format("--to {} is not a duration (try 1.5s or 200ms)", in.to));
+    return UsageError(usage_error,
+                      fmt::format("--to {} is not a duration (try 1.5s or 200ms)", in.to));
   if (!in.interval.empty() &&
       (!recorder::ParseDuration(in.interval, &options.interval_ns) || options.interval_ns == 0))
-    return Status::Error(fmt::format("--interval {} is not a positive duration", in.interval));
+    return UsageError(usage_error,
+                      fmt::format("--interval {} is not a positive duration", in.interval));
   if (options.to_ns <= options.from_ns)
-    return Status::Error("--to must be later than --from");
+    return UsageError(usage_error, "--to must be later than --from");
+  if (!in.interval.empty()) {
+    // Every interval costs memory per location: their number is bounded, not the length.
+    const uint64_t end = std::max(reader.last_ts(), session.totals().end_ts);
+    const uint64_t run = end > session.start() ? end - session.start() : 0;
+    const uint64_t span = std::min(run, options.to_ns) - std::min(run, options.from_ns);
+    if (span / options.interval_ns >= kMaxIntervals) {
+      return UsageError(
+          usage_error,
+          fmt::format(
+              "--interval {} would cut the {} of the run into {} intervals; at most {} are allowed "
+              "(use --interval {} or longer)",
+              in.interval, analysis::FormatDuration(span), span / options.interval_ns,
+              kMaxIntervals, analysis::FormatDuration(span / kMaxIntervals + 1)));
+    }
+  }
   if (live_end) {
     options.to_ns = std::min(options.to_ns, std::max<uint64_t>(*live_end, options.from_ns + 1));
     fmt::print(stderr,
@@ -76,10 +108,16 @@ StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInp
   auto results = analysis::Analyze(session, options);
   if (!results.ok())
     return results.status();
+  // A file not closed: say up to when it covers the run (the view's count of damaged events
+  // cannot say what came after).
+  if (in.partial && !reader.closed_cleanly())
+    for (const auto& p : reader.problems())
+      if (p.tail)
+        fmt::print(stderr, "parmon report: {}: {}\n", path, p.message);
   // Chunks found damaged while reading (payload checksums are checked as they are read).
   if (!in.partial) {
     for (const auto& p : reader.problems())
-      if (!live_end || !p.tail)
+      if (!p.harmless && (!live_end || !p.tail))
         return Status::Error(fmt::format(
             "{} is damaged ({}); use --partial to report what is intact", path, p.message));
   }
@@ -107,6 +145,20 @@ Status WriteOutput(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+void AddColorOption(CLI::App& app, std::string* color) {
+  app.add_option("--color", *color, "auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+}
+
+int WriteOutputOrSay(const char* command, const std::string& path, const std::string& text) {
+  Status s = WriteOutput(path, text);
+  if (!s.ok()) {
+    fmt::print(stderr, "parmon {}: {}\n", command, s.message());
+    return 1;
+  }
+  return 0;
+}
+
 int RunReport(int argc, char** argv) {
   CLI::App app{
       "Report what each thread and rank did, the communication matrix, intervals, wait "
@@ -122,21 +174,18 @@ int RunReport(int argc, char** argv) {
   app.add_option("--to", in.to, "end of the window, from the session start");
   app.add_option("--interval", in.interval, "interval length (default: about 40 intervals)");
   app.add_flag("--partial", in.partial, "report a damaged or truncated trace from what is intact");
-  app.add_option("--color", color, "auto, always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  auto results = LoadResults(path, in);
+  AddColorOption(app, &color);
+  if (int rc = ParseCommandLine(app, argc, argv, "report"); rc >= 0)
+    return rc;
+  bool usage_error = false;
+  auto results = LoadResults(path, in, &usage_error);
   if (!results.ok()) {
     fmt::print(stderr, "parmon report: {}\n", results.status().message());
-    return 1;
+    return usage_error ? 2 : 1;
   }
   std::string text;
   if (format == "json") {
-    text = analysis::ToJson(*results).dump(2) + "\n";
+    text = analysis::DumpJson(analysis::ToJson(*results), 2) + "\n";
   } else if (format == "csv") {
     text = analysis::RenderCsv(*results);
   } else if (format == "html") {
@@ -146,12 +195,7 @@ int RunReport(int argc, char** argv) {
     to.color = UseColor(color, output);
     text = analysis::RenderText(*results, to);
   }
-  Status s = WriteOutput(output, text);
-  if (!s.ok()) {
-    fmt::print(stderr, "parmon report: {}\n", s.message());
-    return 1;
-  }
-  return 0;
+  return WriteOutputOrSay("report", output, text);
 }
 
 }  // namespace parmon::cli

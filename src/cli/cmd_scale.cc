@@ -6,10 +6,14 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+
 #include <cstdlib>
 #include <sstream>
 
 #include "analysis/compare.h"
+#include "analysis/json_dump.h"
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
 
@@ -63,11 +67,8 @@ int RunScale(int argc, char** argv) {
   app.add_option("command", command, "command to run; {n} becomes the count")->required();
   app.allow_extras(false);
   app.prefix_command(false);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int rc = ParseCommandLine(app, argc, argv, "scale"); rc >= 0)
+    return rc;
   std::vector<int> ns;
   std::stringstream ss(counts);
   std::string item;
@@ -88,6 +89,14 @@ int RunScale(int argc, char** argv) {
       return 1;
     }
     dir = tmpl;
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir)) {
+      fmt::print(stderr, "parmon scale: cannot create the directory {}: {}\n", dir,
+                 ec ? ec.message() : "a file of that name exists");
+      return 1;
+    }
   }
   std::vector<analysis::ScalePoint> points;
   for (int n : ns) {
@@ -112,14 +121,9 @@ int RunScale(int argc, char** argv) {
     points.push_back(std::move(point));
   }
   std::string text = format == "json"
-                         ? analysis::ScaleJson(points).dump(2) + "\n"
+                         ? analysis::DumpJson(analysis::ScaleJson(points), 2) + "\n"
                          : analysis::ScaleText(points) + fmt::format("traces in {}\n", dir);
-  Status s = WriteOutput(output, text);
-  if (!s.ok()) {
-    fmt::print(stderr, "parmon scale: {}\n", s.message());
-    return 1;
-  }
-  return 0;
+  return WriteOutputOrSay("scale", output, text);
 }
 
 }  // namespace parmon::cli

@@ -8,6 +8,10 @@
 #include "analysis/results.h"
 #include "base/status.h"
 
+namespace CLI {
+class App;
+}
+
 namespace parmon::cli {
 
 struct ReportInputOptions {
@@ -19,10 +23,22 @@ struct ReportInputOptions {
 // hot path is one timestamp and a few stores (measured by bench/ at 10-20 ns on x86-64).
 constexpr double kDefaultEventCostNs = 15;
 
+// Most intervals a report cuts the run into (--interval): each costs memory per location.
+constexpr uint64_t kMaxIntervals = 100'000;
+
 // Opens and analyses a trace; a damaged or truncated one is an error unless in.partial.
-StatusOr<analysis::Results> LoadResults(const std::string& path, const ReportInputOptions& in);
+// *usage_error (when given) is set when the error is in the options, not the trace (exit 2).
+StatusOr<analysis::Results> LoadResults(const std::string& path,
+                                        const ReportInputOptions& in,
+                                        bool* usage_error = nullptr);
 bool UseColor(const std::string& mode, const std::string& output);
 Status WriteOutput(const std::string& path, const std::string& text);
+
+// --color auto|always|never, for the commands that print a report.
+void AddColorOption(CLI::App& app, std::string* color);
+// WriteOutput for a subcommand's last step: 0, or 1 after saying why on stderr as
+// "parmon COMMAND: ...".
+int WriteOutputOrSay(const char* command, const std::string& path, const std::string& text);
 
 }  // namespace parmon::cli
 

@@ -5,13 +5,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "format/chunk.h"
 
 namespace parmon::format {
 namespace {
@@ -89,6 +93,7 @@ StatusOr<int> SpoolToTempFile(int in_fd, const std::string& name, uint64_t* size
         "cannot create a temporary file to hold {} (set TMPDIR to a writable directory): {}", name,
         strerror(errno)));
   std::vector<char> buf(1 << 20);
+  std::string head;  // the first bytes, to check the signature
   *size = 0;
   for (;;) {
     ssize_t n = read(in_fd, buf.data(), buf.size());
@@ -114,6 +119,14 @@ StatusOr<int> SpoolToTempFile(int in_fd, const std::string& name, uint64_t* size
       done += w;
     }
     *size += static_cast<uint64_t>(n);
+    // Input that does not start like a trace (/dev/zero, /dev/urandom, a log) is not copied to
+    // its end, which may never come: what is here is enough for the caller's "not a trace".
+    if (head.size() < sizeof kFileMagic) {
+      head.append(buf.data(), std::min(static_cast<size_t>(n), sizeof kFileMagic - head.size()));
+      if (head.size() == sizeof kFileMagic &&
+          std::memcmp(head.data(), kFileMagic, head.size()) != 0)
+        break;
+    }
   }
   return out;
 }

@@ -20,7 +20,8 @@ StatusOr<int> OpenTraceInput(const std::string& path);
 
 // Copies in_fd to its end into a new unlinked temporary file and returns that file's descriptor
 // (positioned anywhere; read it with pread); *size is the number of bytes copied. in_fd is left
-// open. name is the input's name for messages.
+// open. name is the input's name for messages. Input whose first bytes are not the trace signature
+// is copied only that far (an endless device is not read to its end).
 StatusOr<int> SpoolToTempFile(int in_fd, const std::string& name, uint64_t* size);
 
 }  // namespace parmon::format

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/crc32c.h"
+#include "base/units.h"
 #include "format/chunk_stream.h"
 #include "format/input.h"
 
@@ -379,19 +380,33 @@ void TraceReader::NoteEnd() {
   closed_cleanly_ = st.have_end;
   first_ts_ = st.min_ts == UINT64_MAX ? 0 : st.min_ts;
   if (!st.have_end) {
+    // What the file covers: every event before the last WATERMARK is in it (the recorder
+    // promised so); after it, events may be missing and nobody can say how many.
+    const uint64_t start = metadata_.session.start_ts ? metadata_.session.start_ts : first_ts_;
+    std::string covers;
+    if (complete_until_ > start)
+      covers = fmt::format(
+          "it covers the run up to {:.3f} s (its last watermark); what came after is unknown",
+          static_cast<double>(complete_until_ - start) / 1e9);
+    else
+      covers = "it holds no watermark, so no part of the run is known to be complete";
     Problem p{file_size_,
               fmt::format("the trace was not closed (the recorder was killed, could not finish "
-                          "writing, or is still writing): read up to byte {}; everything up to "
-                          "the last whole chunk is intact; events still buffered in the recorder "
-                          "at that moment are missing",
-                          st.offset),
+                          "writing, or is still writing): read up to byte {}, every whole chunk "
+                          "is intact; {}",
+                          st.offset, covers),
               -1,
               {}};
     p.tail = true;
     AddProblem(std::move(p));
     return;
   }
-  // Chunks with damaged headers: the END chunk's per-stream totals say exactly what is missing.
+  // Chunks with damaged headers: the END chunk's per-stream totals say exactly what is missing,
+  // so their counts are no longer unknown (the per-location problems below carry them).
+  if (!metadata_.end.stream_totals.empty())
+    for (auto& p : problems_)
+      if (p.events_lost < 0 && !p.tail)
+        p.events_lost = 0;
   for (const auto& [stream, expected] : metadata_.end.stream_totals) {
     if (stream.second == Source::kDefinitions)
       continue;
@@ -401,8 +416,8 @@ void TraceReader::NoteEnd() {
     have += st.reported_damaged[key];
     if (have < expected) {
       AddProblem({UINT64_MAX - key.first * 256ull - key.second,
-                  fmt::format("location {} is missing {} of its {} events in damaged chunks",
-                              key.first, expected - have, expected),
+                  fmt::format("location {} is missing {} of its {} in damaged chunks", key.first,
+                              expected - have, Plural(expected, "event")),
                   static_cast<int64_t>(expected - have), key.first});
     }
   }
@@ -427,13 +442,17 @@ Status TraceReader::ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) 
   auto fail = [&](const std::string& why) {
     bool events = h.type == static_cast<uint16_t>(ChunkType::kEvents) &&
                   h.source != static_cast<uint8_t>(Source::kDefinitions);
-    std::string msg =
-        fmt::format("chunk #{} at offset {} ({}{}): {}{}", h.sequence, ref.offset,
-                    ChunkTypeName(h.type), events ? fmt::format(", location {}", h.location) : "",
-                    why, events ? fmt::format("; its {} events are skipped", h.event_count) : "");
-    AddProblem({ref.offset, msg, events ? static_cast<int64_t>(h.event_count) : 0,
-                events ? std::optional<uint32_t>(h.location) : std::nullopt},
-               ref.file);
+    std::string msg = fmt::format(
+        "chunk #{} at offset {} ({}{}): {}{}", h.sequence, ref.offset, ChunkTypeName(h.type),
+        events ? fmt::format(", location {}", h.location) : "", why,
+        events ? fmt::format("; its {} {} skipped", Plural(h.event_count, "event"),
+                             h.event_count == 1 ? "is" : "are")
+               : "");
+    Problem p{ref.offset, msg, events ? static_cast<int64_t>(h.event_count) : 0,
+              events ? std::optional<uint32_t>(h.location) : std::nullopt};
+    p.harmless = h.type == static_cast<uint16_t>(ChunkType::kIndex) ||
+                 h.type == static_cast<uint16_t>(ChunkType::kSchema);
+    AddProblem(std::move(p), ref.file);
     return Status::Error(msg);
   };
   if (!PreadAll(fd, stored.data(), stored.size(), ref.offset + sizeof(ChunkHeader)))

@@ -62,6 +62,9 @@ struct Problem {
   // The end of a file that was not closed (killed, or still being written): not damage inside
   // it. Refresh() replaces these.
   bool tail = false;
+  // Damage to a chunk that holds no events (the index, the schema): reported, but nothing is
+  // missing and a report needs no --partial for it.
+  bool harmless = false;
 };
 
 struct LocationDef {

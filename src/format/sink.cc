@@ -1,6 +1,7 @@
 #include "format/sink.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -67,6 +68,27 @@ class FdSink : public ChunkSink {
     return fd_ >= 0 && ftruncate(fd_, static_cast<off_t>(length)) == 0;
   }
 
+  Reservation Reserve(uint64_t length) override {
+    if (fd_ < 0 || socket_ || reserve_unsupported_)
+      return Reservation::kUnsupported;
+    // KEEP_SIZE: the blocks are allocated but the file's size (what readers see) does not move.
+    if (fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(length)) == 0) {
+      reserved_ = std::max(reserved_, length);
+      return Reservation::kReserved;
+    }
+    if (errno == ENOSPC || errno == EDQUOT)
+      return Reservation::kNoSpace;
+    reserve_unsupported_ = true;  // a pipe (ESPIPE), a file system without fallocate
+    return Reservation::kUnsupported;
+  }
+
+  void ReleaseReserve(uint64_t length) override {
+    if (fd_ >= 0 && reserved_ > length)
+      fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(length),
+                static_cast<off_t>(reserved_ - length));
+    reserved_ = 0;
+  }
+
   Status Close() override {
     if (fd_ < 0 || !owns_) {
       fd_ = -1;
@@ -86,6 +108,8 @@ class FdSink : public ChunkSink {
   std::string name_;
   bool owns_;
   bool socket_ = false;
+  bool reserve_unsupported_ = false;
+  uint64_t reserved_ = 0;  // bytes allocated from the start of the file
 };
 
 }  // namespace

@@ -28,6 +28,14 @@ class ChunkSink {
   // Cuts the sink back to `length` bytes when it can (a regular file), so a reader sees whole
   // chunks only; false when it cannot (a pipe or socket: the reader resynchronises).
   virtual bool Truncate(uint64_t length) = 0;
+  // Makes sure the sink can take `length` bytes in all without running out of space (a regular
+  // file: the blocks are allocated now, past the end the readers see). kUnsupported for a sink
+  // that cannot reserve (a pipe, a socket, a file system without fallocate): the writer then
+  // has no reserve and a full disk cuts the trace at its last whole chunk, as before.
+  enum class Reservation { kReserved, kNoSpace, kUnsupported };
+  virtual Reservation Reserve(uint64_t length) { return Reservation::kUnsupported; }
+  // Gives back reserved blocks past `length` (the file's final size).
+  virtual void ReleaseReserve(uint64_t length) {}
   // Flushes and closes; later writes fail.
   virtual Status Close() = 0;
   // What the sink is, for messages: the path, or "file descriptor N".

@@ -61,6 +61,46 @@ Status TraceWriter::WriteBytes(const iovec* iov, int count) {
   return s;
 }
 
+namespace {
+// What Finish() may need beyond the index: the END chunk (the recorder's totals, one entry per
+// location that lost events) and the trailer, with room to spare.
+constexpr uint64_t kEndReserve = 64u << 10;
+// Reserve ahead in steps, so that most chunks cost no fallocate call.
+constexpr uint64_t kReserveStep = 1u << 20;
+}  // namespace
+
+Status TraceWriter::ReserveFor(size_t chunk_bytes) {
+  if (!can_reserve_ || finishing_)
+    return Status::Ok();
+  // The index holds one entry per chunk of at most 7 varints (stored raw when zstd would not
+  // make it smaller); the END lists each stream's total.
+  const uint64_t closing = kEndReserve + 2 * sizeof(ChunkHeader) +
+                           (index_.size() + 2) * 7 * kMaxVarintBytes + totals_.size() * 48;
+  const uint64_t need = offset_ + chunk_bytes + closing;
+  if (need <= reserved_until_)
+    return Status::Ok();
+  using R = ChunkSink::Reservation;
+  uint64_t want = need + kReserveStep;
+  R r = sink_->Reserve(want);
+  if (r == R::kNoSpace) {
+    want = need;  // the last step does not fit; what this chunk and the close need may
+    r = sink_->Reserve(want);
+  }
+  if (r == R::kUnsupported) {
+    can_reserve_ = false;
+    return Status::Ok();
+  }
+  if (r == R::kNoSpace) {
+    failed_ = true;
+    space_exhausted_ = true;
+    return Status::Error(
+        fmt::format("no space left for trace file {} (at byte {}); the space to close it is kept",
+                    path_, offset_));
+  }
+  reserved_until_ = want;
+  return Status::Ok();
+}
+
 Status TraceWriter::WriteWatermark(uint64_t ts) {
   return WriteChunk(ChunkType::kWatermark, 0, Source::kDefinitions, ts, ts, 0, nullptr, 0, false);
 }
@@ -113,7 +153,7 @@ Status TraceWriter::WriteChunk(ChunkType type,
                                const uint8_t* raw,
                                size_t raw_size,
                                bool compress) {
-  if (failed_)
+  if (failed_ && !finishing_)
     return Status::Error(fmt::format("trace file {} is no longer writable", path_));
   ChunkHeader h;
   std::memset(&h, 0, sizeof h);
@@ -146,6 +186,7 @@ Status TraceWriter::WriteChunk(ChunkType type,
 
   iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(stored), stored_size}};
   const size_t total = sizeof h + stored_size;
+  PARMON_RETURN_IF_ERROR(ReserveFor(total));
   PARMON_RETURN_IF_ERROR(WriteBytes(iov, stored_size ? 2 : 1));
   index_.push_back({offset_, location, source, type, first_ts, last_ts, count});
   offset_ += total;
@@ -156,7 +197,11 @@ Status TraceWriter::WriteChunk(ChunkType type,
 Status TraceWriter::Finish(const std::vector<std::pair<std::string, std::string>>& end_kv) {
   if (finished_)
     return Status::Ok();
+  if (!can_finish())
+    return Status::Error(fmt::format("trace file {} is no longer writable", path_));
   finished_ = true;
+  finishing_ = true;
+  failed_ = false;
   ByteBuffer index;
   for (const auto& e : index_) {
     uint8_t* p = index.Reserve(8 * kMaxVarintBytes);
@@ -192,6 +237,7 @@ Status TraceWriter::Finish(const std::vector<std::pair<std::string, std::string>
   iovec iov{&t, sizeof t};
   PARMON_RETURN_IF_ERROR(WriteBytes(&iov, 1));
   offset_ += sizeof t;
+  sink_->ReleaseReserve(offset_);
   return sink_->Close();
 }
 

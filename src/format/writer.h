@@ -5,6 +5,12 @@
 // whose writer was killed sees every chunk before the last complete one. WriteWatermark() tells a
 // reader of the growing file up to when every stream is complete. Finish() adds the index, the
 // END chunk and the trailer.
+//
+// A full disk: before each chunk the writer reserves (fallocate) the space that chunk and the
+// closing chunks need. When the reservation fails the chunk is refused (its events are the
+// caller's to count as lost) and the writer takes nothing more but Finish(), which writes the
+// index, the END chunk and the trailer into the space kept back: the file ends consistent and
+// its END says what was lost.
 #ifndef PARMON_SRC_FORMAT_WRITER_H_
 #define PARMON_SRC_FORMAT_WRITER_H_
 
@@ -62,12 +68,20 @@ class TraceWriter {
   Status Finish(const std::vector<std::pair<std::string, std::string>>& end_kv = {});
 
   uint64_t bytes_written() const { return offset_; }
+  // True after a write was refused because the disk is full: the space to close the trace
+  // (index, END, trailer) was kept back, so Finish() still writes a consistent end.
+  bool space_exhausted() const { return space_exhausted_; }
+  // Finish() can still close the trace: no write failed, or only for lack of space.
+  bool can_finish() const { return !failed_ || space_exhausted_; }
   uint64_t events_written() const { return events_written_; }
   const std::string& path() const { return path_; }  // the sink's name
 
  private:
   TraceWriter(std::unique_ptr<ChunkSink> sink, WriterOptions options);
   Status WriteBytes(const iovec* iov, int count);
+  // Reserves the space for a chunk of `chunk_bytes` plus everything Finish() writes; an error
+  // (and space_exhausted_) when the disk cannot hold both.
+  Status ReserveFor(size_t chunk_bytes);
   Status WriteChunk(ChunkType type,
                     uint32_t location,
                     Source source,
@@ -99,6 +113,10 @@ class TraceWriter {
   std::vector<StreamTotal> totals_;
   bool failed_ = false;
   bool finished_ = false;
+  bool finishing_ = false;        // Finish() writes into the reserve
+  bool space_exhausted_ = false;  // a chunk was refused for lack of space
+  bool can_reserve_ = true;       // the sink allocates space ahead (a regular file)
+  uint64_t reserved_until_ = 0;   // bytes from the start of the file known to be allocated
 };
 
 }  // namespace parmon::format

@@ -175,7 +175,8 @@ void Merge::RunTree(Fn& fn, uint64_t until) {
     tie[i] = static_cast<uint32_t>(i < n ? i : i + k);
   }
   auto less = [&](uint32_t a, uint32_t b) {
-    return (ts[a] < ts[b]) | ((ts[a] == ts[b]) & (tie[a] < tie[b]));
+    return (static_cast<int>(ts[a] < ts[b]) |
+            (static_cast<int>(ts[a] == ts[b]) & static_cast<int>(tie[a] < tie[b]))) != 0;
   };
   auto kill = [&](uint32_t i) {
     ts[i] = UINT64_MAX;

@@ -142,9 +142,7 @@ void Collector::FlushEncoder(format::StreamEncoder* enc) {
   if (enc->count() == 0)
     return;
   if (write_failed_) {
-    events_unwritten_ += enc->count();
-    if (enc->source() != Source::kDefinitions)
-      ledger_.Add(enc->location(), enc->count());
+    CountUnwritten(enc->location(), enc->source(), enc->count());
     enc->Reset();
     return;
   }
@@ -160,9 +158,23 @@ void Collector::FlushEncoder(format::StreamEncoder* enc) {
     enc->Reset();
     return;
   }
+  const uint32_t count = enc->count(), location = enc->location();
+  const Source source = enc->source();
   Status s = writer_.Flush(enc);
-  if (!s.ok())
+  if (!s.ok()) {
+    // The chunk was refused (or cut off): its events are lost like the ones after it.
     NoteWriteError(s);
+    CountUnwritten(location, source, count);
+  }
+}
+
+void Collector::CountUnwritten(uint32_t location, Source source, uint64_t count) {
+  if (source == Source::kDefinitions) {
+    definitions_unwritten_ += count;
+    return;
+  }
+  events_unwritten_ += count;
+  ledger_.Add(location, count);
 }
 
 void Collector::FlushAll() {

@@ -73,7 +73,9 @@ class Collector {
   bool write_failed() const { return write_failed_; }
   const std::string& write_error() const { return write_error_; }
   uint64_t events_seen() const { return events_seen_; }
+  // Events (not definitions) that could not be written after a write error: already in losses().
   uint64_t events_unwritten() const { return events_unwritten_; }
+  uint64_t definitions_unwritten() const { return definitions_unwritten_; }
   uint64_t corruptions() const { return drainer_.corruptions(); }
   const LossLedger& losses() const { return ledger_; }
   uint64_t overwritten() const { return flight_.overwritten_total(); }
@@ -107,6 +109,9 @@ class Collector {
   RingDrainer drainer_;
   FlightRecorder flight_;
   LossLedger ledger_;
+  // Books the events of a chunk that could not be written as lost (definitions apart).
+  void CountUnwritten(uint32_t location, format::Source source, uint64_t count);
+
   std::vector<RingCursor> cursors_;
   std::unordered_map<uint64_t, std::unique_ptr<format::StreamEncoder>> encoders_;
   std::unordered_map<const format::StreamEncoder*, PendingLost> lost_in_encoder_;
@@ -117,7 +122,8 @@ class Collector {
   uint32_t next_location_ = 1;
   uint64_t chunk_bytes_ = 256u << 10;  // encoded bytes per stream before a chunk is cut
   uint64_t events_seen_ = 0;
-  uint64_t events_unwritten_ = 0;  // decoded after a write error
+  uint64_t events_unwritten_ = 0;       // decoded after a write error (also in ledger_)
+  uint64_t definitions_unwritten_ = 0;  // definitions decoded after a write error
   bool write_failed_ = false;
   std::string write_error_;
 };

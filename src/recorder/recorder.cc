@@ -4,11 +4,14 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -242,19 +245,47 @@ bool Recorder::CommandDone(uint64_t now) {
 }
 
 void Recorder::RunLoop() {
+  shm::SegmentHeader* h = segment_->header();
   for (;;) {
     HandleSignals();
+    // Read before the drain: a writer's request made during it ends the sleep below at once.
+    const uint32_t wake_seq = h->wake_seq.load(std::memory_order_seq_cst);
     uint64_t now = 0;
     size_t drained = DrainWindow(&now);
+    WakeWriters();
     if (CommandDone(now))
       break;
-    // Busy rings are drained again at once; otherwise sleep one window or until a signal.
+    // Busy rings are drained again at once; otherwise sleep one window, or until a writer asks
+    // (a ring half full, a writer waiting for space) or a signal comes.
     const uint64_t busy = segment_->ring_slots() / 8;
-    if (drained < busy) {
-      pollfd pfd{signal_fd_, POLLIN, 0};
-      int timeout_ms = static_cast<int>(std::max<uint64_t>(1, options_.window_ns / 1'000'000));
-      poll(&pfd, 1, timeout_ms);
-    }
+    if (drained < busy)
+      Sleep(wake_seq);
+  }
+}
+
+void Recorder::WakeWriters() {
+  shm::SegmentHeader* h = segment_->header();
+  // seq_cst pairs with the writer's increment of writers_waiting before it looks at the tail.
+  if (h->writers_waiting.load(std::memory_order_seq_cst) == 0)
+    return;
+  h->space_seq.fetch_add(1, std::memory_order_seq_cst);
+  shm::FutexWake(&h->space_seq, INT_MAX);
+}
+
+void Recorder::Sleep(uint32_t wake_seq) {
+  shm::SegmentHeader* h = segment_->header();
+  const uint64_t until = clock_.NowNs() + std::max<uint64_t>(options_.window_ns, 100'000);
+  // Slices of at most 10 ms, so that a signal (Ctrl-C to forward, a child's exit) waits no
+  // longer than that whatever the window.
+  for (uint64_t now = clock_.NowNs(); now < until; now = clock_.NowNs()) {
+    h->recorder_sleeping.store(1, std::memory_order_seq_cst);
+    shm::FutexWait(&h->wake_seq, wake_seq, std::min<uint64_t>(until - now, 10'000'000));
+    h->recorder_sleeping.store(0, std::memory_order_seq_cst);
+    if (h->wake_seq.load(std::memory_order_relaxed) != wake_seq)
+      return;
+    pollfd pfd{signal_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 0) > 0)
+      return;
   }
 }
 
@@ -264,6 +295,7 @@ void Recorder::FinishRings() {
   segment_->header()->session_state.store(shm::kFinishing, std::memory_order_relaxed);
   CheckDeadThreads();
   collector_->DrainAll();
+  WakeWriters();  // a writer still waiting sees kFinishing and stops waiting
   for (uint32_t i = 0; i < segment_->header()->ring_count; ++i) {
     auto& ctl = segment_->rings()[i];
     if (ctl.state.load(std::memory_order_acquire) == shm::kClaimed) {
@@ -296,24 +328,31 @@ RecordResult Recorder::Finish() {
   end.recorder_cpu_ns = CpuTimeNs(RUSAGE_SELF);
   end.children_cpu_ns = CpuTimeNs(RUSAGE_CHILDREN);
   end.extra = end_values_;
-  if (!collector_->write_failed()) {
+  // After a full disk the writer kept the space to close the file: the END says what was lost.
+  if (writer_->can_finish()) {
     Status s = writer_->Finish(EndValues(end));
     if (!s.ok())
       collector_->NoteWriteError(s);
   }
   result.events = writer_->events_written();
-  result.lost = end.lost + end.unattached_lost + collector_->events_unwritten();
+  // Events that could not be written are in the ledger (end.lost) already: counted once.
+  result.lost = end.lost + end.unattached_lost;
   result.bytes = writer_->bytes_written();
   PrintStatus(true);
   if (collector_->write_failed()) {
-    fmt::print(stderr,
-               "parmon record: the trace {} is incomplete: {} (readable up to the last whole "
-               "chunk; {} events could not be written)\n",
-               options_.output, collector_->write_error(), collector_->events_unwritten());
+    const bool closed = writer_->space_exhausted() && writer_->can_finish();
+    fmt::print(stderr, "parmon record: the trace {} {} after a write error ({})\n", options_.output,
+               closed ? "is closed and consistent; its END counts what was lost"
+                      : "is incomplete: readable up to its last whole chunk",
+               collector_->write_error());
   }
-  if (result.lost > 0)
-    fmt::print(stderr, "parmon record: {} events were lost (see parmon info {})\n", result.lost,
-               options_.output);
+  if (result.lost > 0) {
+    std::string unwritten;
+    if (collector_->events_unwritten() > 0)
+      unwritten = fmt::format(", {} of them not written", collector_->events_unwritten());
+    fmt::print(stderr, "parmon record: {} {} lost{} (see parmon info {})\n", result.lost,
+               result.lost == 1 ? "event was" : "events were", unwritten, options_.output);
+  }
   return result;
 }
 
@@ -323,7 +362,16 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   PARMON_RETURN_IF_ERROR(Open());
   // Signals arrive through a signalfd; the child gets them unblocked and forwarded.
   signal_fd_ = OpenSignalChannel();
-  PARMON_RETURN_IF_ERROR(StartOrAttach(argv));
+  if (Status s = StartOrAttach(argv); !s.ok()) {
+    // Nothing was recorded (the command could not be started): leave no trace file behind
+    // rather than one that holds only a header.
+    collector_.reset();
+    writer_.reset();
+    struct stat st;
+    if (stat(options_.output.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      unlink(options_.output.c_str());
+    return s;
+  }
 
   SessionFacts facts;
   facts.argv = argv;

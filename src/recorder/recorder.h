@@ -37,7 +37,7 @@ struct RecordOptions {
   shm::Overflow overflow = shm::Overflow::kBlock;
   uint64_t flight_bytes = 64u << 20;  // --overflow overwrite: newest encoded bytes kept
   uint64_t window_ns = 5'000'000;     // drain period when the rings are not filling
-  uint64_t flush_ns = 500'000'000;    // longest time an event waits in the recorder's memory
+  uint64_t flush_ns = 100'000'000;    // longest time an event waits in the recorder's memory
   int zstd_level = 1;
   bool quiet = false;              // no status line even on a terminal
   double children_grace_s = 10.0;  // after the command exits, how long to follow its children
@@ -87,6 +87,10 @@ class Recorder final : public SourceSink {
   bool CommandDone(uint64_t now);
   size_t DrainWindow(uint64_t* now);
   void RunLoop();
+  // Wakes writers waiting for ring space (after a drain freed some).
+  void WakeWriters();
+  // Sleeps one drain window, or until a writer bumps wake_seq past the value given, or a signal.
+  void Sleep(uint32_t wake_seq);
   void FinishRings();
   RecordResult Finish();
   void CheckDeadThreads();

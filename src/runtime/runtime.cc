@@ -8,13 +8,14 @@
 //
 // This library links only libc; it calls the kernel directly (syscall()) where it needs files, so
 // parmon's own I/O wrappers never see it and it cannot recurse into them.
+//
+// Beside this file: intern.cc (the table of registered names) and segment.cc (mapping the
+// recorder's segment); runtime/internal.h declares what they share.
 #include <fcntl.h>
-#include <linux/limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include "format/kinds.h"
 #include "parmon/parmon.h"
 #include "runtime/emit.h"
+#include "runtime/internal.h"
 #include "runtime/shm_abi.h"
 
 #define PARMON_EXPORT extern "C" __attribute__((visibility("default")))
@@ -78,10 +80,6 @@ PARMON_HOT uint64_t Now() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-long RawOpen(const char* path, int flags) {
-  return syscall(SYS_openat, AT_FDCWD, path, flags, 0);
 }
 
 pid_t GetTid() {
@@ -313,14 +311,25 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
   }
   const uint64_t capacity = r->mask + 1;
   uint32_t need = nslots;
+  bool waiting = false;  // counted in seg->writers_waiting
+  unsigned waits = 0;    // futex waits of at most 2 ms each
   for (unsigned spins = 0;; ++spins) {
     // Acquire pairs with the recorder's release store of tail: the slots below tail are free.
-    const uint64_t free_to = r->ctl->tail.load(std::memory_order_acquire) + capacity;
+    const uint64_t tail = r->ctl->tail.load(std::memory_order_acquire);
+    const uint64_t free_to = tail + capacity;
+    const uint64_t half = tail + capacity / 2;
+    // Half full: ask the recorder to drain now rather than at the end of its window (one
+    // atomic add; a system call only when it sleeps).
+    if (spins == 0 && r->head >= half)
+      shm::WakeRecorder(seg);
     r->limit = CappedLimit(r, free_to);
     if (r->limit - r->head < need && r->populated_to < free_to) {
       Populate(r);  // the writer reached the end of the resident stretch: the next one
       r->limit = CappedLimit(r, free_to);
     }
+    // Below half full: come back at the half mark (see above).
+    if (r->head < half && half < r->limit && r->head + need <= half)
+      r->limit = half;
     if (r->drop_pending > 0)
       ReportDrops(r, need);
     if (r->limit - r->head >= need) {
@@ -330,7 +339,7 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
     auto policy = static_cast<shm::Overflow>(seg->overflow);
     bool wait = must_deliver || policy == shm::Overflow::kBlock;
     if (!wait || seg->session_state.load(std::memory_order_relaxed) == shm::kFinishing ||
-        (must_deliver && spins > 20000)) {
+        (must_deliver && waits > 500)) {
       if (r->drop_pending == 0)
         r->drop_first = Now();
       ++r->drop_pending;
@@ -340,19 +349,29 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
     }
     if (spins < 64) {
       _mm_pause();
-    } else if (spins < 256) {
-      sched_yield();
-    } else {
-      timespec ts{0, 50000};
-      nanosleep(&ts, nullptr);
-      // A recorder that was killed never drains again: stop recording rather than wait forever.
-      if (spins % 64 == 0 && kill(static_cast<pid_t>(seg->recorder_pid), 0) != 0 &&
-          errno == ESRCH) {
-        g_enabled.store(0, std::memory_order_relaxed);
-        break;
-      }
+      continue;
+    }
+    // Wait for the recorder: tell it (it drains at once), then sleep until it says it freed
+    // space. space_seq is read before the tail is looked at again, so a drain that finishes in
+    // between makes the wait return at once. The 2 ms bound checks that the recorder lives.
+    const uint32_t seen = seg->space_seq.load(std::memory_order_seq_cst);
+    if (!waiting) {
+      seg->writers_waiting.fetch_add(1, std::memory_order_seq_cst);
+      waiting = true;
+    }
+    shm::WakeRecorder(seg);
+    if (r->ctl->tail.load(std::memory_order_seq_cst) + capacity - r->head >= need)
+      continue;
+    shm::FutexWait(&seg->space_seq, seen, 2'000'000);
+    ++waits;
+    // A recorder that was killed never drains again: stop recording rather than wait forever.
+    if (waits % 64 == 0 && kill(static_cast<pid_t>(seg->recorder_pid), 0) != 0 && errno == ESRCH) {
+      g_enabled.store(0, std::memory_order_relaxed);
+      break;
     }
   }
+  if (waiting)
+    seg->writers_waiting.fetch_sub(1, std::memory_order_seq_cst);
   r->in_slow_path = 0;
   errno = saved_errno;
   return ok;
@@ -397,89 +416,10 @@ void RetireRingsOfExecedImage(SegmentHeader* seg) {
   }
 }
 
-// Interned names of this process, for parmon_x_intern: a small open-addressing table in static
-// memory (no allocation; registration is rare and takes a spin lock).
-struct InternEntry {
-  uint64_t hash;
-  uint32_t category;
-  uint32_t id;
-  char name[112];
-};
-constexpr uint32_t kInternSlots = 4096;
-InternEntry g_intern[kInternSlots];
-std::atomic<bool> g_intern_lock{false};
-uint32_t g_local_ids = 1u << 31;  // ids handed out while not recording
-
-uint64_t HashName(const char* s, uint32_t category) {
-  uint64_t h = 1469598103934665603ull ^ category;
-  for (; *s; ++s)
-    h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
-  return h | 1;
-}
-
-uint32_t Intern(const char* name, uint32_t category) {
-  if (name == nullptr)
-    name = "";
-  uint64_t h = HashName(name, category);
-  while (g_intern_lock.exchange(true, std::memory_order_acquire))
-    sched_yield();
-  uint32_t id = 0;
-  uint32_t i = static_cast<uint32_t>(h % kInternSlots);
-  for (uint32_t probe = 0; probe < kInternSlots; ++probe, i = (i + 1) % kInternSlots) {
-    InternEntry& e = g_intern[i];
-    if (e.hash == 0) {
-      id = g_segment ? g_segment->next_string_id.fetch_add(1, std::memory_order_relaxed)
-                     : g_local_ids++;
-      e.hash = h;
-      e.category = category;
-      e.id = id;
-      std::strncpy(e.name, name, sizeof e.name - 1);
-      break;
-    }
-    if (e.hash == h && e.category == category && std::strncmp(e.name, name, sizeof e.name) == 0) {
-      g_intern_lock.store(false, std::memory_order_release);
-      return e.id;
-    }
-  }
-  if (id == 0)  // table full: still unique, just not deduplicated
-    id = g_segment ? g_segment->next_string_id.fetch_add(1, std::memory_order_relaxed)
-                   : g_local_ids++;
-  g_intern_lock.store(false, std::memory_order_release);
-  uint64_t args[2] = {id, category};
-  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kDefString), args, 2, name,
-              static_cast<uint32_t>(strnlen(name, 4096)), /*must_deliver=*/true);
-  return id;
-}
-
 void Init() {
-  const char* name = getenv(shm::kEnvSegment);
-  if (name == nullptr || *name == '\0')
+  SegmentHeader* seg = MapSegment();
+  if (seg == nullptr)
     return;
-  char path[PATH_MAX];
-  if (std::strlen(name) + 10 >= sizeof path)
-    return;
-  std::strcpy(path, "/dev/shm/");
-  std::strcat(path, name);
-  long fd = RawOpen(path, O_RDWR | O_CLOEXEC);
-  if (fd < 0)
-    return;  // the recorder is gone: run unrecorded
-  struct stat st;
-  if (fstat(static_cast<int>(fd), &st) != 0 ||
-      st.st_size < static_cast<off_t>(sizeof(SegmentHeader))) {
-    syscall(SYS_close, fd);
-    return;
-  }
-  void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   static_cast<int>(fd), 0);
-  syscall(SYS_close, fd);
-  if (map == MAP_FAILED)
-    return;
-  auto* seg = static_cast<SegmentHeader*>(map);
-  if (seg->magic != shm::kSegmentMagic || seg->abi_version != shm::kAbiVersion ||
-      seg->segment_size != static_cast<uint64_t>(st.st_size)) {
-    munmap(map, static_cast<size_t>(st.st_size));
-    return;
-  }
   g_use_tsc = seg->ticks_are_tsc != 0;
   RetireRingsOfExecedImage(seg);
   pthread_key_create(&g_exit_key, OnThreadExit);
@@ -502,6 +442,17 @@ __attribute__((destructor)) void Destruct() {
 }
 
 }  // namespace
+
+SegmentHeader* CurrentSegment() {
+  return g_segment;
+}
+
+void EmitDefString(uint32_t id, uint64_t category, const char* name) {
+  uint64_t args[2] = {id, category};
+  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kDefString), args, 2, name,
+              static_cast<uint32_t>(strnlen(name, 4096)), /*must_deliver=*/true);
+}
+
 }  // namespace parmon::runtime
 
 using namespace parmon::runtime;  // NOLINT: the C ABI below is this file's interface
@@ -525,9 +476,7 @@ PARMON_EXPORT void parmon_event_name(uint32_t event_id, const char* name) {
   // which readers keep apart from interned ids.
   if (name == nullptr)
     return;
-  uint64_t args[2] = {event_id, static_cast<uint64_t>(parmon::format::StringCategory::kEvent)};
-  EmitGeneral(0, false, static_cast<uint16_t>(Kind::kDefString), args, 2, name,
-              static_cast<uint32_t>(strnlen(name, 4096)), true);
+  EmitDefString(event_id, static_cast<uint64_t>(parmon::format::StringCategory::kEvent), name);
 }
 PARMON_EXPORT void parmon_trace_event(uint32_t event_id) {
   Emit1(static_cast<uint8_t>(Kind::kTraceEvent), event_id);

@@ -25,6 +25,11 @@
 #ifndef PARMON_SRC_RUNTIME_SHM_ABI_H_
 #define PARMON_SRC_RUNTIME_SHM_ABI_H_
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -33,7 +38,8 @@ namespace parmon::shm {
 constexpr uint64_t kSegmentMagic = 0x48534e4f4d524150ull;  // "PARMONSH"
 // 2: the run mode and the aggregation period travel in the header (run_mode, period_ns), no
 // longer in PARMON_MODE / PARMON_PERIOD_NS environment variables.
-constexpr uint32_t kAbiVersion = 2;
+// 3: futex words for wake-ups between writers and the recorder (wake_seq .. writers_waiting).
+constexpr uint32_t kAbiVersion = 3;
 constexpr const char* kEnvSegment = "PARMON_SHM";
 
 struct Slot {
@@ -107,7 +113,39 @@ struct alignas(64) SegmentHeader {
   std::atomic<uint64_t> unattached_dropped;
   // The session's period (`parmon record -t`) in ns: the interval of periodic aggregates.
   uint64_t period_ns;
+  // Wake-ups between writers and the recorder, futex words of the shared mapping (FUTEX_WAIT
+  // without FUTEX_PRIVATE_FLAG works across processes). Kept on their own cache line: they are
+  // written only when a ring is half full or a writer waits, never on the hot path.
+  //   wake_seq           a writer bumps it when its ring crossed half full or it waits for
+  //                      space; the recorder sleeps on it (value read before its last drain, so
+  //                      no bump is missed) instead of only for its window;
+  //   recorder_sleeping  set while the recorder is in FUTEX_WAIT: writers skip the system call
+  //                      otherwise;
+  //   space_seq          the recorder bumps it after a drain when writers_waiting > 0 and wakes
+  //                      them all; a blocked writer sleeps on it instead of napping 50 us.
+  alignas(64) std::atomic<uint32_t> wake_seq;
+  std::atomic<uint32_t> recorder_sleeping;
+  std::atomic<uint32_t> space_seq;
+  std::atomic<uint32_t> writers_waiting;
 };
+
+// FUTEX_WAIT on a shared word for at most timeout_ns (returns at once when *word != expected)
+// and FUTEX_WAKE of up to n waiters. Raw system calls: usable from the preloaded runtime.
+inline void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
+  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
+              static_cast<long>(timeout_ns % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+inline void FutexWake(std::atomic<uint32_t>* word, int n) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, n, nullptr, nullptr, 0);
+}
+
+// A writer's request that the recorder drain now (its ring is filling or it waits for space).
+inline void WakeRecorder(SegmentHeader* h) {
+  h->wake_seq.fetch_add(1, std::memory_order_seq_cst);
+  if (h->recorder_sleeping.load(std::memory_order_seq_cst))
+    FutexWake(&h->wake_seq, 1);
+}
 
 inline RingControl* Rings(SegmentHeader* h) {
   return reinterpret_cast<RingControl*>(reinterpret_cast<char*>(h) + h->rings_offset);

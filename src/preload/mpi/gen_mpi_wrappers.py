@@ -9,8 +9,8 @@ mpi_functions.txt, the MPI-3.1 and MPI-4.0 function names, used to print which s
 this MPI lacks (they cannot be called, so there is nothing to wrap).
 
 What a wrapper records beyond MpiEnter/MpiLeave is chosen by the function's name from the table
-SEMANTICS below, with arguments addressed by position (the standard fixes the order; parameter
-names differ between implementations). Fortran wrappers (mpi_xxx_, mpi_xxx__, and OpenMPI's
+SEMANTICS in mpi_semantics.py, with arguments addressed by position (the standard fixes the order;
+parameter names differ between implementations). Fortran wrappers (mpi_xxx_, mpi_xxx__, and OpenMPI's
 ompi_xxx_f used by its mpi_f08 module) convert handles with the PMPI_*_f2c functions and call the
 same hooks, then the Fortran PMPI entry point pmpi_xxx_.
 
@@ -20,106 +20,8 @@ PMPI function and MPI data symbol, so the library loads into programs that are n
 import re
 import sys
 
-# ---------------------------------------------------------------------------------------------
-# Semantics: name -> (hook, args). Arg specs are "<position>:<kind>"; kinds are explained in
-# ValueExpr. Hooks are declared in mpi_core.h (mpi_state.h lists their files).
-P2P_SEND = ["0:ptr", "1:int", "2:type", "3:int", "4:int", "5:comm"]
-SEMANTICS = {}
-for n in ["Send", "Bsend", "Ssend", "Rsend"]:
-    SEMANTICS[n] = ("send", P2P_SEND)
-for n in ["Isend", "Ibsend", "Issend", "Irsend"]:
-    SEMANTICS[n] = ("isend", P2P_SEND + ["6:reqout"])
-for n in ["Send_init", "Bsend_init", "Ssend_init", "Rsend_init"]:
-    SEMANTICS[n] = ("send_init", P2P_SEND + ["6:reqout"])
-SEMANTICS["Recv"] = ("recv", ["1:int", "2:type", "5:comm", "6:status"])
-SEMANTICS["Irecv"] = ("irecv", ["5:comm", "6:reqout"])
-SEMANTICS["Recv_init"] = ("recv_init", ["5:comm", "6:reqout"])
-SEMANTICS["Sendrecv"] = ("sendrecv", ["1:int", "2:type", "3:int", "4:int", "10:comm", "11:status"])
-SEMANTICS["Sendrecv_replace"] = ("sendrecv", ["1:int", "2:type", "3:int", "4:int", "7:comm",
-                                              "8:status"])
-SEMANTICS["Mprobe"] = ("mprobe", ["2:comm", "3:msgout"])
-SEMANTICS["Improbe"] = ("mprobe", ["2:comm", "4:msgout"])
-SEMANTICS["Mrecv"] = ("mrecv", ["3:msgin", "4:status"])
-SEMANTICS["Imrecv"] = ("imrecv", ["3:msgin", "4:reqout"])
-SEMANTICS["Start"] = ("start", ["0:reqin"])
-SEMANTICS["Startall"] = ("startall", ["0:int", "1:reqarr"])
-SEMANTICS["Wait"] = ("wait", ["0:reqin", "1:status"])
-SEMANTICS["Test"] = ("test", ["0:reqin", "1:intout", "2:status"])
-SEMANTICS["Waitall"] = ("waitall", ["0:int", "1:reqarr", "2:statusarr"])
-SEMANTICS["Testall"] = ("testall", ["0:int", "1:reqarr", "2:intout", "3:statusarr"])
-SEMANTICS["Waitany"] = ("waitany", ["0:int", "1:reqarr", "2:intout", "3:status"])
-SEMANTICS["Testany"] = ("testany", ["0:int", "1:reqarr", "2:intout", "3:intout", "4:status"])
-SEMANTICS["Waitsome"] = ("waitsome", ["0:int", "1:reqarr", "2:intout", "3:intarrout",
-                                      "4:statusarr"])
-SEMANTICS["Testsome"] = ("waitsome", ["0:int", "1:reqarr", "2:intout", "3:intarrout",
-                                      "4:statusarr"])
-SEMANTICS["Request_free"] = ("request_free", ["0:reqin"])
-SEMANTICS["Cancel"] = ("request_free", ["0:reqin"])
-SEMANTICS["Init"] = ("init", [])
-SEMANTICS["Init_thread"] = ("init", [])
-SEMANTICS["Finalize"] = ("finalize", [])
-
-# Collectives. Shapes (see mpi_collectives.cc): the hook gets the shape name and the
-# argument list below; nonblocking (I*) and persistent (*_init) forms add the request.
-COLL = {
-    "Barrier": ("barrier", ["0:comm"]),
-    "Bcast": ("bcast", ["1:int", "2:type", "3:int", "4:comm"]),
-    "Reduce": ("reduce", ["0:ptr", "2:int", "3:type", "5:int", "6:comm"]),
-    "Allreduce": ("allreduce", ["0:ptr", "2:int", "3:type", "5:comm"]),
-    "Scan": ("allreduce", ["0:ptr", "2:int", "3:type", "5:comm"]),
-    "Exscan": ("allreduce", ["0:ptr", "2:int", "3:type", "5:comm"]),
-    "Reduce_scatter_block": ("redscat_block", ["0:ptr", "2:int", "3:type", "5:comm"]),
-    "Reduce_scatter": ("redscat", ["0:ptr", "2:intarr", "3:type", "5:comm"]),
-    "Gather": ("gather", ["0:ptr", "1:int", "2:type", "4:int", "5:type", "6:int", "7:comm"]),
-    "Scatter": ("scatter", ["1:int", "2:type", "3:ptr", "4:int", "5:type", "6:int", "7:comm"]),
-    "Allgather": ("allgather", ["0:ptr", "1:int", "2:type", "4:int", "5:type", "6:comm"]),
-    "Alltoall": ("alltoall", ["0:ptr", "1:int", "2:type", "4:int", "5:type", "6:comm"]),
-    "Gatherv": ("gatherv", ["0:ptr", "1:int", "2:type", "4:intarr", "6:type", "7:int", "8:comm"]),
-    "Scatterv": ("scatterv", ["1:intarr", "3:type", "4:ptr", "5:int", "6:type", "7:int",
-                              "8:comm"]),
-    "Allgatherv": ("allgatherv", ["0:ptr", "1:int", "2:type", "4:intarr", "6:type", "7:comm"]),
-    "Alltoallv": ("alltoallv", ["0:ptr", "1:intarr", "3:type", "5:intarr", "7:type", "8:comm"]),
-    "Alltoallw": ("alltoallw", ["0:ptr", "1:intarr", "3:typearr", "5:intarr", "7:typearr",
-                                "8:comm"]),
-    "Neighbor_allgather": ("nb_allgather", ["1:int", "2:type", "4:int", "5:type", "6:comm"]),
-    "Neighbor_alltoall": ("nb_alltoall", ["1:int", "2:type", "4:int", "5:type", "6:comm"]),
-    "Neighbor_allgatherv": ("nb_allgatherv", ["1:int", "2:type", "4:intarr", "6:type", "7:comm"]),
-    "Neighbor_alltoallv": ("nb_alltoallv", ["1:intarr", "3:type", "5:intarr", "7:type",
-                                            "8:comm"]),
-    "Neighbor_alltoallw": ("nb_alltoallw", ["1:intarr", "3:typearr", "5:intarr", "7:typearr",
-                                            "8:comm"]),
-}
-def _nonblocking_name(name):
-    return "I" + name[0].lower() + name[1:]
-
-
-
-# One-sided: (origin count, origin type, target rank, win) positions.
-RMA = {
-    "Put": (1, 2, 3, 7), "Get": (1, 2, 3, 7), "Accumulate": (1, 2, 3, 8),
-    "Get_accumulate": (1, 2, 6, 11), "Rput": (1, 2, 3, 7), "Rget": (1, 2, 3, 7),
-    "Raccumulate": (1, 2, 3, 8), "Rget_accumulate": (1, 2, 6, 11),
-}
-for name, (c, t, r, w) in RMA.items():
-    SEMANTICS[name] = ("rma", ["%d:int" % c, "%d:type" % t, "%d:int" % r, "%d:win" % w])
-SEMANTICS["Fetch_and_op"] = ("rma1", ["2:type", "3:int", "6:win"])
-SEMANTICS["Compare_and_swap"] = ("rma1", ["3:type", "4:int", "6:win"])
-
-# Communicator creation: the position of the new communicator (output).
-NEWCOMM = {"Comm_dup": 1, "Comm_dup_with_info": 2, "Comm_split": 3, "Comm_split_type": 4,
-           "Comm_create": 2, "Comm_create_group": 3, "Cart_create": 5, "Cart_sub": 2,
-           "Graph_create": 5, "Dist_graph_create": 8, "Dist_graph_create_adjacent": 9,
-           "Intercomm_create": 5, "Intercomm_merge": 2, "Comm_create_from_group": 4}
-for name, pos in NEWCOMM.items():
-    SEMANTICS[name] = ("newcomm", ["%d:commout" % pos])
-SEMANTICS["Comm_free"] = ("comm_free", ["0:commin"])
-
-# C functions with no Fortran binding, or a different one; they get a C wrapper only.
-NO_FORTRAN = re.compile(r"(_f2c|_c2f|_f082c|_c2f08|_f082f|_f2f08|_toint|_fromint)$|^(Init|"
-                        r"Init_thread|Pcontrol|Wtime|Wtick|Status_f2c|Status_c2f|Type_create_f90_.*|"
-                        r"Sizeof|Session_.*|Abi_.*)$")
-# Functions never wrapped: variadic, or called by parmon's own code paths.
-SKIP = {"Pcontrol"}
+sys.dont_write_bytecode = True  # the generator runs from the source tree: leave no __pycache__
+from mpi_semantics import COLL, NO_FORTRAN, SEMANTICS, SKIP, nonblocking_name  # noqa: E402
 
 
 def strip_attributes(text):
@@ -224,162 +126,222 @@ def value_expr(kind, p, fortran):
     raise ValueError(kind)
 
 
-def gen_body(name, ret, params, sem, fortran, call_real):
-    """Statements of one wrapper between Begin and End; call_real is the real call statement."""
-    hook, args = (sem[0], sem[1]) if sem else ("plain", [])
-    a = {}
-    for spec in args:
-        pos, kind = spec.split(":")
-        a.setdefault(kind, []).append(params[int(pos)])
-    V = lambda kind, i=0: value_expr(kind, a[kind][i], fortran)
-    lines = []
-    lang = "true" if fortran else "false"
+class _Body:
+    """One wrapper's statements being built: lines before the real call, substitutions for the
+    real call's arguments (status out-parameters), and lines after it. Hook handlers fill it."""
 
-    def status_prologue(p):
-        if fortran:
-            lines.append("MPI_Fint fst_local[pm::kFortranStatusInts];")
-            lines.append("MPI_Fint* fst = pm::FortranStatusIgnored(%s) ? fst_local : "
-                         "static_cast<MPI_Fint*>(%s);" % (p.name, p.name))
-            return "fst"
-        lines.append("MPI_Status st_local;")
-        lines.append("MPI_Status* st = %s == MPI_STATUS_IGNORE ? &st_local : %s;" % (p.name, p.name))
-        return "st"
+    def __init__(self, params, sem, fortran):
+        self.params = params
+        self.sem = sem
+        self.args = sem[1] if sem else []
+        self.fortran = fortran
+        self.lang = "true" if fortran else "false"
+        self.a = {}
+        for spec in self.args:
+            pos, kind = spec.split(":")
+            self.a.setdefault(kind, []).append(params[int(pos)])
+        self.lines = []
+        self.subst = {}
+        self.post = []
 
-    def status_value():
-        if fortran:
-            lines.append("MPI_Status st_c; PMPI_Status_f2c(fst, &st_c);")
-            return "&st_c"
-        return "st"
+    def V(self, kind, i=0):
+        return value_expr(kind, self.a[kind][i], self.fortran)
 
-    def req_value(p):
-        return ("PMPI_Request_f2c(*static_cast<const MPI_Fint*>(%s))" % p.name if fortran
+    def handle(self, p, what):
+        """The C handle an MPI_<what> out/in parameter holds (Fortran passes an MPI_Fint)."""
+        return ("PMPI_%s_f2c(*static_cast<const MPI_Fint*>(%s))" % (what, p.name) if self.fortran
                 else "*%s" % p.name)
 
-    subst = {}
-    post = []
-    if hook == "plain":
-        pass
-    elif hook == "send":
-        lines.append("pm::OnSend(c, %s, %s, %s, %s, %s, 0);" % (V("int", 0), V("type"), V("int", 1),
-                                                              V("int", 2), V("comm")))
-    elif hook in ("isend", "send_init"):
-        post.append("if (rc == MPI_SUCCESS) pm::OnNewSend(c, %s, %s, %s, %s, %s, %s, %s);" % (
-            req_value(a["reqout"][0]), V("int", 0), V("type"), V("int", 1), V("int", 2), V("comm"),
-            "true" if hook == "send_init" else "false"))
-    elif hook in ("irecv", "recv_init"):
-        post.append("if (rc == MPI_SUCCESS) pm::OnNewRecv(c, %s, %s, %s);" % (
-            req_value(a["reqout"][0]), V("comm"), "true" if hook == "recv_init" else "false"))
-    elif hook == "recv":
-        subst[a["status"][0].name] = status_prologue(a["status"][0])
-        post.append("if (rc == MPI_SUCCESS) pm::OnRecvDone(c, c.t0, %s, %s, 0);" % (
-            V("comm"), status_value_deferred(fortran)))
-    elif hook == "sendrecv":
-        lines.append("pm::OnSend(c, %s, %s, %s, %s, %s, 0);" % (V("int", 0), V("type"), V("int", 1),
-                                                              V("int", 2), V("comm")))
-        subst[a["status"][0].name] = status_prologue(a["status"][0])
-        post.append("if (rc == MPI_SUCCESS) pm::OnRecvDone(c, c.t0, %s, %s, 0);" % (
-            V("comm"), status_value_deferred(fortran)))
-    elif hook == "mprobe":
-        p = a["msgout"][0]
-        mv = ("PMPI_Message_f2c(*static_cast<const MPI_Fint*>(%s))" % p.name if fortran
-              else "*%s" % p.name)
-        post.append("if (rc == MPI_SUCCESS) pm::OnMessage(%s, %s);" % (mv, V("comm")))
-    elif hook == "mrecv":
-        p = a["msgin"][0]
-        mv = ("PMPI_Message_f2c(*static_cast<const MPI_Fint*>(%s))" % p.name if fortran
-              else "*%s" % p.name)
-        lines.append("MPI_Comm mcomm = pm::TakeMessage(%s);" % mv)
-        subst[a["status"][0].name] = status_prologue(a["status"][0])
-        post.append("if (rc == MPI_SUCCESS) pm::OnRecvDone(c, c.t0, mcomm, %s, 0);" %
-                    status_value_deferred(fortran))
-    elif hook == "imrecv":
-        p = a["msgin"][0]
-        mv = ("PMPI_Message_f2c(*static_cast<const MPI_Fint*>(%s))" % p.name if fortran
-              else "*%s" % p.name)
-        lines.append("MPI_Comm mcomm = pm::TakeMessage(%s);" % mv)
-        post.append("if (rc == MPI_SUCCESS) pm::OnNewRecv(c, %s, mcomm, false);" %
-                    req_value(a["reqout"][0]))
-    elif hook == "start":
-        post.append("if (rc == MPI_SUCCESS) pm::OnStart(c, %s);" % req_value(a["reqin"][0]))
-    elif hook == "startall":
-        p = a["reqarr"][0]
-        post.append("if (rc == MPI_SUCCESS) pm::OnStartAll(c, %s, %s, %s);" % (
-            V("int"), "nullptr" if fortran else p.name,
-            "static_cast<const MPI_Fint*>(%s)" % p.name if fortran else "nullptr"))
-    elif hook in ("wait", "test", "request_free"):
-        lines.append("pm::Completion done(1, %s);" % ("nullptr, static_cast<const MPI_Fint*>(%s)"
-                                                    % a["reqin"][0].name if fortran else
-                                                    a["reqin"][0].name + ", nullptr"))
-        if hook == "request_free":
-            post.append("if (rc == MPI_SUCCESS) done.Freed(c, 0);")
+    def req_value(self, p):
+        return self.handle(p, "Request")
+
+    def status_arg(self, p):
+        """Makes the real call write its status somewhere even under MPI_STATUS_IGNORE."""
+        if self.fortran:
+            self.lines.append("MPI_Fint fst_local[pm::kFortranStatusInts];")
+            self.lines.append("MPI_Fint* fst = pm::FortranStatusIgnored(%s) ? fst_local : "
+                              "static_cast<MPI_Fint*>(%s);" % (p.name, p.name))
+            self.subst[p.name] = "fst"
         else:
-            subst[a["status"][0].name] = status_prologue(a["status"][0])
-            cond = "rc == MPI_SUCCESS" if hook == "wait" else (
-                "rc == MPI_SUCCESS && %s" % value_expr("intout", a["intout"][0], fortran))
-            post.append("if (%s) done.Done(c, 0, %s);" % (cond, status_value_deferred(fortran)))
-    elif hook in ("waitall", "testall", "waitany", "testany", "waitsome"):
-        rp = a["reqarr"][0]
-        lines.append("pm::Completion done(%s, %s);" % (V("int"), (
-            "nullptr, static_cast<const MPI_Fint*>(%s)" % rp.name if fortran else rp.name + ", nullptr")))
-        if hook in ("waitall", "testall", "waitsome"):
-            sp = a["statusarr"][0]
-            lines.append("pm::StatusArray sa(%s, %s, %s);" % (V("int"), sp.name, lang))
-            subst[sp.name] = "sa.arg()" if fortran else "static_cast<MPI_Status*>(sa.arg())"
-            if hook == "waitall":
-                post.append("if (rc == MPI_SUCCESS) done.All(c, sa);")
-            elif hook == "testall":
-                post.append("if (rc == MPI_SUCCESS && %s) done.All(c, sa);" %
-                            value_expr("intout", a["intout"][0], fortran))
-            else:
-                post.append("if (rc == MPI_SUCCESS) done.Some(c, %s, %s, sa, %s);" % (
-                    value_expr("intout", a["intout"][0], fortran),
-                    "reinterpret_cast<const int*>(%s)" % a["intarrout"][0].name, lang))
-        else:
-            subst[a["status"][0].name] = status_prologue(a["status"][0])
-            idx = value_expr("intout", a["intout"][0], fortran)
-            flag = "true" if hook == "waitany" else value_expr("intout", a["intout"][1], fortran)
-            post.append("if (rc == MPI_SUCCESS && %s) done.Any(c, %s, %s, %s);" % (
-                flag, idx, status_value_deferred(fortran), lang))
-    elif hook.startswith("coll:"):
-        shape = hook[5:]
-        vals = []
-        counters = {}
-        for spec in args:
-            pos, kind = spec.split(":")
-            i = counters.get(kind, 0)
-            counters[kind] = i + 1
-            vals.append(value_expr(kind, a[kind][i], fortran))
-        req = sem[2] if len(sem) > 2 else None
-        if req is None:
-            lines.append("pm::OnCollective(c, pm::Coll::k_%s, 0, %s);" % (shape, ", ".join(vals)))
-        else:
-            post.append("if (rc == MPI_SUCCESS) pm::OnCollective(c, pm::Coll::k_%s, "
-                        "pm::NewCollRequest(c, %s), %s);" % (shape, req_value(params[req]),
-                                                             ", ".join(vals)))
-    elif hook == "rma":
-        post.append("if (rc == MPI_SUCCESS) pm::OnRma(c, %s, %s, %s, %s);" % (
-            V("int", 0), V("type"), V("int", 1), V("win")))
-    elif hook == "rma1":
-        post.append("if (rc == MPI_SUCCESS) pm::OnRma(c, 1, %s, %s, %s);" % (
-            V("type"), V("int"), V("win")))
-    elif hook == "newcomm":
-        p = a["commout"][0]
-        cv = ("PMPI_Comm_f2c(*static_cast<const MPI_Fint*>(%s))" % p.name if fortran
-              else "*%s" % p.name)
-        post.append("if (rc == MPI_SUCCESS) pm::OnNewComm(%s);" % cv)
-    elif hook == "comm_free":
-        p = a["commin"][0]
-        cv = ("PMPI_Comm_f2c(*static_cast<const MPI_Fint*>(%s))" % p.name if fortran
-              else "*%s" % p.name)
-        lines.append("pm::OnCommFree(%s);" % cv)
-    elif hook == "io":
-        post.append("if (rc == MPI_SUCCESS) pm::OnIo(c, %s, %s, %s);" % (V("file"), V("int"),
-                                                                         V("type")))
-    elif hook in ("init", "finalize"):
-        pass
+            self.lines.append("MPI_Status st_local;")
+            self.lines.append("MPI_Status* st = %s == MPI_STATUS_IGNORE ? &st_local : %s;" %
+                              (p.name, p.name))
+            self.subst[p.name] = "st"
+
+    def completion(self, count, p):
+        self.lines.append("pm::Completion done(%s, %s);" % (count, (
+            "nullptr, static_cast<const MPI_Fint*>(%s)" % p.name if self.fortran
+            else p.name + ", nullptr")))
+
+
+def _hook_send(b, hook):
+    b.lines.append("pm::OnSend(c, %s, %s, %s, %s, %s, 0);" % (b.V("int", 0), b.V("type"),
+                                                            b.V("int", 1), b.V("int", 2),
+                                                            b.V("comm")))
+
+
+def _hook_new_send(b, hook):
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnNewSend(c, %s, %s, %s, %s, %s, %s, %s);" % (
+        b.req_value(b.a["reqout"][0]), b.V("int", 0), b.V("type"), b.V("int", 1), b.V("int", 2),
+        b.V("comm"), "true" if hook == "send_init" else "false"))
+
+
+def _hook_new_recv(b, hook):
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnNewRecv(c, %s, %s, %s);" % (
+        b.req_value(b.a["reqout"][0]), b.V("comm"), "true" if hook == "recv_init" else "false"))
+
+
+def _hook_recv(b, hook):
+    b.status_arg(b.a["status"][0])
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnRecvDone(c, c.t0, %s, %s, 0);" % (
+        b.V("comm"), status_value_deferred(b.fortran)))
+
+
+def _hook_sendrecv(b, hook):
+    _hook_send(b, hook)
+    _hook_recv(b, hook)
+
+
+def _hook_mprobe(b, hook):
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnMessage(%s, %s);" % (
+        b.handle(b.a["msgout"][0], "Message"), b.V("comm")))
+
+
+def _take_message(b):
+    b.lines.append("MPI_Comm mcomm = pm::TakeMessage(%s);" % b.handle(b.a["msgin"][0], "Message"))
+
+
+def _hook_mrecv(b, hook):
+    _take_message(b)
+    b.status_arg(b.a["status"][0])
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnRecvDone(c, c.t0, mcomm, %s, 0);" %
+                  status_value_deferred(b.fortran))
+
+
+def _hook_imrecv(b, hook):
+    _take_message(b)
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnNewRecv(c, %s, mcomm, false);" %
+                  b.req_value(b.a["reqout"][0]))
+
+
+def _hook_start(b, hook):
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnStart(c, %s);" % b.req_value(b.a["reqin"][0]))
+
+
+def _hook_startall(b, hook):
+    p = b.a["reqarr"][0]
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnStartAll(c, %s, %s, %s);" % (
+        b.V("int"), "nullptr" if b.fortran else p.name,
+        "static_cast<const MPI_Fint*>(%s)" % p.name if b.fortran else "nullptr"))
+
+
+def _hook_wait_one(b, hook):
+    """MPI_Wait, MPI_Test, MPI_Request_free: one request."""
+    b.completion(1, b.a["reqin"][0])
+    if hook == "request_free":
+        b.post.append("if (rc == MPI_SUCCESS) done.Freed(c, 0);")
+        return
+    b.status_arg(b.a["status"][0])
+    cond = "rc == MPI_SUCCESS" if hook == "wait" else (
+        "rc == MPI_SUCCESS && %s" % value_expr("intout", b.a["intout"][0], b.fortran))
+    b.post.append("if (%s) done.Done(c, 0, %s);" % (cond, status_value_deferred(b.fortran)))
+
+
+def _hook_wait_array(b, hook):
+    """MPI_Waitall, MPI_Testall, MPI_Waitsome: a request array and a status array."""
+    b.completion(b.V("int"), b.a["reqarr"][0])
+    sp = b.a["statusarr"][0]
+    b.lines.append("pm::StatusArray sa(%s, %s, %s);" % (b.V("int"), sp.name, b.lang))
+    b.subst[sp.name] = "sa.arg()" if b.fortran else "static_cast<MPI_Status*>(sa.arg())"
+    if hook == "waitall":
+        b.post.append("if (rc == MPI_SUCCESS) done.All(c, sa);")
+    elif hook == "testall":
+        b.post.append("if (rc == MPI_SUCCESS && %s) done.All(c, sa);" %
+                      value_expr("intout", b.a["intout"][0], b.fortran))
     else:
+        b.post.append("if (rc == MPI_SUCCESS) done.Some(c, %s, %s, sa, %s);" % (
+            value_expr("intout", b.a["intout"][0], b.fortran),
+            "reinterpret_cast<const int*>(%s)" % b.a["intarrout"][0].name, b.lang))
+
+
+def _hook_wait_any(b, hook):
+    """MPI_Waitany, MPI_Testany: a request array, one index and one status out."""
+    b.completion(b.V("int"), b.a["reqarr"][0])
+    b.status_arg(b.a["status"][0])
+    idx = value_expr("intout", b.a["intout"][0], b.fortran)
+    flag = "true" if hook == "waitany" else value_expr("intout", b.a["intout"][1], b.fortran)
+    b.post.append("if (rc == MPI_SUCCESS && %s) done.Any(c, %s, %s, %s);" % (
+        flag, idx, status_value_deferred(b.fortran), b.lang))
+
+
+def _hook_coll(b, hook):
+    shape = hook[5:]
+    vals = []
+    counters = {}
+    for spec in b.args:
+        pos, kind = spec.split(":")
+        i = counters.get(kind, 0)
+        counters[kind] = i + 1
+        vals.append(value_expr(kind, b.a[kind][i], b.fortran))
+    req = b.sem[2] if len(b.sem) > 2 else None
+    if req is None:
+        b.lines.append("pm::OnCollective(c, pm::Coll::k_%s, 0, %s);" % (shape, ", ".join(vals)))
+    else:
+        b.post.append("if (rc == MPI_SUCCESS) pm::OnCollective(c, pm::Coll::k_%s, "
+                      "pm::NewCollRequest(c, %s), %s);" % (shape, b.req_value(b.params[req]),
+                                                           ", ".join(vals)))
+
+
+def _hook_rma(b, hook):
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnRma(c, %s, %s, %s, %s);" % (
+        b.V("int", 0), b.V("type"), b.V("int", 1), b.V("win")))
+
+
+def _hook_rma1(b, hook):
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnRma(c, 1, %s, %s, %s);" % (
+        b.V("type"), b.V("int"), b.V("win")))
+
+
+def _hook_newcomm(b, hook):
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnNewComm(%s);" % b.handle(b.a["commout"][0], "Comm"))
+
+
+def _hook_comm_free(b, hook):
+    b.lines.append("pm::OnCommFree(%s);" % b.handle(b.a["commin"][0], "Comm"))
+
+
+def _hook_io(b, hook):
+    b.post.append("if (rc == MPI_SUCCESS) pm::OnIo(c, %s, %s, %s);" % (b.V("file"), b.V("int"),
+                                                                       b.V("type")))
+
+
+def _hook_none(b, hook):
+    pass
+
+
+_HOOKS = {
+    "plain": _hook_none, "init": _hook_none, "finalize": _hook_none,
+    "send": _hook_send, "isend": _hook_new_send, "send_init": _hook_new_send,
+    "irecv": _hook_new_recv, "recv_init": _hook_new_recv, "recv": _hook_recv,
+    "sendrecv": _hook_sendrecv, "mprobe": _hook_mprobe, "mrecv": _hook_mrecv,
+    "imrecv": _hook_imrecv, "start": _hook_start, "startall": _hook_startall,
+    "wait": _hook_wait_one, "test": _hook_wait_one, "request_free": _hook_wait_one,
+    "waitall": _hook_wait_array, "testall": _hook_wait_array, "waitsome": _hook_wait_array,
+    "waitany": _hook_wait_any, "testany": _hook_wait_any,
+    "rma": _hook_rma, "rma1": _hook_rma1, "newcomm": _hook_newcomm,
+    "comm_free": _hook_comm_free, "io": _hook_io,
+}
+
+
+def gen_body(name, ret, params, sem, fortran, call_real):
+    """Statements of one wrapper between Begin and End; call_real is the real call statement."""
+    hook = sem[0] if sem else "plain"
+    b = _Body(params, sem, fortran)
+    handler = _hook_coll if hook.startswith("coll:") else _HOOKS.get(hook)
+    if handler is None:
         raise ValueError(hook)
-    return lines, subst, post
+    handler(b, hook)
+    return b.lines, b.subst, b.post
 
 
 def status_value_deferred(fortran):
@@ -396,19 +358,12 @@ def fortran_signature(params):
     return decls, call
 
 
-def main():
-    if len(sys.argv) != 5:
-        sys.exit("usage: gen_mpi_wrappers.py PREPROCESSED_MPI_H MPI_FUNCTIONS_TXT OUT_INC OUT_WEAK_H")
-    funcs, data = parse(open(sys.argv[1]).read())
-    if "Send" not in funcs:
-        sys.exit("gen_mpi_wrappers.py: %s declares no PMPI_Send; is it a preprocessed mpi.h?" %
-                 sys.argv[1])
-    standard = [l.strip() for l in open(sys.argv[2]) if l.strip() and not l.startswith("#")]
-    missing = [n for n in standard if n[4:] not in funcs]
+def add_derived_semantics(funcs):
+    """Semantics that depend on this MPI: nonblocking/persistent collectives and MPI-IO."""
     # Nonblocking and persistent collectives: the request is the last argument (persistent ones,
     # MPI-4, have an MPI_Info before it).
     for name, (shape, args) in COLL.items():
-        for variant in (_nonblocking_name(name), name + "_init"):
+        for variant in (nonblocking_name(name), name + "_init"):
             if variant in funcs:
                 SEMANTICS[variant] = ("coll:" + shape, args, len(funcs[variant][1]) - 1)
         SEMANTICS[name] = ("coll:" + shape, args)
@@ -422,80 +377,63 @@ def main():
                 continue  # the *_end halves of split collectives: the bytes were counted at begin
             SEMANTICS[n] = ("io", ["0:file", "%d:int" % (bi + 1), "%d:type" % (bi + 2)])
 
-    names = sorted(n for n in funcs if n not in SKIP and funcs[n][0] in ("int", "double"))
-    out = []
-    w = out.append
-    w("// Generated by gen_mpi_wrappers.py from the installed mpi.h: do not edit.")
-    w("// %d MPI functions wrapped; standard functions this MPI does not provide: %d." % (
-        len(names), len(missing)))
-    w("#define PARMON_MPI_FUNCTION_COUNT %d" % len(names))
-    w("static const char* const kFunctionNames[] = {")
-    for n in names:
-        w('    "MPI_%s",' % n)
-    w("};")
-    for idx, n in enumerate(names):
-        ret, params = funcs[n]
-        sem = SEMANTICS.get(n)
-        args = ", ".join(p.name for p in params)
-        decl = ", ".join(p.decl for p in params) or "void"
-        if ret == "double":
-            w("PARMON_INTERPOSE double MPI_%s(%s) { return PMPI_%s(%s); }" % (n, decl, n, args))
-            continue
-        # ---- C wrapper
-        w("PARMON_INTERPOSE int MPI_%s(%s) {" % (n, decl))
-        w("  pm::Call c;")
-        w("  if (!pm::Begin(&c, %d)) return PMPI_%s(%s);" % (idx, n, args))
-        if sem and sem[0] == "init":
-            w("  int rc = PMPI_%s(%s);" % (n, args))
-            w("  pm::OnInit(c, rc);")
-            w("  return pm::End(&c, rc);")
-            w("}")
-        elif sem and sem[0] == "finalize":
+
+def emit_c_wrapper(w, idx, n, params, sem):
+    args = ", ".join(p.name for p in params)
+    decl = ", ".join(p.decl for p in params) or "void"
+    w("PARMON_INTERPOSE int MPI_%s(%s) {" % (n, decl))
+    w("  pm::Call c;")
+    w("  if (!pm::Begin(&c, %d)) return PMPI_%s(%s);" % (idx, n, args))
+    if sem and sem[0] == "init":
+        w("  int rc = PMPI_%s(%s);" % (n, args))
+        w("  pm::OnInit(c, rc);")
+    elif sem and sem[0] == "finalize":
+        w("  pm::OnFinalize(c);")
+        w("  int rc = PMPI_%s(%s);" % (n, args))
+    else:
+        lines, subst, post = gen_body(n, "int", params, sem, False, None)
+        for l in lines:
+            w("  " + l)
+        cargs = ", ".join(subst.get(p.name, p.name) for p in params)
+        w("  int rc = PMPI_%s(%s);" % (n, cargs))
+        for l in post:
+            w("  " + l)
+    w("  return pm::End(&c, rc);")
+    w("}")
+
+
+def emit_fortran_wrapper(w, idx, n, params, sem):
+    lower = n.lower()
+    fdecl, fcall = fortran_signature(params)
+    w("extern \"C\" void pmpi_%s_(%s) __attribute__((weak));" % (lower, ", ".join(fdecl)))
+    w("static void F_%s(%s) {" % (n, ", ".join(fdecl)))
+    w("  pm::Call c;")
+    w("  if (!pm::Begin(&c, %d)) { pmpi_%s_(%s); return; }" % (idx, lower, ", ".join(fcall)))
+    if sem and sem[0] in ("init", "finalize"):
+        if sem[0] == "finalize":
             w("  pm::OnFinalize(c);")
-            w("  int rc = PMPI_%s(%s);" % (n, args))
-            w("  return pm::End(&c, rc);")
-            w("}")
-        else:
-            lines, subst, post = gen_body(n, ret, params, sem, False, None)
-            for l in lines:
-                w("  " + l)
-            cargs = ", ".join(subst.get(p.name, p.name) for p in params)
-            w("  int rc = PMPI_%s(%s);" % (n, cargs))
-            for l in post:
-                w("  " + l)
-            w("  return pm::End(&c, rc);")
-            w("}")
-        # ---- Fortran wrappers
-        if NO_FORTRAN.search(n) or any("..." in p.text for p in params):
-            continue
-        lower = n.lower()
-        fdecl, fcall = fortran_signature(params)
-        w("extern \"C\" void pmpi_%s_(%s) __attribute__((weak));" % (lower, ", ".join(fdecl)))
-        w("static void F_%s(%s) {" % (n, ", ".join(fdecl)))
-        w("  pm::Call c;")
-        w("  if (!pm::Begin(&c, %d)) { pmpi_%s_(%s); return; }" % (idx, lower, ", ".join(fcall)))
-        if sem and sem[0] in ("init", "finalize"):
-            if sem[0] == "finalize":
-                w("  pm::OnFinalize(c);")
-            w("  pmpi_%s_(%s);" % (lower, ", ".join(fcall)))
-            if sem[0] == "init":
-                w("  pm::OnInit(c, *ierr);")
-        else:
-            lines, subst, post = gen_body(n, ret, params, sem, True, None)
-            for l in lines:
-                w("  " + l)
-            fargs = [subst.get(p.name, p.name) for p in params] + fcall[len(params):]
-            w("  pmpi_%s_(%s);" % (lower, ", ".join(fargs)))
-            if post:
-                w("  const int rc = *ierr;")
-            for l in post:
-                w("  " + l)
-        w("  pm::End(&c, *ierr);")
-        w("}")
-        for sym in ("mpi_%s_" % lower, "mpi_%s__" % lower, "ompi_%s_f" % lower):
-            w("PARMON_INTERPOSE void %s(%s) { F_%s(%s); }" % (sym, ", ".join(fdecl), n,
-                                                            ", ".join(fcall)))
-    # Fortran MPI_Init and MPI_Init_thread have their own signatures (no argc/argv).
+        w("  pmpi_%s_(%s);" % (lower, ", ".join(fcall)))
+        if sem[0] == "init":
+            w("  pm::OnInit(c, *ierr);")
+    else:
+        lines, subst, post = gen_body(n, "int", params, sem, True, None)
+        for l in lines:
+            w("  " + l)
+        fargs = [subst.get(p.name, p.name) for p in params] + fcall[len(params):]
+        w("  pmpi_%s_(%s);" % (lower, ", ".join(fargs)))
+        if post:
+            w("  const int rc = *ierr;")
+        for l in post:
+            w("  " + l)
+    w("  pm::End(&c, *ierr);")
+    w("}")
+    for sym in ("mpi_%s_" % lower, "mpi_%s__" % lower, "ompi_%s_f" % lower):
+        w("PARMON_INTERPOSE void %s(%s) { F_%s(%s); }" % (sym, ", ".join(fdecl), n,
+                                                        ", ".join(fcall)))
+
+
+def emit_fortran_init(w, names):
+    """Fortran MPI_Init and MPI_Init_thread have their own signatures (no argc/argv)."""
     for sym, fn, params in (("init", "Init", ["MPI_Fint* ierr"]),
                             ("init_thread", "Init_thread",
                              ["MPI_Fint* required", "MPI_Fint* provided", "MPI_Fint* ierr"])):
@@ -514,8 +452,38 @@ def main():
         w("}")
         for s in ("mpi_%s_" % sym, "mpi_%s__" % sym, "ompi_%s_f" % sym):
             w("PARMON_INTERPOSE void %s(%s) { F_%s(%s); }" % (s, decl, fn, call))
-    open(sys.argv[3], "w").write("\n".join(out) + "\n")
 
+
+def gen_wrappers(funcs, names, missing):
+    """Text of mpi_wrappers.inc: the name table, then each function's C and Fortran wrappers."""
+    out = []
+    w = out.append
+    w("// Generated by gen_mpi_wrappers.py from the installed mpi.h: do not edit.")
+    w("// %d MPI functions wrapped; standard functions this MPI does not provide: %d." % (
+        len(names), len(missing)))
+    w("#define PARMON_MPI_FUNCTION_COUNT %d" % len(names))
+    w("static const char* const kFunctionNames[] = {")
+    for n in names:
+        w('    "MPI_%s",' % n)
+    w("};")
+    for idx, n in enumerate(names):
+        ret, params = funcs[n]
+        sem = SEMANTICS.get(n)
+        if ret == "double":
+            args = ", ".join(p.name for p in params)
+            decl = ", ".join(p.decl for p in params) or "void"
+            w("PARMON_INTERPOSE double MPI_%s(%s) { return PMPI_%s(%s); }" % (n, decl, n, args))
+            continue
+        emit_c_wrapper(w, idx, n, params, sem)
+        if NO_FORTRAN.search(n) or any("..." in p.text for p in params):
+            continue
+        emit_fortran_wrapper(w, idx, n, params, sem)
+    emit_fortran_init(w, names)
+    return "\n".join(out) + "\n"
+
+
+def gen_weak(funcs, data):
+    """Text of mpi_weak.h."""
     weak = ["// Generated by gen_mpi_wrappers.py: weak references to the MPI library's symbols, so",
             "// libparmon_mpi.so loads into programs without MPI (nothing calls these there).",
             "#pragma once"]
@@ -523,7 +491,22 @@ def main():
         weak.append("#pragma weak PMPI_%s" % n)
     for d in sorted(data):
         weak.append("#pragma weak %s" % d)
-    open(sys.argv[4], "w").write("\n".join(weak) + "\n")
+    return "\n".join(weak) + "\n"
+
+
+def main():
+    if len(sys.argv) != 5:
+        sys.exit("usage: gen_mpi_wrappers.py PREPROCESSED_MPI_H MPI_FUNCTIONS_TXT OUT_INC OUT_WEAK_H")
+    funcs, data = parse(open(sys.argv[1]).read())
+    if "Send" not in funcs:
+        sys.exit("gen_mpi_wrappers.py: %s declares no PMPI_Send; is it a preprocessed mpi.h?" %
+                 sys.argv[1])
+    standard = [l.strip() for l in open(sys.argv[2]) if l.strip() and not l.startswith("#")]
+    missing = [n for n in standard if n[4:] not in funcs]
+    add_derived_semantics(funcs)
+    names = sorted(n for n in funcs if n not in SKIP and funcs[n][0] in ("int", "double"))
+    open(sys.argv[3], "w").write(gen_wrappers(funcs, names, missing))
+    open(sys.argv[4], "w").write(gen_weak(funcs, data))
     if missing:
         print("gen_mpi_wrappers.py: %d MPI-3.1/4.0 functions are not in this MPI (not wrapped): %s"
               % (len(missing), " ".join(missing[:12]) + (" ..." if len(missing) > 12 else "")))

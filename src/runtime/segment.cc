@@ -1,0 +1,51 @@
+// libparmon: mapping the recorder's shared segment, named by the environment. Only the checks
+// that the segment is whole and speaks this library's ABI live here; runtime.cc publishes it.
+#include <fcntl.h>
+#include <linux/limits.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/internal.h"
+
+namespace parmon::runtime {
+
+using shm::SegmentHeader;
+
+SegmentHeader* MapSegment() {
+  const char* name = getenv(shm::kEnvSegment);
+  if (name == nullptr || *name == '\0')
+    return nullptr;
+  char path[PATH_MAX];
+  if (std::strlen(name) + 10 >= sizeof path)
+    return nullptr;
+  std::strcpy(path, "/dev/shm/");
+  std::strcat(path, name);
+  long fd = RawOpen(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    return nullptr;  // the recorder is gone: run unrecorded
+  struct stat st;
+  if (fstat(static_cast<int>(fd), &st) != 0 ||
+      st.st_size < static_cast<off_t>(sizeof(SegmentHeader))) {
+    syscall(SYS_close, fd);
+    return nullptr;
+  }
+  void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
+                   static_cast<int>(fd), 0);
+  syscall(SYS_close, fd);
+  if (map == MAP_FAILED)
+    return nullptr;
+  auto* seg = static_cast<SegmentHeader*>(map);
+  if (seg->magic != shm::kSegmentMagic || seg->abi_version != shm::kAbiVersion ||
+      seg->segment_size != static_cast<uint64_t>(st.st_size)) {
+    munmap(map, static_cast<size_t>(st.st_size));
+    return nullptr;
+  }
+  return seg;
+}
+
+}  // namespace parmon::runtime
