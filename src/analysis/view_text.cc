@@ -178,7 +178,7 @@ void TextDiagnosis(Out& o, const Results& r) {
     o.Line("No bottleneck found: no wait, queueing or imbalance above 10%.");
   else
     o.Line(fmt::format("Ranked by what each could save of the run's {} wall time.",
-                       FormatDuration(s.duration_ns)));
+                       FormatDuration(r.summary.duration_ns)));
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     o.Wrapped(fmt::format("{}. ", i + 1),
