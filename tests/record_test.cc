@@ -202,6 +202,15 @@ TEST(Record, EveryApiCallIsRecordedWithItsValues) {
 }
 
 // Finds the first child process of `pid` (the recorder's command).
+// Kills a process group at scope exit, so a failed ASSERT leaves no program running.
+struct GroupKiller {
+  pid_t pgid;
+  ~GroupKiller() {
+    if (pgid > 0)
+      kill(-pgid, SIGKILL);
+  }
+};
+
 pid_t ChildOf(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
   pid_t child = 0;
@@ -315,6 +324,7 @@ TEST(Record, DiskFullEndsTheTraceConsistentWithTheExactLoss) {
   ASSERT_EQ(pipe(out_pipe), 0);
   pid_t rec = fork();
   if (rec == 0) {
+    setpgid(0, 0);
     dup2(out_pipe[1], 1);
     close(out_pipe[0]);
     int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -325,6 +335,7 @@ TEST(Record, DiskFullEndsTheTraceConsistentWithTheExactLoss) {
           (char*)nullptr);
     _exit(127);
   }
+  GroupKiller killer{rec};
   close(out_pipe[1]);
   char buf[16] = {};
   ASSERT_GT(read(out_pipe[0], buf, sizeof buf), 0);  // "ready"
@@ -396,6 +407,7 @@ TEST(Record, RecorderKilledFileSaysWhatItCoversAndHoldsEverythingBefore) {
           Prog("committed_counter").c_str(), side.c_str(), (char*)nullptr);
     _exit(127);
   }
+  GroupKiller killer{rec};
   close(out_pipe[1]);
   char buf[16] = {};
   ASSERT_GT(read(out_pipe[0], buf, sizeof buf), 0);  // "ready"
@@ -433,7 +445,8 @@ TEST(Record, RecorderKilledFileSaysWhatItCoversAndHoldsEverythingBefore) {
   EXPECT_LE(recorded, committed_at_kill + 1);
   auto report = Parmon({"report", "--partial", trace});
   EXPECT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_NE(report.err.find("it covers the run up to"), std::string::npos) << report.err;
+  EXPECT_NE(report.out.find("it covers the run up to"), std::string::npos) << report.out;
+  EXPECT_EQ(report.out.find("0 events in damaged chunks"), std::string::npos) << report.out;
 }
 
 // --interval has a lower bound through the number of intervals: one sentence, exit 2, at
@@ -455,6 +468,14 @@ TEST(Report, TooShortAnIntervalIsOneSentenceAndExit2) {
   }
   auto ok = Parmon({"report", "--interval", "10ms", trace});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  // Many threads: fewer intervals, since each costs memory for every thread.
+  const std::string many = dir.File("many.ptrace");
+  r = Parmon({"record", "-q", "-o", many, "--", Prog("threads_regions"), "100", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rep = Parmon({"report", "--interval", "1ns", many}, 30);
+  EXPECT_EQ(rep.exit_code, 2) << rep.err;
+  EXPECT_NE(rep.err.find("threads and CPUs"), std::string::npos) << rep.err;
+  EXPECT_EQ(rep.err.find("at most 100000"), std::string::npos) << rep.err;
 }
 
 // Usage errors: one line with the subcommand's prefix, exit 2; a misspelled option of record
@@ -475,6 +496,16 @@ TEST(CommandLine, UsageErrorsAreOneLineAndExit2) {
       {"diff", "--colour", "never", "a.ptrace", "b.ptrace"},
       {"scale", "--count", "1", "--", "true"},
       {"demo", "--rank", "2"},
+      {"info", "--jsn", "t.ptrace"},
+      {"record", "--buffer-size", "0", "--", "true"},
+      {"record", "--buffer-size", "1", "--", "true"},
+      {"record", "--buffer-size", "100", "--", "true"},
+      {"record", "--max-threads", "0", "--", "true"},
+      {"record", "--max-threads", "100000000", "--", "true"},
+      {"record", "--zstd-level", "99", "--", "true"},
+      {"record", "-p", "-5"},
+      {"record", "--flush", "1ms", "--", "true"},
+      {"record", "--flush", "1h", "--", "true"},
   };
   for (const auto& args : bad) {
     auto e = Parmon(args);
@@ -482,6 +513,11 @@ TEST(CommandLine, UsageErrorsAreOneLineAndExit2) {
     EXPECT_EQ(e.err.rfind("parmon " + args[0] + ": ", 0), 0u) << e.err;
     EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
   }
+  auto cmd = Parmon({"recrod", "--", "true"});
+  EXPECT_EQ(cmd.exit_code, 2);
+  EXPECT_EQ(cmd.err,
+            "parmon: 'recrod' is not a parmon command (did you mean record? 'parmon --help' "
+            "lists them)\n");
   auto dump = Parmon({"dump", "--fromm", "1s", "t.ptrace"});
   EXPECT_NE(dump.err.find("did you mean --from?"), std::string::npos) << dump.err;
   auto pid0 = Parmon({"record", "-p", "0"});
@@ -503,7 +539,7 @@ TEST(CommandLine, FailedLaunchLeavesNoTraceAndScaleCreatesItsDirectory) {
 
 // Damage to the index loses no event: the report needs no --partial, and the JSON does not say
 // the damage is of unknown extent.
-TEST(Info, DamagedIndexLosesNothingAndCountsAreExact) {
+TEST(Info, DamagedIndexOrSchemaLosesNothingAndCountsAreExact) {
   TempDir dir;
   const std::string trace = dir.File("t.ptrace");
   auto r = Parmon({"record", "-q", "-o", trace, "--", Prog("threads_regions"), "2", "20000"});
@@ -514,21 +550,30 @@ TEST(Info, DamagedIndexLosesNothingAndCountsAreExact) {
     ASSERT_TRUE(reader.ok());
     index_offset = std::stoull((*reader)->session().at("index_offset"));
   }
-  {
-    std::fstream f(trace, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(index_offset + sizeof(format::ChunkHeader) + 2));
-    char c = 0;
-    f.read(&c, 1);
-    c ^= 0x5a;
-    f.seekp(static_cast<std::streamoff>(index_offset + sizeof(format::ChunkHeader) + 2));
-    f.write(&c, 1);
+  const uint64_t events = InfoJson(trace).value("events", uint64_t{0});
+  ASSERT_GT(events, 80000u);
+  // The schema chunk follows the file header; a byte of each chunk's payload is flipped.
+  for (uint64_t chunk : {index_offset, uint64_t{sizeof(format::FileHeader)}}) {
+    const std::string damaged = dir.File("damaged.ptrace");
+    std::filesystem::copy_file(trace, damaged, std::filesystem::copy_options::overwrite_existing);
+    {
+      const auto at = static_cast<std::streamoff>(chunk + sizeof(format::ChunkHeader) + 2);
+      std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(at);
+      char c = 0;
+      f.read(&c, 1);
+      c ^= 0x5a;
+      f.seekp(at);
+      f.write(&c, 1);
+    }
+    nlohmann::json j = InfoJson(damaged);
+    EXPECT_FALSE(j.value("damaged_events_unknown", true)) << chunk << j.dump();
+    EXPECT_EQ(j.value("damaged_events", uint64_t{1}), 0u) << chunk;
+    EXPECT_EQ(j.value("events", uint64_t{0}), events) << chunk;
+    EXPECT_FALSE(j["problems"].empty()) << chunk;
+    auto rep = Parmon({"report", damaged});
+    EXPECT_EQ(rep.exit_code, 0) << chunk << ": " << rep.err;
   }
-  nlohmann::json j = InfoJson(trace);
-  EXPECT_FALSE(j.value("damaged_events_unknown", true)) << j.dump();
-  EXPECT_EQ(j.value("damaged_events", uint64_t{1}), 0u);
-  EXPECT_FALSE(j["problems"].empty());
-  auto rep = Parmon({"report", trace});
-  EXPECT_EQ(rep.exit_code, 0) << rep.err;
 }
 
 TEST(Record, DropModeUnderOverloadCountsEveryLostEventExactly) {

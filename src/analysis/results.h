@@ -202,6 +202,9 @@ struct Summary {
   uint64_t unattached_lost_events = 0;
   uint64_t overwritten_events = 0;
   uint64_t damaged_events = 0;
+  // A trace not closed: every event before this (session-clock ns) is in it, what came after is
+  // unknown; 0 when it holds no watermark.
+  uint64_t covered_until = 0;
   std::vector<std::string> problems;
   // The monitor's own cost: CPU of the recorder process, and the estimated time libparmon spent in
   // the program's threads (events x cost per event).

@@ -125,6 +125,8 @@ void Engine::Impl::BuildSummary(Summary* out) const {
   s.host = info.host;
   s.format_version = fmt::format("{}.{}", reader.version_major(), reader.version_minor());
   s.closed_cleanly = reader.closed_cleanly();
+  if (!s.closed_cleanly)
+    s.covered_until = reader.complete_until();
   s.session_start = session_start;
   s.session_end = session_end;
   s.window_start = ws;

@@ -197,14 +197,13 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
          "every figure.</div>\n";
   if (s.lost_events)
     o += fmt::format(
-        "<div class=\"warn\" id=\"lost\">{} events were lost: figures for the "
+        "<div class=\"warn\" id=\"lost\">{}: figures for the "
         "locations concerned undercount.</div>\n",
-        FormatCount(s.lost_events));
-  if (!s.closed_cleanly || s.damaged_events)
-    o += fmt::format(
-        "<div class=\"warn\">The trace {}; {} events in damaged chunks are missing.</div>\n",
-        s.closed_cleanly ? "has damaged chunks" : "was not closed cleanly",
-        FormatCount(s.damaged_events));
+        LostSentence(s.lost_events));
+  if (std::string damage = DamageSentence(s); !damage.empty()) {
+    damage[0] = 'T';  // "the trace ..." opens the paragraph
+    o += fmt::format("<div class=\"warn\">{}</div>\n", Esc(damage));
+  }
   o += "<h2>Summary</h2><table>\n";
   auto row = [&](const std::string& k, const std::string& v) {
     o += fmt::format("<tr><td>{}</td><td class=\"l\">{}</td></tr>\n", Esc(k), Esc(v));

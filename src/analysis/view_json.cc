@@ -40,6 +40,9 @@ json SummaryJson(const Summary& s) {
   sum["unattached_lost_events"] = s.unattached_lost_events;
   sum["overwritten_events"] = s.overwritten_events;
   sum["damaged_events"] = s.damaged_events;
+  if (!s.closed_cleanly)  // what came after is unknown
+    sum["covered_until_ns"] =
+        s.covered_until > s.session_start ? s.covered_until - s.session_start : 0;
   sum["problems"] = s.problems;
   sum["overhead"] = {{"recorder_cpu_ns", s.recorder_cpu_ns},
                      {"program_cpu_ns", s.program_cpu_ns},

@@ -102,6 +102,33 @@ void TextClocks(Out& o, const Summary& s) {
 }
 
 // Lost, overwritten and damaged events: the figures below undercount.
+}  // namespace
+
+std::string LostSentence(uint64_t lost_events) {
+  return lost_events == 1 ? "1 event was lost"
+                          : fmt::format("{} events were lost", FormatCount(lost_events));
+}
+
+std::string DamageSentence(const Summary& s) {
+  const std::string missing =
+      s.damaged_events == 1
+          ? "1 event in damaged chunks is missing"
+          : fmt::format("{} events in damaged chunks are missing", FormatCount(s.damaged_events));
+  if (s.closed_cleanly)
+    return s.damaged_events ? fmt::format("the trace has damaged chunks; {}.", missing) : "";
+  std::string covers =
+      s.covered_until > s.session_start
+          ? fmt::format(
+                "it covers the run up to {} (its last watermark); what came after is "
+                "unknown",
+                FormatDuration(s.covered_until - s.session_start))
+          : "it holds no watermark, so no part of the run is known to be complete";
+  return fmt::format("the trace was not closed cleanly: {}{}.", covers,
+                     s.damaged_events ? "; " + missing : "");
+}
+
+namespace {
+
 void TextLosses(Out& o, const Results& r) {
   const Summary& s = r.summary;
   if (s.lost_events) {
@@ -121,19 +148,15 @@ void TextLosses(Out& o, const Results& r) {
       where += fmt::format("{}{} from threads without a ring", where.empty() ? "" : ", ",
                            FormatCount(s.unattached_lost_events));
     o.Wrapped(o.Red("LOST       "),
-              fmt::format("{} events were lost ({}): figures for these locations undercount.",
-                          FormatCount(s.lost_events), where),
+              fmt::format("{} ({}): figures for these locations undercount.",
+                          LostSentence(s.lost_events), where),
               11);
   }
   if (s.overwritten_events)
     o.Line(o.Red(fmt::format("OVERWRITTEN {} older events (flight recorder)",
                              FormatCount(s.overwritten_events))));
   if (!s.closed_cleanly || s.damaged_events)
-    o.Wrapped(o.Red("DAMAGED    "),
-              fmt::format("the trace {}; {} events in damaged chunks are missing.",
-                          s.closed_cleanly ? "has damaged chunks" : "was not closed cleanly",
-                          FormatCount(s.damaged_events)),
-              11);
+    o.Wrapped(o.Red("DAMAGED    "), DamageSentence(s), 11);
 }
 
 // Section 1: what ran, for how long, and what the trace may be missing.

@@ -17,6 +17,11 @@ struct TextOptions {
 };
 
 std::string RenderText(const Results& r, const TextOptions& options = {});
+// The sentences the text and HTML views share: "3 events were lost" ("1 event was lost"), and what
+// a damaged or unclosed trace is missing: an unclosed one says up to when it covers the run and
+// that what came after is unknown, not "0 missing". Empty when the trace is whole.
+std::string LostSentence(uint64_t lost_events);
+std::string DamageSentence(const Summary& s);
 nlohmann::json ToJson(const Results& r);
 // Several tables in one file, each introduced by a "# table: NAME" line and a header row.
 std::string RenderCsv(const Results& r);

@@ -34,22 +34,29 @@ std::string OneLine(std::string s) {
 
 }  // namespace
 
+std::string ClosestWord(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& candidate : candidates) {
+    size_t d = EditDistance(word, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
 std::string ClosestOption(const CLI::App& app, const std::string& word) {
   std::string name = word.substr(0, word.find('='));
   while (!name.empty() && name.front() == '-')
     name.erase(name.begin());
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
-  for (const CLI::Option* opt : app.get_options()) {
-    for (const std::string& candidate : opt->get_lnames()) {
-      size_t d = EditDistance(name, candidate);
-      if (d < best_distance) {
-        best_distance = d;
-        best = "--" + candidate;
-      }
-    }
-  }
-  return best;
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app.get_options())
+    for (const std::string& candidate : opt->get_lnames())
+      names.push_back(candidate);
+  std::string best = ClosestWord(name, names);
+  return best.empty() ? best : "--" + best;
 }
 
 int UnknownOption(const CLI::App& app, const std::string& command, const std::string& word) {

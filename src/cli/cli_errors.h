@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 namespace parmon::cli {
 
@@ -17,6 +18,10 @@ constexpr int kUsageExit = 2;
 // Parses argv. -1 when the command line is good; otherwise the code to exit with, after printing
 // the help (0, for --help) or one line "parmon <command>: <error>" (kUsageExit).
 int ParseCommandLine(CLI::App& app, int argc, char** argv, const std::string& command);
+
+// The candidate closest to `word` by edit distance, or "" when none is close enough to be a
+// misspelling of it.
+std::string ClosestWord(const std::string& word, const std::vector<std::string>& candidates);
 
 // The long option of app closest to `word` ("--outptu" -> "--output"), or "" when none is close.
 std::string ClosestOption(const CLI::App& app, const std::string& word);

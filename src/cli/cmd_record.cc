@@ -22,8 +22,10 @@ constexpr uint64_t kMinFlightBytes = 64u << 10;
 constexpr uint64_t kMaxFlightBytes = 64ull << 30;
 constexpr uint64_t kMinWindowNs = 100'000;         // 100 us
 constexpr uint64_t kMaxWindowNs = 10'000'000'000;  // 10 s
-constexpr uint64_t kMinFlushNs = 10'000'000;       // 10 ms
-constexpr uint64_t kMaxFlushNs = 10'000'000'000;   // 10 s
+// Rings in the segment: each is --buffer-size of shared memory, so their number is bounded too.
+constexpr uint64_t kMaxRings = 65536;
+constexpr uint64_t kMinFlushNs = 10'000'000;      // 10 ms
+constexpr uint64_t kMaxFlushNs = 10'000'000'000;  // 10 s
 
 // Parses one size or duration option into *out; false after printing the one-sentence error.
 template <typename Parse>
@@ -65,7 +67,9 @@ void DeclareOptions(CLI::App& app, RecordArgs& a) {
                  "(default 100ms): what a killed recorder can lose");
   app.add_option("--max-threads", a.options.ring_count, "most threads alive at once (rings)")
       ->capture_default_str();
-  app.add_option("--zstd-level", a.options.zstd_level, "compression level")->capture_default_str();
+  app.add_option("--zstd-level", a.options.zstd_level, "compression level, 1 to 19")
+      ->check(CLI::Range(1, 19))
+      ->capture_default_str();
   app.add_flag("-q,--quiet", a.options.quiet, "no status line");
   app.add_option("-t,--period", a.period, "sampling period of /proc, 1ms to 60s")
       ->capture_default_str();
@@ -131,8 +135,9 @@ bool ParseValues(RecordArgs& a, sched::SchedOptions* sched_options) {
     return false;
   }
   sched_options->period_ns = *ParseDuration(a.period, "-t");
-  if (a.options.ring_count == 0) {
-    fmt::print(stderr, "parmon record: --max-threads must be at least 1\n");
+  if (a.options.ring_count == 0 || a.options.ring_count > kMaxRings) {
+    fmt::print(stderr, "parmon record: --max-threads {} is not from 1 to {}\n",
+               a.options.ring_count, kMaxRings);
     return false;
   }
   if (!a.duration.empty() &&

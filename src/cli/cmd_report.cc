@@ -43,6 +43,29 @@ Status UsageError(bool* usage_error, std::string message) {
     *usage_error = true;
   return Status::Error(std::move(message));
 }
+// Every interval costs memory for each location (a row of state times), so the number of
+// intervals is bounded, and lower for a session with many threads and CPUs.
+Status CheckIntervalCount(const model::Session& session,
+                          const analysis::Options& options,
+                          const std::string& interval) {
+  const format::TraceReader& reader = session.reader();
+  const uint64_t end = std::max(reader.last_ts(), session.totals().end_ts);
+  const uint64_t run = end > session.start() ? end - session.start() : 0;
+  const uint64_t span = std::min(run, options.to_ns) - std::min(run, options.from_ns);
+  const uint64_t locations = std::max<uint64_t>(1, session.definitions().locations.size());
+  const uint64_t limit =
+      std::max<uint64_t>(1, std::min(kMaxIntervals, kMaxIntervalCells / locations));
+  const uint64_t count = span / options.interval_ns;
+  if (count < limit)
+    return Status::Ok();
+  return Status::Error(fmt::format(
+      "--interval {} would cut the {} of the run into {} intervals; at most {} are allowed{} "
+      "(use --interval {} or longer)",
+      interval, analysis::FormatDuration(span), count, limit,
+      limit < kMaxIntervals ? fmt::format(" for its {} threads and CPUs", locations) : "",
+      analysis::FormatDuration(span / limit + 1)));
+}
+
 }  // namespace
 
 StatusOr<analysis::Results> LoadResults(const std::string& path,
@@ -82,21 +105,9 @@ StatusOr<analysis::Results> LoadResults(const std::string& path,
                       fmt::format("--interval {} is not a positive duration", in.interval));
   if (options.to_ns <= options.from_ns)
     return UsageError(usage_error, "--to must be later than --from");
-  if (!in.interval.empty()) {
-    // Every interval costs memory per location: their number is bounded, not the length.
-    const uint64_t end = std::max(reader.last_ts(), session.totals().end_ts);
-    const uint64_t run = end > session.start() ? end - session.start() : 0;
-    const uint64_t span = std::min(run, options.to_ns) - std::min(run, options.from_ns);
-    if (span / options.interval_ns >= kMaxIntervals) {
-      return UsageError(
-          usage_error,
-          fmt::format(
-              "--interval {} would cut the {} of the run into {} intervals; at most {} are allowed "
-              "(use --interval {} or longer)",
-              in.interval, analysis::FormatDuration(span), span / options.interval_ns,
-              kMaxIntervals, analysis::FormatDuration(span / kMaxIntervals + 1)));
-    }
-  }
+  if (!in.interval.empty())
+    if (Status s = CheckIntervalCount(session, options, in.interval); !s.ok())
+      return UsageError(usage_error, s.message());
   if (live_end) {
     options.to_ns = std::min(options.to_ns, std::max<uint64_t>(*live_end, options.from_ns + 1));
     fmt::print(stderr,
@@ -108,12 +119,6 @@ StatusOr<analysis::Results> LoadResults(const std::string& path,
   auto results = analysis::Analyze(session, options);
   if (!results.ok())
     return results.status();
-  // A file not closed: say up to when it covers the run (the view's count of damaged events
-  // cannot say what came after).
-  if (in.partial && !reader.closed_cleanly())
-    for (const auto& p : reader.problems())
-      if (p.tail)
-        fmt::print(stderr, "parmon report: {}: {}\n", path, p.message);
   // Chunks found damaged while reading (payload checksums are checked as they are read).
   if (!in.partial) {
     for (const auto& p : reader.problems())

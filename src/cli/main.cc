@@ -1,9 +1,12 @@
 // parmon: run-time performance monitor for parallel programs.
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 
 namespace parmon::cli {
@@ -43,6 +46,11 @@ int main(int argc, char** argv) {
   for (const auto& c : kCommands)
     if (!strcmp(argv[1], c.name))
       return c.run(argc - 1, argv + 1);
-  fmt::print(stderr, "parmon: '{}' is not a parmon command\n\n", argv[1]);
-  return Usage(stderr);
+  std::vector<std::string> names;
+  for (const auto& c : kCommands)
+    names.push_back(c.name);
+  const std::string closest = ClosestWord(argv[1], names);
+  fmt::print(stderr, "parmon: '{}' is not a parmon command ({}'parmon --help' lists them)\n",
+             argv[1], closest.empty() ? "" : fmt::format("did you mean {}? ", closest));
+  return kUsageExit;
 }

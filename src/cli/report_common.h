@@ -25,6 +25,8 @@ constexpr double kDefaultEventCostNs = 15;
 
 // Most intervals a report cuts the run into (--interval): each costs memory per location.
 constexpr uint64_t kMaxIntervals = 100'000;
+// Most intervals times locations (threads and CPUs): about 128 bytes each in the engine.
+constexpr uint64_t kMaxIntervalCells = 4'000'000;
 
 // Opens and analyses a trace; a damaged or truncated one is an error unless in.partial.
 // *usage_error (when given) is set when the error is in the options, not the trace (exit 2).

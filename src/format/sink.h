@@ -33,9 +33,9 @@ class ChunkSink {
   // that cannot reserve (a pipe, a socket, a file system without fallocate): the writer then
   // has no reserve and a full disk cuts the trace at its last whole chunk, as before.
   enum class Reservation { kReserved, kNoSpace, kUnsupported };
-  virtual Reservation Reserve(uint64_t length) { return Reservation::kUnsupported; }
+  virtual Reservation Reserve(uint64_t /*length*/) { return Reservation::kUnsupported; }
   // Gives back reserved blocks past `length` (the file's final size).
-  virtual void ReleaseReserve(uint64_t length) {}
+  virtual void ReleaseReserve(uint64_t /*length*/) {}
   // Flushes and closes; later writes fail.
   virtual Status Close() = 0;
   // What the sink is, for messages: the path, or "file descriptor N".

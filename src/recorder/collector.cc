@@ -142,7 +142,7 @@ void Collector::FlushEncoder(format::StreamEncoder* enc) {
   if (enc->count() == 0)
     return;
   if (write_failed_) {
-    CountUnwritten(enc->location(), enc->source(), enc->count());
+    CountUnwritten(enc->location(), enc->source(), enc->count() - TakeLostRecords(enc));
     enc->Reset();
     return;
   }
@@ -158,7 +158,9 @@ void Collector::FlushEncoder(format::StreamEncoder* enc) {
     enc->Reset();
     return;
   }
-  const uint32_t count = enc->count(), location = enc->location();
+  // Lost records are reports, not the program's events: their counts are in the ledger already.
+  const uint64_t count = enc->count() - TakeLostRecords(enc);
+  const uint32_t location = enc->location();
   const Source source = enc->source();
   Status s = writer_.Flush(enc);
   if (!s.ok()) {
@@ -166,6 +168,15 @@ void Collector::FlushEncoder(format::StreamEncoder* enc) {
     NoteWriteError(s);
     CountUnwritten(location, source, count);
   }
+}
+
+uint64_t Collector::TakeLostRecords(const format::StreamEncoder* enc) {
+  auto it = lost_in_encoder_.find(enc);
+  if (it == lost_in_encoder_.end())
+    return 0;
+  const uint64_t records = it->second.records;
+  it->second = PendingLost{};
+  return std::min<uint64_t>(records, enc->count());
 }
 
 void Collector::CountUnwritten(uint32_t location, Source source, uint64_t count) {

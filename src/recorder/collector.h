@@ -111,6 +111,8 @@ class Collector {
   LossLedger ledger_;
   // Books the events of a chunk that could not be written as lost (definitions apart).
   void CountUnwritten(uint32_t location, format::Source source, uint64_t count);
+  // The Lost records the encoder holds since its last chunk (then forgets them).
+  uint64_t TakeLostRecords(const format::StreamEncoder* enc);
 
   std::vector<RingCursor> cursors_;
   std::unordered_map<uint64_t, std::unique_ptr<format::StreamEncoder>> encoders_;
