@@ -7,6 +7,10 @@
 //                                     contending for one mutex (hold 5 ms, 1 ms outside)
 //   duty_cycle [--seconds S] oversub  four spinners (on a 2-CPU machine each is queued ~half)
 //   duty_cycle [--seconds S] spin     one spinner (a target for `parmon record -p`)
+//   duty_cycle [--rounds N] pingpong  two threads bounce a byte through two pipes N times
+//                                     (default 100,000), a few microseconds of work each turn:
+//                                     each switches out and in once per round, 10,000s of times
+//                                     a second
 //   duty_cycle churn                  100 threads one after another, each on a CPU for 1 ms and
 //                                     gone 2 ms later: most live and die between two samples.
 //                                     Prints "churn threads=100 cpu=NS" (their CPU time summed)
@@ -171,6 +175,49 @@ static void* Contender(void* arg) {
   return NULL;
 }
 
+static uint64_t g_rounds = 100000;
+static int g_ping[2], g_pong[2];
+static volatile uint64_t g_sink;
+
+// A little CPU work, the same each turn (a few microseconds).
+static void Work(void) {
+  uint64_t x = g_sink;
+  for (int i = 0; i < 2000; ++i)
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+  g_sink = x;
+}
+
+// Reads a byte from in, works, writes it to out, g_rounds times; the pinger serves first.
+static void Bounce(struct Truth* t, int in, int out, int serve) {
+  char c = 'x';
+  for (uint64_t i = 0; i < g_rounds; ++i) {
+    if (!serve || i > 0) {
+      if (read(in, &c, 1) != 1)
+        break;
+    }
+    Work();
+    if (write(out, &c, 1) != 1)
+      break;
+  }
+  if (serve && read(in, &c, 1) != 1)  // the last byte back
+    fprintf(stderr, "duty_cycle: the last byte did not come back\n");
+  Finish(t);
+}
+
+static void* Pinger(void* arg) {
+  struct Truth* t = arg;
+  Begin(t, "pinger");
+  Bounce(t, g_pong[0], g_ping[1], 1);
+  return NULL;
+}
+
+static void* Ponger(void* arg) {
+  struct Truth* t = arg;
+  Begin(t, "ponger");
+  Bounce(t, g_ping[0], g_pong[1], 0);
+  return NULL;
+}
+
 static void* Brief(void* arg) {
   SpinUntil(Now(CLOCK_MONOTONIC) + 1 * MS);
   *(uint64_t*)arg = Now(CLOCK_THREAD_CPUTIME_ID);
@@ -206,13 +253,21 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_seconds_ns = (uint64_t)(s * 1e9);
+    } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+      long long r = atoll(argv[++i]);
+      if (r <= 0 || r > 1000000000ll) {
+        fprintf(stderr, "duty_cycle: --rounds must be between 1 and 1e9\n");
+        return 2;
+      }
+      g_rounds = (uint64_t)r;
     } else if (strcmp(argv[i], "churn") == 0) {
       return Churn();
     } else if (strcmp(argv[i], "basic") == 0 || strcmp(argv[i], "oversub") == 0 ||
-               strcmp(argv[i], "spin") == 0) {
+               strcmp(argv[i], "spin") == 0 || strcmp(argv[i], "pingpong") == 0) {
       scenario = argv[i];
     } else {
-      fprintf(stderr, "usage: duty_cycle [--seconds S] [basic|oversub|spin|churn]\n");
+      fprintf(stderr,
+              "usage: duty_cycle [--seconds S] [--rounds N] [basic|oversub|spin|pingpong|churn]\n");
       return 2;
     }
   }
@@ -237,6 +292,13 @@ int main(int argc, char** argv) {
     fns[n++] = Contender;
     fns[n++] = Contender;
     have_feeder = 1;
+  } else if (strcmp(scenario, "pingpong") == 0) {
+    if (pipe(g_ping) != 0 || pipe(g_pong) != 0) {
+      perror("duty_cycle: pipe");
+      return 1;
+    }
+    fns[n++] = Pinger;
+    fns[n++] = Ponger;
   } else if (strcmp(scenario, "oversub") == 0) {
     for (int i = 0; i < 4; ++i)
       fns[n++] = Spinner;

@@ -1,7 +1,9 @@
 // Diagnosis: turns Results into a short ranked list of findings in plain words. Each rule looks
 // for one known way parallel programs lose time (the seeds' case studies: a pipeline stalled by
 // its slowest stage, threads queued for too few CPUs, ranks waiting for the slowest one), states
-// the evidence, and the time at stake; findings are ranked by that time.
+// the evidence, and the time at stake: what fixing it could save of the run's wall time (a sum
+// over threads is not that: four threads each queued for a second cost the run a second, not
+// four). Findings are ranked by that time, which never exceeds the wall time.
 //
 // Waits propagate: in a pipeline A -> B -> C where C is slow, B waits sending to C and A waits
 // sending to B. The bottleneck is found by following each wait to the partner until a location
@@ -32,6 +34,12 @@ void Diagnose(Results* r) {
         break;
       }
     }
+  }
+  const uint64_t wall = r->summary.duration_ns;
+  for (auto& x : f) {
+    if (wall && x.time_at_stake_ns > wall)
+      x.time_at_stake_ns = wall;
+    x.thread_time_ns = std::max(x.thread_time_ns, x.time_at_stake_ns);
   }
   std::stable_sort(f.begin(), f.end(), [](const Finding& a, const Finding& b) {
     return a.time_at_stake_ns > b.time_at_stake_ns;

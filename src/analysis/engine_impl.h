@@ -134,6 +134,11 @@ struct Loc {
   // dependencies ending at this location's current time.
   uint64_t cp = 0;
   uint64_t cp_mark = kNone;  // computing since; kNone while waiting in a call
+  // A sampled thread's running time (in the window) spent on computation so far, from the start
+  // of its computing stretch: only what it ran counts as computation, not the time it was
+  // blocked outside any recorded call (a parent in wait4, an idle helper thread). kNone while
+  // waiting in an MPI call.
+  uint64_t cp_run_from = 0;
   std::shared_ptr<Shares> shares;
   uint64_t switches = 0, preempted = 0;
 };
@@ -318,6 +323,14 @@ struct Engine::Impl {
       return;
     }
     uint64_t d = Clip(l.cp_mark, t);
+    if (l.sampled && l.cp_run_from != kNone) {
+      // Running the sampler booked and not yet spent on computation, as far as its samples have
+      // come: they lag by up to a period, so a stretch shorter than that (a few microseconds
+      // between two reads) spends what earlier samples brought, and leaves the rest for later.
+      const uint64_t run = l.sampled_states[static_cast<int>(State::kRunning)];
+      d = std::min(d, run - std::min(run, l.cp_run_from));
+      l.cp_run_from += d;
+    }
     l.cp += d;
     if (track_shares && d) {
       Own(l);
@@ -469,6 +482,11 @@ struct Engine::Impl {
       default:
         break;
     }
+    // A computing stretch starts (a call ended): its running is counted from now on.
+    if (l.cp_mark == kNone)
+      l.cp_run_from = kNone;
+    else if (l.cp_run_from == kNone)
+      l.cp_run_from = l.sampled_states[static_cast<int>(State::kRunning)];
   }
 
   // --- thread states -----------------------------------------------------------------------------

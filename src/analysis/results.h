@@ -184,8 +184,12 @@ struct Finding {
   std::string id;        // stable key: "link-wait", "queued", "imbalance", ...
   std::string text;      // one sentence in plain words
   std::string evidence;  // the figures it rests on
+  // What fixing it could save of the run's wall time (never more than the wall time): findings
+  // are ranked by it. thread_time_ns is the time of the threads involved, summed, which can be
+  // several times the wall time (four threads queued for a second each: 4 s of it).
   uint64_t time_at_stake_ns = 0;
-  double percent_of_run = 0;          // time at stake / (wall time x locations involved)
+  uint64_t thread_time_ns = 0;
+  double percent_of_run = 0;          // thread time / (wall time x locations involved)
   std::vector<std::string> subjects;  // labels of the locations/links it names
 };
 
@@ -255,7 +259,7 @@ struct Results {
   LoadImbalance imbalance;
   CriticalPath critical_path;
   MpiProfile mpi;
-  std::vector<Finding> findings;  // ranked, most time at stake first
+  std::vector<Finding> findings;  // ranked, most wall time to save first
 
   // Index of a location id in locations, or -1.
   int LocationIndex(uint32_t id) const;

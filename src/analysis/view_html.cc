@@ -219,8 +219,9 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
                                       (s.event_cost_source == "measured" ? "" : " (estimated)"));
   o += "</table>\n<h2>Diagnosis</h2>\n<ol class=\"diag\">\n";
   for (const auto& f : r.findings)
-    o += fmt::format("<li><b>{}</b> [{} at stake]<div class=\"ev\">{}</div></li>\n", Esc(f.text),
-                     FormatDuration(f.time_at_stake_ns), Esc(f.evidence));
+    o +=
+        fmt::format("<li><b>{}</b> [{} of the wall time at stake]<div class=\"ev\">{}</div></li>\n",
+                    Esc(f.text), FormatDuration(f.time_at_stake_ns), Esc(f.evidence));
   if (r.findings.empty())
     o += "<li>No bottleneck found.</li>\n";
   o += "</ol>\n";

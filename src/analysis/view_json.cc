@@ -237,6 +237,7 @@ json FindingsJson(const Results& r) {
                   {"text", f.text},
                   {"evidence", f.evidence},
                   {"time_at_stake_ns", f.time_at_stake_ns},
+                  {"thread_time_ns", f.thread_time_ns},
                   {"percent", f.percent_of_run},
                   {"subjects", f.subjects}});
   return fs;

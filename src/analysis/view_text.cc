@@ -199,10 +199,14 @@ void TextDiagnosis(Out& o, const Results& r) {
   o.Section("Diagnosis");
   if (r.findings.empty())
     o.Line("No bottleneck found: no wait, queueing or imbalance above 10%.");
+  else
+    o.Line(fmt::format("Ranked by what each could save of the run's {} wall time.",
+                       FormatDuration(r.summary.duration_ns)));
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     o.Wrapped(fmt::format("{}. ", i + 1),
-              o.Yellow(f.text) + fmt::format(" [{} at stake]", FormatDuration(f.time_at_stake_ns)),
+              o.Yellow(f.text) + fmt::format(" [{} of the wall time at stake]",
+                                             FormatDuration(f.time_at_stake_ns)),
               3);
     o.Wrapped("   ", o.Dim(f.evidence), 3);
   }

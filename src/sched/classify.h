@@ -69,8 +69,20 @@ class ThreadAccount {
   void Book(uint64_t now_ns, const StateSplit& split, uint64_t counted_runnable);
   // Takes a reading of the counters between bookings: repays what Book booked ahead and returns
   // the run-queue delay the counters show beyond it (a woken thread's wait for a CPU, which the
-  // records book as blocked). The baseline moves to s.
-  uint64_t Reread(const SchedStat& s);
+  // records book as blocked). CPU time the counter shows beyond the running booked is owed (see
+  // cpu_owed), up to max_owed: the records miss a few microseconds of each switch, so the caller
+  // allows that much per switch since the last reading; more is running whose records have not
+  // been collected yet, which they will book. The baseline moves to s.
+  uint64_t Reread(const SchedStat& s, uint64_t max_owed = 0);
+  // CPU time counted (or estimated with Owe) and not yet booked as running: the caller books it
+  // as running in its next intervals, out of what the records booked as waiting. (Running booked
+  // beyond the counter, its lag, is credit instead, repaid by the next reading.)
+  uint64_t cpu_owed() const { return cpu_carry_; }
+  // Running booked beyond the counter at its last reading (and booked since).
+  uint64_t cpu_ahead() const { return cpu_credit_; }
+  // Adds CPU time the counters could not show (what the records missed of a thread that ended
+  // since its last reading, estimated by the caller).
+  void Owe(uint64_t cpu_ns);
 
   ThreadState last_wait() const { return last_wait_; }
 

@@ -209,8 +209,7 @@ void SamplerCore::SampleProcess(uint32_t pid,
     t.fresh = false;
     if (t.timed && t.exit_ns != 0) {
       // Ended, as its EXIT record says: booked up to then from the records, nothing to read.
-      BookExit(pid, it->first, t, now_ns, out);
-      p.exited_cpu_seen += t.timed_cpu_ns;
+      p.exited_cpu_seen += BookExit(pid, it->first, t, now_ns, out);
       switches_.erase(it->first);
       it = p.threads.erase(it);
       continue;
@@ -307,7 +306,10 @@ void SamplerCore::StartTiming(uint32_t tid, Thread& t, uint64_t now_ns) {
     return;  // runnable, but whether on a CPU or queued only its next record will tell
   }
   t.timed = true;
-  t.timed_cpu_ns = t.account.last().cpu_ns;
+  t.timed_cpu_ns = t.cpu_at_timing = t.account.last().cpu_ns;
+  t.rec_run_ns = t.rec_run_at_read = 0;
+  t.pass_switches = 0;
+  t.switches_since_read = 0;
   t.rec_since = now_ns;
   t.run_ns = t.queue_ns = t.blocked_ns = 0;
   t.switched = false;
@@ -339,7 +341,10 @@ void SamplerCore::Born(uint32_t pid,
   // A new task is put on a run queue: queued until its first switch-in. Its counters are read
   // in this pass (a baseline for the wake-up delays to come) only if it ran, see BookFromRecords.
   t.timed = true;
-  t.timed_cpu_ns = 0;
+  t.timed_cpu_ns = t.cpu_at_timing = 0;
+  t.rec_run_ns = t.rec_run_at_read = 0;
+  t.pass_switches = 0;
+  t.switches_since_read = 0;
   t.rec_state = LastSwitch::kPreempted;
   t.rec_since = start;
   t.read_pass = pass_;

@@ -143,6 +143,11 @@ class SamplerCore {
     uint64_t exit_ns = 0;        // its EXIT record's time (timed threads): book up to it, drop it
     bool await_fork = false;     // listed before its FORK record came: wait a pass for it
     uint64_t timed_cpu_ns = 0;   // CPU time when timing began (0 from a FORK) plus running since
+    // Reconciling the records' running time with the CPU counter (see SplitFromRecords): the
+    // records' running since timing began, and that and the counter at the latest read.
+    uint64_t rec_run_ns = 0, rec_run_at_read = 0, cpu_at_timing = 0;
+    uint32_t pass_switches = 0;        // switch records this pass
+    uint64_t switches_since_read = 0;  // ... and since the counters were last read
   };
   // The latest context-switch record of a thread, as far as the sampler has collected them.
   struct SwitchSeen {
@@ -179,9 +184,15 @@ class SamplerCore {
             uint64_t now_ns,
             std::vector<Output>* out);
   // This pass's split of a timed thread from its records; *wake: the runnable part a reread found.
-  StateSplit SplitFromRecords(Thread& t, uint64_t* wake);
+  // read: its counters were read this pass (then running booked ahead of them is taken back).
+  StateSplit SplitFromRecords(Thread& t, bool read, uint64_t* wake);
   // The last interval of a timed thread whose EXIT record came: up to the exit, from the records.
-  void BookExit(uint32_t pid, uint32_t tid, Thread& t, uint64_t now_ns, std::vector<Output>* out);
+  // Returns its CPU time at the exit.
+  uint64_t BookExit(uint32_t pid,
+                    uint32_t tid,
+                    Thread& t,
+                    uint64_t now_ns,
+                    std::vector<Output>* out);
   // The interval of a timed thread from its records; false when the thread is gone.
   bool BookFromRecords(uint32_t pid,
                        uint32_t tid,

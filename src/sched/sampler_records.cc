@@ -13,35 +13,67 @@ using format::Event;
 using format::Kind;
 using namespace sampler_internal;  // NOLINT: the sampler's own tuning and helpers
 
-StateSplit SamplerCore::SplitFromRecords(Thread& t, uint64_t* wake) {
+StateSplit SamplerCore::SplitFromRecords(Thread& t, bool read, uint64_t* wake) {
   // The wake-up delay a reread found comes out of the blocked time as it is booked.
   *wake = std::min(t.wake_delay_ns, t.blocked_ns);
   t.wake_delay_ns -= *wake;
-  t.timed_cpu_ns += t.run_ns;
+  // CPU time the counter counted beyond the records' running (the kernel's few microseconds per
+  // switch between a thread's switch records) is running too: it comes out of the time the
+  // records booked as blocked, then as queued, as far as this interval holds it; the rest is
+  // owed to the next intervals. Running adds up to the thread's CPU clock so.
+  uint64_t blocked = t.blocked_ns - *wake;
+  uint64_t queued = t.queue_ns + *wake;
+  const uint64_t from_blocked = std::min(t.account.cpu_owed(), blocked);
+  const uint64_t from_queued = std::min(t.account.cpu_owed() - from_blocked, queued);
+  blocked -= from_blocked;
+  queued -= from_queued;
+  // The other way: running the records booked beyond what the counter has just shown (past its
+  // lag on a CPU) was time the thread waited for its CPU to come back: queued.
+  const uint64_t keep = t.rec_state == LastSwitch::kIn ? kCounterLagNs : 0;
+  const uint64_t ahead = t.account.cpu_ahead();
+  const uint64_t taken = read && ahead > keep ? std::min(ahead - keep, t.run_ns) : 0;
+  queued += taken;
+  const uint64_t running = t.run_ns - taken + from_blocked + from_queued;
+  t.rec_run_ns += t.run_ns;
+  t.timed_cpu_ns += running;
   StateSplit split{};
-  split[static_cast<int>(ThreadState::kRunning)] = t.run_ns;
-  split[static_cast<int>(ThreadState::kRunnable)] = t.queue_ns + *wake;
+  split[static_cast<int>(ThreadState::kRunning)] = running;
+  split[static_cast<int>(ThreadState::kRunnable)] = queued;
   const ThreadState wait = t.wait_known ? t.wait_state : t.account.last_wait();
-  split[static_cast<int>(wait)] += t.blocked_ns - *wake;
+  split[static_cast<int>(wait)] += blocked;
   return split;
 }
 
-void SamplerCore::BookExit(uint32_t pid,
-                           uint32_t tid,
-                           Thread& t,
-                           uint64_t now_ns,
-                           std::vector<Output>* out) {
+uint64_t SamplerCore::BookExit(uint32_t pid,
+                               uint32_t tid,
+                               Thread& t,
+                               uint64_t now_ns,
+                               std::vector<Output>* out) {
   const uint64_t end = std::max(std::min(t.exit_ns, now_ns), t.account.last_ns());
+  // Its counters are gone: what the records missed since the last reading is estimated at the
+  // rate the counter showed until then (never below the records: steal can make the counter
+  // fall short of them, which is no CPU time to take back).
+  const uint64_t kernel_run =
+      t.account.last().cpu_ns - std::min(t.account.last().cpu_ns, t.cpu_at_timing);
+  if (t.rec_run_at_read >= kMinRunForRatio && kernel_run > t.rec_run_at_read) {
+    const double ratio = std::min(
+        kMaxCpuRatio, static_cast<double>(kernel_run) / static_cast<double>(t.rec_run_at_read));
+    const uint64_t since_read = t.rec_run_ns + t.run_ns - t.rec_run_at_read;
+    t.account.Owe(static_cast<uint64_t>(static_cast<double>(since_read) * (ratio - 1.0)));
+  }
   uint64_t wake = 0;
-  const StateSplit split = SplitFromRecords(t, &wake);
+  const StateSplit split = SplitFromRecords(t, false, &wake);
   t.account.Book(end, split, wake);
   if (end > 0 && t.run_ns + t.queue_ns + t.blocked_ns > 0)
     PushStates(pid, tid, end, split, out);
-  // Its CPU time as the records add it up (the counters can no longer be read), for `parmon
-  // info`, which takes a thread's CPU time from its last ThreadSample.
-  const uint64_t cpu = t.timed_cpu_ns;
+  // Its CPU time as the records add it up (the counters can no longer be read), with what was
+  // owed and found no room before the exit, for `parmon info`, which takes a thread's CPU time
+  // from its last ThreadSample: never less than the last reading (running booked minus the
+  // counter is the credit, which is never negative, less what is owed).
+  const uint64_t cpu = t.timed_cpu_ns + t.account.cpu_owed();
   PushSample(pid, tid, end, cpu, t.cpu, kNoSyscall, 'X', t.account.last().run_count, out);
   out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskExit, end, {cpu})});
+  return cpu;
 }
 
 void SamplerCore::Advance(Thread& t, uint64_t to_ns, LastSwitch next, uint32_t cpu) {
@@ -59,6 +91,8 @@ void SamplerCore::Advance(Thread& t, uint64_t to_ns, LastSwitch next, uint32_t c
   if (next == LastSwitch::kUnknown)
     return;  // the end of a pass: the state goes on
   t.switched = true;
+  ++t.pass_switches;
+  ++t.switches_since_read;
   if (next == LastSwitch::kIn && t.rec_state == LastSwitch::kBlocked)
     t.woke = true;
   t.rec_state = next;
@@ -88,13 +122,16 @@ bool SamplerCore::BookFromRecords(uint32_t pid,
   const bool read_counters =
       t.active_since_read &&
       (pass_ >= t.read_pass + kCountersEvery || (pass_ + tid) % kCountersEvery == 0 ||
-       (t.woke && pass_ < t.born_pass + kCountersEvery));
+       t.pass_switches >= kBusySwitches || (t.woke && pass_ < t.born_pass + kCountersEvery));
   t.woke = false;
+  t.pass_switches = 0;
   if (read_counters) {
     t.active_since_read = false;
     if (!ParseSchedStat(t.schedstat.Read(), &sched))
       return false;
-    t.wake_delay_ns += t.account.Reread(sched);
+    t.wake_delay_ns += t.account.Reread(sched, t.switches_since_read * kMaxMissPerSwitchNs);
+    t.switches_since_read = 0;
+    t.rec_run_at_read = t.rec_run_ns + t.run_ns;
     t.read_pass = pass_;
     t.read_live = true;
   }
@@ -107,7 +144,7 @@ bool SamplerCore::BookFromRecords(uint32_t pid,
     return false;
   ++(read_counters || read_wait ? reads_ : assumed_);
   uint64_t wake = 0;
-  const StateSplit split = SplitFromRecords(t, &wake);
+  const StateSplit split = SplitFromRecords(t, read_counters, &wake);
   t.account.Book(now_ns, split, wake);
   PushStates(pid, tid, now_ns, split, out);
   const bool blocked = t.rec_state == LastSwitch::kBlocked;

@@ -31,6 +31,22 @@ inline constexpr uint32_t kAssumeWaitingPasses = 100;
 // thread; at 10 ms, 50 such threads read every pass would take 3% of a CPU.
 inline constexpr uint64_t kCountersEvery = 8;
 inline constexpr uint32_t kMaxWaitEvery = 16;
+// A timed thread that switched this often in a pass has its counters read that pass: the
+// records miss a few microseconds of CPU per switch, which the counter's reading puts back (see
+// SplitFromRecords) before it adds up to much of an interval.
+inline constexpr uint32_t kBusySwitches = 32;
+// At most this much CPU time per switch is owed as running that the records missed (they miss
+// about 5 us a switch; more is records not collected yet).
+inline constexpr uint64_t kMaxMissPerSwitchNs = 50'000;
+// How far a thread's CPU counter may lag the records while it is on a CPU (the kernel updates it
+// at its scheduler tick: 10 ms at HZ=100). Beyond that, and wholly for a thread off a CPU (whose
+// counter is exact), running booked ahead of the counter was not CPU time: the records count a
+// thread as running while the hypervisor has taken its virtual CPU away.
+inline constexpr uint64_t kCounterLagNs = 10'000'000;
+// The exit of a timed thread: what the records missed since its last reading is estimated from
+// the counter's CPU time over the records' running until then, once there is this much of it.
+inline constexpr uint64_t kMinRunForRatio = 20'000'000;
+inline constexpr double kMaxCpuRatio = 3.0;
 
 inline uint64_t ClockNs(clockid_t id) {
   timespec ts;

@@ -15,12 +15,14 @@ namespace parmon::analysis::rules {
 
 void CollectiveWaitRule(const Results& r, const Graph&, std::vector<Finding>* out) {
   uint64_t barrier = 0, coll = 0, wall = 0;
+  size_t ranks = 0;
   for (const auto& l : r.locations) {
     if (l.type != LocationKind::kThread || l.rank < 0)
       continue;
     barrier += l.barrier_wait_ns;
     coll += l.collective_wait_ns;
     wall += l.wall_ns;
+    ++ranks;
   }
   uint64_t total = barrier + coll;
   if (!wall || static_cast<double>(total) < 0.05 * static_cast<double>(wall))
@@ -38,7 +40,9 @@ void CollectiveWaitRule(const Results& r, const Graph&, std::vector<Finding>* ou
                   worst ? fmt::format("; most: {} in {}", worst->location_label, worst->call) : "");
   f.evidence = fmt::format("{} at barriers, {} at N-to-N collectives, of {} rank time",
                            FormatDuration(barrier), FormatDuration(coll), FormatDuration(wall));
-  f.time_at_stake_ns = total;
+  // The ranks wait side by side: the wall time to save is the mean rank's wait.
+  f.time_at_stake_ns = total / std::max<size_t>(ranks, 1);
+  f.thread_time_ns = total;
   f.percent_of_run = Percent(total, wall);
   if (worst)
     f.subjects = {worst->location_label};

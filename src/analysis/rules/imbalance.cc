@@ -17,8 +17,10 @@ void ImbalanceRule(const Results& r, const Graph&, std::vector<Finding>* out) {
   const LoadImbalance& li = r.imbalance;
   if (li.members < 2 || li.percent < 10)
     return;
-  // The others idle, on average, max - mean each while the slowest finishes.
-  uint64_t at_stake = (li.max_compute_ns - li.mean_compute_ns) * li.members;
+  // The others idle, on average, max - mean each while the slowest finishes; balanced, the run
+  // would end max - mean sooner.
+  const uint64_t saving = li.max_compute_ns - li.mean_compute_ns;
+  const uint64_t idle = saving * li.members;
   Finding f;
   f.id = "imbalance";
   f.text = fmt::format(
@@ -30,7 +32,8 @@ void ImbalanceRule(const Results& r, const Graph&, std::vector<Finding>* out) {
                            FormatDuration(li.max_compute_ns), li.max_label,
                            FormatDuration(li.mean_compute_ns), FormatDuration(li.min_compute_ns),
                            li.min_label);
-  f.time_at_stake_ns = at_stake;
+  f.time_at_stake_ns = saving;
+  f.thread_time_ns = idle;
   f.percent_of_run = li.percent;
   f.subjects = {li.max_label, li.min_label};
   out->push_back(std::move(f));

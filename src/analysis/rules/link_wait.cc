@@ -104,7 +104,7 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
                                   FormatPercent(waits[i].wait, wn ? wn->wall : 0), verb,
                                   g.Name(waits[i].partner));
       }
-      f.time_at_stake_ns = top.wait;
+      f.time_at_stake_ns = f.thread_time_ns = top.wait;  // one thread's wait
       f.percent_of_run = Percent(top.wait, n->wall);
       f.subjects = {g.Name(top.who), g.Name(top.partner), g.Name(bottleneck),
                     fmt::format("{} -> {}", k.from_label, k.to_label)};

@@ -15,7 +15,7 @@ namespace parmon::analysis::rules {
 
 void QueuedRule(const Results& r, const Graph&, std::vector<Finding>* out) {
   uint64_t runnable = 0, total = 0;
-  size_t busy = 0;
+  size_t busy = 0, queued_threads = 0;
   for (const auto& l : r.locations) {
     if (l.type != LocationKind::kThread || !l.sampled)
       continue;
@@ -24,6 +24,7 @@ void QueuedRule(const Results& r, const Graph&, std::vector<Finding>* out) {
     uint64_t run = l.states[static_cast<int>(State::kRunning)];
     runnable += q;
     total += t;
+    queued_threads += q != 0;
     if (t && run + q >= t / 2)
       ++busy;
   }
@@ -45,7 +46,10 @@ void QueuedRule(const Results& r, const Graph&, std::vector<Finding>* out) {
         FormatPercent(runnable, total), busy, on_cpus);
   f.evidence = fmt::format("{} queued of {} sampled thread time", FormatDuration(runnable),
                            FormatDuration(total));
-  f.time_at_stake_ns = runnable;
+  // With a CPU each, the queued threads would have run that much sooner each: the mean over them
+  // of their queued time is what the run's wall time could lose.
+  f.time_at_stake_ns = runnable / std::max<size_t>(queued_threads, 1);
+  f.thread_time_ns = runnable;
   f.percent_of_run = Percent(runnable, total);
   std::vector<std::pair<uint64_t, std::string>> worst;
   for (const auto& l : r.locations)

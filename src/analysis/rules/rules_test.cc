@@ -95,7 +95,9 @@ TEST(Rules, QueuedThreads) {
   std::vector<Finding> f = Apply(QueuedRule, r);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "queued");
-  EXPECT_EQ(f[0].time_at_stake_ns, 150 * kMs);
+  // 150 ms queued over three threads: the run could end 50 ms sooner with a CPU each.
+  EXPECT_EQ(f[0].time_at_stake_ns, 50 * kMs);
+  EXPECT_EQ(f[0].thread_time_ns, 150 * kMs);
   for (auto& l : r.locations)
     l.states[static_cast<int>(State::kRunnable)] = kMs;  // 2%: not worth a finding
   EXPECT_TRUE(Apply(QueuedRule, r).empty());
@@ -111,7 +113,9 @@ TEST(Rules, Imbalance) {
   r.imbalance.max_label = "rank 0";
   std::vector<Finding> f = Apply(ImbalanceRule, r);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].time_at_stake_ns, 50 * kMs);
+  // Balanced, the run would end max - mean = 25 ms sooner; the other rank idles 50 ms in all.
+  EXPECT_EQ(f[0].time_at_stake_ns, 25 * kMs);
+  EXPECT_EQ(f[0].thread_time_ns, 50 * kMs);
   r.imbalance.percent = 5;
   EXPECT_TRUE(Apply(ImbalanceRule, r).empty());
 }
@@ -147,6 +151,38 @@ TEST(Rules, StateWaits) {
   EXPECT_EQ(lock[0].id, "lock-wait");
   EXPECT_EQ(Apply(IoWaitRule, r).size(), 1u);
   EXPECT_TRUE(Apply(TimerWaitRule, r).empty());  // 5%: below the threshold
+}
+
+// Four threads queued 20 ms each (80 ms of thread time, 20 ms of the run's wall time to save)
+// and one thread waiting 50 ms on a lock: the lock comes first, and no finding puts more than
+// the run's wall time at stake.
+TEST(Rules, DiagnoseRanksByWallTimeToSave) {
+  Results r;
+  r.summary.cpus = 4;
+  r.summary.duration_ns = 100 * kMs;
+  for (uint32_t i = 1; i <= 4; ++i) {
+    LocationResult l = Thread(i, "t" + std::to_string(i));
+    l.sampled = true;
+    l.states[static_cast<int>(State::kRunning)] = 80 * kMs;
+    l.states[static_cast<int>(State::kRunnable)] = 20 * kMs;
+    r.locations.push_back(l);
+  }
+  LocationResult w = Thread(5, "waiter");
+  w.states[static_cast<int>(State::kRunning)] = 50 * kMs;
+  w.states[static_cast<int>(State::kLockWait)] = 50 * kMs;
+  r.locations.push_back(w);
+  Diagnose(&r);
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].id, "lock-wait");
+  EXPECT_EQ(r.findings[0].time_at_stake_ns, 50 * kMs);
+  EXPECT_EQ(r.findings[1].id, "queued");
+  EXPECT_EQ(r.findings[1].time_at_stake_ns, 20 * kMs);
+  EXPECT_EQ(r.findings[1].thread_time_ns, 80 * kMs);
+  // A window shorter than a thread's own wall time: still capped at the window.
+  r.summary.duration_ns = 30 * kMs;
+  Diagnose(&r);
+  for (const Finding& f : r.findings)
+    EXPECT_LE(f.time_at_stake_ns, 30 * kMs) << f.id;
 }
 
 TEST(Rules, DiagnoseRanksByTimeAtStake) {

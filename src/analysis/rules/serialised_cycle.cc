@@ -79,7 +79,7 @@ Finding SerialisedFinding(const Graph& g, const Serialised& s) {
       f.evidence +=
           fmt::format("; {} computes {}", g.Name(s.path[i]), FormatPercent(n->compute, n->wall));
   }
-  f.time_at_stake_ns = s.source_wait;
+  f.time_at_stake_ns = f.thread_time_ns = s.source_wait;  // one thread's wait
   f.percent_of_run = Percent(s.source_wait, src->wall);
   f.subjects = {g.Name(s.source), g.Name(s.feedback), g.Name(s.source),
                 fmt::format("{} -> {}", g.Name(s.feedback), g.Name(s.source)), g.Name(s.consumer)};

@@ -43,7 +43,9 @@ void StateFinding(const Results& r,
   f.evidence =
       fmt::format("{} {} of {}; all threads: {} of {}", FormatDuration(v), what,
                   FormatDuration(worst->wall_ns), FormatDuration(total), FormatDuration(wall));
-  f.time_at_stake_ns = total;
+  // The wall time to save is at most the worst thread's wait (the others wait beside it).
+  f.time_at_stake_ns = v;
+  f.thread_time_ns = total;
   f.percent_of_run = Percent(total, wall);
   f.subjects = {worst->label};
   out->push_back(std::move(f));
