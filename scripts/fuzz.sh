@@ -6,7 +6,7 @@
 # Each target starts from its seed corpus (fuzz/corpus/<name>/: small real traces) and first
 # replays every input in fuzz/regressions/<name>/ (inputs that once crashed parmon). New corpus
 # entries go to build/fuzz/corpus/<name>/, never into the tree. Limits: 2 GiB of memory
-# (-rss_limit_mb, allocations above 1 GiB fail as a finding: -malloc_limit_mb) and 20 s per input
+# (-rss_limit_mb, allocations above 1 GiB fail as a finding: -malloc_limit_mb) and 60 s per input
 # (-timeout): a run that passes shows no crash, hang or runaway allocation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ for target in "${targets[@]}"; do
   name=${target#fuzz_}
   corpus=build/fuzz/corpus/$name
   mkdir -p "$corpus"
-  flags=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=20 -close_fd_mask=2 -print_final_stats=1)
+  flags=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=60 -close_fd_mask=2 -print_final_stats=1)
   if [ -d "fuzz/regressions/$name" ] && [ -n "$(ls -A "fuzz/regressions/$name")" ]; then
     echo "== $target: replaying fuzz/regressions/$name"
     if ! "build/fuzz/bin/$target" "${flags[@]}" fuzz/regressions/"$name"/*; then
@@ -29,13 +29,14 @@ for target in "${targets[@]}"; do
     fi
   fi
   echo "== $target: ${seconds} s from fuzz/corpus/$name"
-  if ! "build/fuzz/bin/$target" "${flags[@]}" -max_total_time="$seconds" \
-      -artifact_prefix="build/fuzz/$target-" "$corpus" "fuzz/corpus/$name" 2>&1 |
-      grep -E "^(#[0-9]+ +DONE|stat::|==[0-9]+==ERROR|SUMMARY|artifact|Done)" ; then
-    :
-  fi
-  if [ "${PIPESTATUS[0]}" -ne 0 ]; then
-    echo "fuzz.sh: $target found a failing input (build/fuzz/$target-*)" >&2
+  log=build/fuzz/$target.log
+  rc=0
+  "build/fuzz/bin/$target" "${flags[@]}" -max_total_time="$seconds" \
+    -artifact_prefix="build/fuzz/$target-" "$corpus" "fuzz/corpus/$name" >"$log" 2>&1 || rc=$?
+  grep -E "^(stat::|==[0-9]+==ERROR|SUMMARY|artifact_prefix)" "$log" || true
+  if [ "$rc" -ne 0 ]; then
+    tail -n 60 "$log" >&2
+    echo "fuzz.sh: $target found a failing input (build/fuzz/$target-*; log $log)" >&2
     status=1
   fi
 done

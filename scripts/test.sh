@@ -10,3 +10,5 @@ echo "== ring buffer under ThreadSanitizer"
 TSAN_OPTIONS="halt_on_error=1" build/tsan/bin/ring_test
 echo "== test suite"
 ctest --test-dir build/release --output-on-failure -j 2 --timeout 600
+echo "== fuzzing: the regression inputs, then 30 s per target (scripts/fuzz.sh, docs/fuzzing.md)"
+bash scripts/fuzz.sh 30
