@@ -9,6 +9,7 @@
 //   collectives                            collectives.cc (MpiCollective)
 //   POSIX channels                         channels.cc   (ChanInfo/ChanIo, numeric endpoints)
 //   interval binning                       binning.h     (Bins, used by every per-interval row)
+//   the records they update                engine_state.h (Loc, PendingSend, CallWaits, ...)
 //   results builder                        results_builder.cc (Finish: one part per analyzer)
 // The events come from the session's merge (model::Merge, in Engine::Impl::Feed), which knows
 // nothing of the analyzers: Feed maps each stream to its Loc once and calls ConsumeAt. Snapshot()
@@ -18,171 +19,17 @@
 #define PARMON_SRC_ANALYSIS_ENGINE_IMPL_H_
 
 #include <algorithm>
-#include <array>
-#include <cmath>
 #include <cstddef>
-#include <deque>
-#include <map>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/binning.h"
-#include "analysis/engine.h"
-#include "analysis/loop_clocks.h"
-#include "analysis/mpi_families.h"
-#include "analysis/mpi_time.h"
-#include "analysis/p2p_keys.h"
-#include "format/thread_state.h"
+#include "analysis/engine_state.h"
 #include "model/merge.h"
 #include "model/session.h"
 
 namespace parmon::analysis {
-
-constexpr uint64_t kNone = UINT64_MAX;
-constexpr int32_t kRankNotLooked = INT32_MIN;
-// Critical-path shares are tracked per location only up to this many locations (each message in
-// flight carries a copy of the sender's share vector).
-constexpr size_t kMaxShareLocations = 64;
-
-// The report's state for a ThreadStates arg (format::ThreadState order): stopped and other
-// waits are both "other".
-inline State StateOfArg(int i) {
-  return i >= static_cast<int>(State::kOther) ? State::kOther : static_cast<State>(i);
-}
-
-struct RegionAgg {
-  uint64_t count = 0, inclusive = 0, exclusive = 0;
-};
-
-struct RegionFrame {
-  uint32_t region;
-  uint64_t enter;
-  uint64_t child_ns;
-};
-
-using Shares = std::vector<uint64_t>;
-
-// One MPI call that completed messages: a blocking send or receive, a Sendrecv, a Wait*/Test*
-// completing nonblocking ones. It waited from its entry until the last partner it needed had
-// arrived (a receive: its send started; a send: its receive was posted), within the call.
-struct CallWaits {
-  uint32_t loc = 0;  // index in locs
-  uint32_t func = 0;
-  uint64_t enter = 0;
-  uint64_t leave = kNone;   // kNone while the call is open
-  uint32_t unresolved = 0;  // sends of the call whose receive has not been seen yet
-  bool done = false;
-  struct Part {
-    uint64_t end;  // when this message's partner arrived (clamped to the call at the end)
-    size_t link;
-    bool send;  // late receiver (a send) or late sender (a receive)
-  };
-  std::vector<Part> parts;  // kept (cleared, not freed) when the record returns to the pool
-  uint32_t refs = 0;        // holders: the open call's location and the sends it completes
-};
-
-constexpr uint32_t kNoIndex = UINT32_MAX;
-
-struct PendingSend {
-  uint64_t ts = 0;
-  uint32_t loc = 0;
-  bool blocking = false;
-  size_t link = 0;
-  uint64_t cp = 0;
-  std::shared_ptr<const Shares> shares;
-  std::shared_ptr<const LoopClocks::Clock> clock;  // the sender's loop clock at the send
-  // The call that completed the send (the blocking send itself, or the Wait*/Test* completing a
-  // nonblocking one), and when the matching receive was posted (kNone until it is seen).
-  uint32_t call = kNoIndex;  // in Impl::calls
-  uint64_t recv_posted = kNone;
-  uint32_t next = kNoIndex;  // the next send in flight on the same (src, dst, comm, tag)
-  uint32_t refs = 0;         // holders: in_flight, open_sends, the completing call's call_sends
-};
-
-struct Loc {
-  uint32_t id = 0;
-  bool cpu = false;
-  uint32_t pid = 0, tid = 0;
-  int32_t rank = kRankNotLooked;  // RankOf's answer, cached by Rank()
-  uint64_t first = kNone, last = 0;
-  uint64_t events = 0, lost = 0;
-  bool sampled = false;
-  StateTimes sampled_states{};
-  StateTimes waits{};                    // inferred from instrumented calls
-  uint64_t cpu_busy = 0, cpu_total = 0;  // cpu locations
-  std::vector<StateTimes> iv;            // sampled states (or cpu busy/idle) per interval
-  std::vector<StateTimes> iv_waits;      // inferred waits per interval
-  // MPI
-  bool in_mpi = false;
-  uint64_t mpi_enter = 0;
-  uint32_t mpi_func = 0;
-  uint64_t mpi_ns = 0, mpi_calls = 0;  // mpi_ns: outside MPI_Init/Init_thread/Finalize
-  uint64_t mpi_startup_ns = 0, mpi_shutdown_ns = 0;
-  MpiTime mpi_time;  // time inside MPI against the sampled states (mpi_time.cc)
-  std::array<CallFamilyStat, kMpiFamilyCount> families{};  // by MpiFamilyId; calls 0: none
-  std::vector<uint32_t> call_sends;  // PendingSend indices the open call completed
-  uint32_t call_waits = kNoIndex;    // of the open call, once it completes a message
-  uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
-  uint64_t late_sender = 0, late_receiver = 0, barrier_wait = 0, collective_wait = 0;
-  // Regions: dense table by region id (interned ids are small), stack of open regions.
-  std::vector<RegionAgg> regions;
-  std::vector<RegionFrame> stack;
-  // Critical path (Hollingsworth's online algorithm): computation along the longest chain of
-  // dependencies ending at this location's current time.
-  uint64_t cp = 0;
-  uint64_t cp_mark = kNone;  // computing since; kNone while waiting in a call
-  // A sampled thread's running time (in the window) spent on computation so far, from the start
-  // of its computing stretch: only what it ran counts as computation, not the time it was
-  // blocked outside any recorded call (a parent in wait4, an idle helper thread). kNone while
-  // waiting in an MPI call.
-  uint64_t cp_run_from = 0;
-  std::shared_ptr<Shares> shares;
-  uint64_t switches = 0, preempted = 0;
-};
-
-struct CollectiveInstance {
-  std::vector<std::pair<uint32_t, uint64_t>> members;  // loc index, enter ts
-  uint64_t max_enter = 0;
-  uint64_t max_cp = 0;
-  std::shared_ptr<const Shares> max_shares;
-  uint32_t func = 0;
-};
-
-struct Endpoint {
-  uint32_t type = 0;
-  uint64_t local = 0, peer = 0;
-  std::string description;
-  struct Use {
-    uint64_t calls = 0, bytes = 0, wait = 0;
-    uint64_t closed_loop = 0;  // reads of this writer's data that closed a loop
-  };
-  std::map<uint32_t, Use> writers, readers;  // by loc index
-  uint64_t last_write_cp = 0;
-  std::shared_ptr<const Shares> last_write_shares;
-  LoopClocks::Stream stream;  // of the bytes written here
-};
-
-struct LinkAgg {
-  LinkResult r;
-  std::vector<uint64_t> busy;   // per interval: ns either end spent in this link's calls
-  std::vector<uint64_t> bytes;  // per interval
-};
-
-// A POSIX channel endpoint's identity: a pipe (by its inode), one end of a socket (type, local
-// and peer inode), or, before the channel's ChanInfo is seen, a bare (pid, fd).
-struct EndpointKey {
-  enum Kind : uint8_t { kFd, kPipe, kSocket };
-  uint8_t kind = kFd;
-  uint64_t a = 0, b = 0, c = 0;  // fd: pid, fd; pipe: inode; socket: type, local, peer
-  auto operator<=>(const EndpointKey&) const = default;
-  // The key of the other end (a socket's peer; a pipe's and a bare fd's own key).
-  EndpointKey Peer(const Endpoint& ep) const;
-  // How reports name an endpoint with no description: "fd:41:3", "pipe:123", "sock:1:12:13".
-  std::string Format() const;
-};
 
 struct Engine::Impl {
   using Location = Loc;
