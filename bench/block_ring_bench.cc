@@ -53,8 +53,14 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string iterations = argc > 1 ? argv[1] : "5000000";
-  const int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
+  // Positional arguments; options of the other benchmarks (scripts/bench.sh passes
+  // --benchmark_min_time to every *_bench) are ignored.
+  std::vector<std::string> pos;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]).rfind("--", 0) != 0)
+      pos.push_back(argv[i]);
+  const std::string iterations = pos.size() > 0 ? pos[0] : "5000000";
+  const int rounds = std::max(1, pos.size() > 1 ? std::atoi(pos[1].c_str()) : 7);
   const std::string bin = PARMON_BENCH_BIN_DIR;
   const std::string parmon = bin + "/parmon", prog = bin + "/threads_regions";
   const auto dir = std::filesystem::temp_directory_path();
