@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,6 +35,11 @@ const char* const kTokens[] = {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  if (!std::filesystem::is_regular_file(PARMON_FUZZ_SEED_TRACE)) {
+    std::fprintf(stderr, "fuzz_cli: the seed trace %s is missing (fuzz/corpus/trace/ is in git)\n",
+                 PARMON_FUZZ_SEED_TRACE);
+    std::exit(2);
+  }
   // Reports go nowhere; libFuzzer speaks on stderr. Standard input is empty.
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   dup2(null, STDOUT_FILENO);
