@@ -20,10 +20,11 @@
 // time (CLOCK_THREAD_CPUTIME_ID), time spent waiting for what it blocked on (until the timer's
 // deadline, the feeder's write, the holder's unlock: once that has happened the thread is only
 // waiting for a CPU, which is runnable time, not waiting), and at the end of the loop its
-// voluntary/involuntary context-switch counters from /proc with the time they were read. One line
-// per thread on stdout:
+// voluntary/involuntary context-switch counters from /proc with the time they were read, and the
+// kernel's schedstat of the thread (time on a CPU and time queued for one, since its creation:
+// what is left of its life was spent blocked). One line per thread on stdout:
 //   thread role=R tid=T start=NS end=NS cpu=NS blocked=NS read_begin=NS read_end=NS cpu_at_read=NS
-//          voluntary=N involuntary=N
+//          voluntary=N involuntary=N sched_run=NS sched_delay=NS
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -53,6 +54,7 @@ struct Truth {
   pid_t tid;
   uint64_t start, end, cpu, blocked;
   uint64_t read_begin, read_end, cpu_at_read, voluntary, involuntary;
+  uint64_t sched_run, sched_delay;  // /proc/.../schedstat at the read (0 when absent)
 };
 
 static uint64_t g_seconds_ns = 3000ull * MS;
@@ -94,6 +96,16 @@ static void Finish(struct Truth* t) {
         t->voluntary = v;
       if (sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &v) == 1)
         t->involuntary = v;
+    }
+    fclose(f);
+  }
+  snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)t->tid);
+  f = fopen(path, "r");
+  if (f) {
+    unsigned long long run = 0, delay = 0;
+    if (fscanf(f, "%llu %llu", &run, &delay) == 2) {
+      t->sched_run = run;
+      t->sched_delay = delay;
     }
     fclose(f);
   }
@@ -321,12 +333,14 @@ int main(int argc, char** argv) {
     const struct Truth* t = &truth[i];
     printf(
         "thread role=%s tid=%d start=%llu end=%llu cpu=%llu blocked=%llu read_begin=%llu "
-        "read_end=%llu cpu_at_read=%llu voluntary=%llu involuntary=%llu\n",
+        "read_end=%llu cpu_at_read=%llu voluntary=%llu involuntary=%llu sched_run=%llu "
+        "sched_delay=%llu\n",
         t->role, (int)t->tid, (unsigned long long)t->start, (unsigned long long)t->end,
         (unsigned long long)t->cpu, (unsigned long long)t->blocked,
         (unsigned long long)t->read_begin, (unsigned long long)t->read_end,
         (unsigned long long)t->cpu_at_read, (unsigned long long)t->voluntary,
-        (unsigned long long)t->involuntary);
+        (unsigned long long)t->involuntary, (unsigned long long)t->sched_run,
+        (unsigned long long)t->sched_delay);
   }
   return 0;
 }

@@ -32,7 +32,7 @@ struct Truth {
   std::string role;
   uint32_t tid = 0;
   uint64_t start = 0, end = 0, cpu = 0, blocked = 0, read_begin = 0, read_end = 0, cpu_at_read = 0,
-           voluntary = 0, involuntary = 0;
+           voluntary = 0, involuntary = 0, sched_run = 0, sched_delay = 0;
 };
 
 std::vector<Truth> ParseTruth(const std::string& out) {
@@ -72,6 +72,10 @@ std::vector<Truth> ParseTruth(const std::string& out) {
           t.voluntary = n;
         if (k == "involuntary")
           t.involuntary = n;
+        if (k == "sched_run")
+          t.sched_run = n;
+        if (k == "sched_delay")
+          t.sched_delay = n;
       }
     }
     v.push_back(t);
@@ -349,7 +353,8 @@ void CheckSwitchesAgainstProc(const Recorded& r) {
 
 // Threads that live a few sampling periods (four spinners on two CPUs for 60 ms): each is booked
 // from its creation to its exit, as the kernel's FORK and EXIT records date them, with its CPU
-// time as running and the rest as queued (a spinner never blocks). Before these were timed from
+// time as running and the rest as queued (a spinner blocks only where the kernel makes it, which
+// its schedstat shows). Before these were timed from
 // their records, a new thread's first interval started at a guess (the previous pass, or its
 // start time in 10 ms clock ticks) and its last one, up to the exit, was lost.
 TEST(SchedE2E, ShortLivedThreadsAreBookedFromBirthToExit) {
@@ -394,7 +399,21 @@ TEST(SchedE2E, ShortLivedThreadsAreBookedFromBirthToExit) {
         static_cast<double>(booked[kRunnable]) / 1e6, waiting / 1e6);
     EXPECT_NEAR(static_cast<double>(total), life, 0.01 * life);
     EXPECT_NEAR(running, cpu, std::max(0.02 * cpu, 1e6) + stolen);
-    EXPECT_LT(waiting, 0.02 * life);
+    // A spinner blocks only where the kernel makes it (a page fault waiting for the address
+    // space lock while its siblings are being created, the exit path): on a loaded machine that
+    // reached 4 ms of a 67 ms life. The kernel's own figure is what the thread's schedstat leaves
+    // of its life up to the read (neither on a CPU nor queued for one); parmon may not book more
+    // waiting than that plus 2% of the life.
+    double kernel_blocked = 0;
+    if (t.sched_run > 0) {
+      const double to_read = static_cast<double>(t.read_end) - static_cast<double>(born);
+      kernel_blocked = std::max(
+          0.0, to_read - static_cast<double>(t.sched_run) - static_cast<double>(t.sched_delay));
+    }
+    std::printf("  kernel: on a CPU %.2f ms, queued %.2f ms, blocked %.2f ms up to the read\n",
+                static_cast<double>(t.sched_run) / 1e6, static_cast<double>(t.sched_delay) / 1e6,
+                kernel_blocked / 1e6);
+    EXPECT_LT(waiting, 0.02 * life + kernel_blocked);
     // The CPU time the sampler gives the thread when it ends (the ThreadSample `parmon info`
     // shows): the records' running time, its counters being gone by then.
     EXPECT_NEAR(static_cast<double>(cpu_at_exit), cpu, std::max(0.02 * cpu, 1e6) + stolen);
