@@ -115,7 +115,12 @@ int FollowDump(const std::string& path,
                const std::string& to,
                bool absolute) {
   live_view::StopOnInterrupt();
-  auto opened = live_view::LiveTrace::Open(path, nullptr);
+  auto source = live_view::ResolveLiveSource(path);
+  if (!source.ok()) {
+    fmt::print(stderr, "parmon dump: {}\n", source.status().message());
+    return 1;
+  }
+  auto opened = live_view::LiveTrace::Open(*source);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon dump: {}\n", opened.status().message());
     return 1;
@@ -126,7 +131,7 @@ int FollowDump(const std::string& path,
   // event before the watermark has been read, so no earlier one can come).
   auto start_known = [&] {
     const uint64_t first = live.reader().first_ts();  // 0: no event yet
-    return live.finished() || (first != 0 && live.complete() && first <= *live.complete());
+    return live.ended() || (first != 0 && live.complete() && first <= *live.complete());
   };
   while (!start_known() && !live_view::StopRequested()) {
     live_view::SleepUnlessStopped(50'000'000);
@@ -154,8 +159,10 @@ int FollowDump(const std::string& path,
   format::Event e;
   std::string out;
   for (;;) {
-    const bool finished = live.finished();
-    std::optional<uint64_t> until = live.complete();
+    // Once nothing more can come, every event read is printed (a trace its writer abandoned
+    // is printed to its last whole chunk, as `parmon dump` prints it).
+    const bool ended = live.ended();
+    std::optional<uint64_t> until = ended ? UINT64_MAX : live.complete();
     bool rebuilt = false;
     if (!merge || generation != live.generation()) {
       // A session directory read again: a new merge, past the events already printed.
@@ -183,7 +190,7 @@ int FollowDump(const std::string& path,
     fwrite(out.data(), 1, out.size(), stdout);
     out.clear();
     fflush(stdout);
-    if (finished || live_view::StopRequested())
+    if (ended || live_view::StopRequested())
       break;
     live_view::SleepUnlessStopped(100'000'000);
     if (Status s = live.Refresh(); !s.ok()) {
@@ -196,7 +203,7 @@ int FollowDump(const std::string& path,
     fmt::print(stderr, "parmon dump: {}\n", p.message);
   for (const auto& w : r.warnings())
     fmt::print(stderr, "parmon dump: {}\n", w);
-  if (!live.finished())
+  if (!live.ended())
     return 130;  // interrupted before the session ended
   return r.problems().empty() ? 0 : 3;
 }

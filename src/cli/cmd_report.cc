@@ -210,7 +210,12 @@ int FollowReport(const std::string& path,
     return usage_error ? 2 : 1;
   }
   live_view::StopOnInterrupt();
-  auto opened = live_view::LiveTrace::Open(path, nullptr);
+  auto source = live_view::ResolveLiveSource(path);
+  if (!source.ok()) {
+    fmt::print(stderr, "parmon report: {}\n", source.status().message());
+    return 1;
+  }
+  auto opened = live_view::LiveTrace::Open(*source);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon report: {}\n", opened.status().message());
     return 1;
@@ -218,7 +223,7 @@ int FollowReport(const std::string& path,
   live_view::LiveTrace& live = **opened;
   const bool interim = format == "text" && (output.empty() || output == "-");
   const bool tty = interim && isatty(STDOUT_FILENO);
-  while (!live.finished() && !live_view::StopRequested()) {
+  while (!live.ended() && !live_view::StopRequested()) {
     uint64_t wait_ns = period_ns;
     if (interim && live.complete()) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -243,7 +248,7 @@ int FollowReport(const std::string& path,
       return 1;
     }
   }
-  if (!live.finished()) {
+  if (!live.ended()) {
     // Interrupted: the report of what is complete, said to be partial.
     fmt::print(stderr, "parmon report: interrupted before {} was closed\n", path);
     auto results = live.Analyze(*options);

@@ -156,8 +156,14 @@ int RunTop(int argc, char** argv) {
   options.iterations = iterations;
   options.color = UseColor(color, "");
   options.analysis.default_event_cost_ns = kDefaultEventCostNs;
-  if (command.empty())
-    return live_view::RunTop(path, options);
+  if (command.empty()) {
+    auto source = live_view::ResolveLiveSource(path);
+    if (!source.ok()) {
+      fmt::print(stderr, "parmon top: {}\n", source.status().message());
+      return 1;
+    }
+    return live_view::RunTop(*source, options);
+  }
 
   std::string dir;
   if (output.empty()) {
@@ -175,8 +181,10 @@ int RunTop(int argc, char** argv) {
     fmt::print(stderr, "parmon top: {}\n", s.message());
     return 1;
   }
-  options.writer_gone = [&child] { return child.Exited(); };
-  int rc = live_view::RunTop(output, options);
+  live_view::LiveSource source;
+  source.path = output;
+  source.writer_gone = [&child] { return child.Exited(); };
+  int rc = live_view::RunTop(source, options);
   child.Stop();
   if (rc != 0) {
     // Why the recording did not start, most likely: the recorder's own words.
@@ -184,8 +192,10 @@ int RunTop(int argc, char** argv) {
     if (!said.empty())
       fmt::print(stderr, "{}", said);
   }
-  fmt::print(stderr, "parmon top: the recording is in {} (the program's output in {})\n", output,
-             log);
+  std::error_code ec;
+  if (fs::exists(output, ec))
+    fmt::print(stderr, "parmon top: the recording is in {} (the program's output in {})\n", output,
+               log);
   if (rc == 0 && child.exit_code() != 0 && child.exit_code() != 128 + SIGINT)
     fmt::print(stderr, "parmon top: the recording exited with status {}\n", child.exit_code());
   return rc;

@@ -45,11 +45,19 @@ void OnStopSignal(int) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(const std::string& path,
-                                                     const std::function<bool()>& give_up) {
-  if (path == "-")
+StatusOr<LiveSource> ResolveLiveSource(const std::string& name) {
+  if (name == "-")
     return Status::Error("--follow needs a file or a session directory, not standard input");
+  LiveSource source;
+  source.path = name;
+  return source;
+}
+
+StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(LiveSource source) {
   auto t = std::unique_ptr<LiveTrace>(new LiveTrace());
+  const std::string path = source.path;
+  const std::function<bool()> give_up = source.writer_gone;
+  t->source_ = std::move(source);
   t->path_ = path;
   for (;;) {
     Status s = Status::Ok();
@@ -83,14 +91,20 @@ Status LiveTrace::OpenNow() {
 }
 
 Status LiveTrace::Refresh() {
-  if (finished())
+  if (ended())
     return Status::Ok();
+  // Asked before reading, so that whatever the writer wrote before it went is read now.
+  const bool gone = source_.writer_gone && source_.writer_gone();
   if (directory_) {
     // Keep what was read when a rank's file is mid-write and the directory cannot be read now.
     Status s = OpenNow();
-    return s.ok() || !reader_ ? s : Status::Ok();
+    if (!s.ok() && !reader_)
+      return s;
+  } else {
+    PARMON_RETURN_IF_ERROR(reader_->Refresh());
   }
-  return reader_->Refresh();
+  abandoned_ = gone && !finished();
+  return Status::Ok();
 }
 
 std::optional<uint64_t> LiveTrace::complete() const {

@@ -35,15 +35,34 @@
 
 namespace parmon::live_view {
 
+// What a follower reads: a local trace that may still grow, and whether what writes it is gone.
+struct LiveSource {
+  std::string path;  // a trace file or a per-rank session directory
+  // True once whatever writes path has gone (a recorder child that exited, a fetch from a
+  // collector that ended). Null: the recorder is not ours; wait until it closes the file.
+  std::function<bool()> writer_gone;
+  // Whatever feeds path (a fetch running on a thread), kept alive while the follower runs.
+  std::shared_ptr<void> keep_alive;
+};
+
+// What the user named, as a source to follow: a local path as it is. The place where a remote
+// session (HOST:PORT/SESSION) is to be plugged in: fetched into a local file that grows, with
+// writer_gone saying when the fetch has ended.
+StatusOr<LiveSource> ResolveLiveSource(const std::string& name);
+
 class LiveTrace {
  public:
-  // Opens path, waiting while it does not exist or holds less than a file header (the recorder
-  // has not started writing it): polls every 50 ms until it opens, `give_up()` returns true
-  // (then an error saying nothing was written) or an error that waiting cannot cure.
-  static StatusOr<std::unique_ptr<LiveTrace>> Open(const std::string& path,
-                                                   const std::function<bool()>& give_up);
+  // Opens source.path, waiting while it does not exist or holds less than a file header (the
+  // recorder has not started writing it): polls every 50 ms until it opens, the writer is gone
+  // (then an error saying nothing was written), a stop is requested, or an error that waiting
+  // cannot cure.
+  static StatusOr<std::unique_ptr<LiveTrace>> Open(LiveSource source);
   // Reads what was appended since the last call.
   Status Refresh();
+  // Nothing more will come: finished(), or the writer went without closing the trace
+  // (abandoned(); a refresh after it went has read all it wrote).
+  bool ended() const { return finished() || abandoned_; }
+  bool abandoned() const { return abandoned_; }
 
   const std::string& path() const { return path_; }
   const format::TraceReader& reader() const { return *reader_; }
@@ -68,8 +87,10 @@ class LiveTrace {
   LiveTrace() = default;
   Status OpenNow();
 
+  LiveSource source_;
   std::string path_;
   bool directory_ = false;
+  bool abandoned_ = false;
   std::unique_ptr<format::TraceReader> reader_;
   std::unique_ptr<model::Session> session_;
   uint64_t generation_ = 0;

@@ -41,8 +41,6 @@ struct Follower {
 
   // Reads what was appended and, when something is complete, takes the next snapshot.
   Status Step() {
-    // Asked before the refresh, so that whatever the writer wrote before it went is read.
-    const bool gone = options.writer_gone && options.writer_gone();
     PARMON_RETURN_IF_ERROR(live.Refresh());
     if (live.complete()) {
       const auto t0 = Clock::now();
@@ -56,12 +54,9 @@ struct Follower {
           problems.push_back(p.message);
       model.Update(*results, live.finished(), std::move(problems));
     }
-    if (live.finished()) {
-      ended = true;
-    } else if (gone) {
-      ended = true;
+    ended = live.ended();
+    if (live.abandoned())
       ended_why = fmt::format("the recording ended without closing {} (killed?)", live.path());
-    }
     return Status::Ok();
   }
   // The wait before the next refresh: the period, or three times the last analysis when that is
@@ -230,9 +225,9 @@ int RunTerminal(Follower& f, const TopOptions& o) {
 
 }  // namespace
 
-int RunTop(const std::string& path, const TopOptions& options) {
+int RunTop(const LiveSource& source, const TopOptions& options) {
   StopOnInterrupt();
-  auto opened = LiveTrace::Open(path, options.writer_gone);
+  auto opened = LiveTrace::Open(source);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon top: {}\n", opened.status().message());
     return 1;

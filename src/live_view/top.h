@@ -6,7 +6,8 @@
 //
 // RunTop is the entry point for any source of a growing local trace: the CLI passes a file or a
 // recording it started; a remote session (HOST:PORT/SESSION) is fetched into a local file that
-// grows, and that file is passed here with writer_gone telling when the fetch has ended.
+// grows (ResolveLiveSource, follow.h), and that file is passed here with writer_gone telling
+// when the fetch has ended.
 #ifndef PARMON_SRC_LIVE_VIEW_TOP_H_
 #define PARMON_SRC_LIVE_VIEW_TOP_H_
 
@@ -16,6 +17,7 @@
 
 #include "analysis/engine.h"
 #include "base/status.h"
+#include "live_view/follow.h"
 
 namespace parmon::live_view {
 
@@ -28,18 +30,16 @@ struct TopOptions {
   uint64_t iterations = 0;
   bool color = true;
   analysis::Options analysis;  // the window and interval of the snapshots
-  // True once whatever writes the trace has gone (a recorder child that exited, a fetch that
-  // ended): a trace not closed by then will not grow, and top stops waiting for it.
-  std::function<bool()> writer_gone;
   // The 'p' key pauses the display; with this hook it also pauses (true) or resumes (false) the
   // recording through the control path, and its status is shown in one line.
   std::function<Status(bool pause)> on_pause;
 };
 
-// Follows the trace at path (a file or per-rank session directory, which may not exist yet and
-// may still be written) until the user quits (q, Ctrl-C), or in batch mode until the session
-// ends or `iterations` refreshes. Returns the exit status: 0, or 1 after saying why on stderr.
-int RunTop(const std::string& path, const TopOptions& options);
+// Follows source.path (a file or per-rank session directory, which may not exist yet and may
+// still be written; follow.h) until the user quits (q, Ctrl-C), or in batch mode until the
+// session ends (closed, or its writer gone) or `iterations` refreshes. Returns the exit status:
+// 0, or 1 after saying why on stderr.
+int RunTop(const LiveSource& source, const TopOptions& options);
 
 }  // namespace parmon::live_view
 

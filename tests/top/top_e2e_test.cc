@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -178,6 +179,19 @@ TEST(TopE2E, BatchShowsRefreshesAndTheSerialisedRing) {
   EXPECT_NE(top.out.rfind(" ended "), std::string::npos);
 }
 
+// A recorder killed mid-run leaves its trace unclosed: top shows what it wrote, says so and
+// ends instead of waiting for an end that will not come.
+TEST(TopE2E, BatchEndsWhenTheRecorderIsKilled) {
+  TempDir dir;
+  RunResult top = Parmon({"top", "--batch", "--period", "200ms", "-o", dir.File("k.ptrace"), "--",
+                          "sh", "-c", "sleep 1.5; kill -9 $PPID; sleep 1"},
+                         300);
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.err.find("ended without closing"), std::string::npos) << top.err;
+  EXPECT_GE(Count(top.out, " parmon top "), 1u) << top.out;
+  EXPECT_NE(top.out.find("sleep"), std::string::npos) << top.out;
+}
+
 // (d) top -- CMD in a terminal: the bars and thread names on the screen, q ends it.
 TEST(TopE2E, TerminalShowsBarsAndQuitsOnQ) {
   if (parmon::testing::Run({"sh", "-c", "command -v tmux"}).exit_code != 0)
@@ -192,6 +206,11 @@ TEST(TopE2E, TerminalShowsBarsAndQuitsOnQ) {
     args.insert(args.begin(), {"tmux", "-L", sock});
     return parmon::testing::Run(args, {}, 30);
   };
+  // Whatever fails below, the server and the top in it do not outlive the test.
+  struct KillServer {
+    std::function<void()> kill;
+    ~KillServer() { kill(); }
+  } guard{[&] { tmux({"kill-server"}); }};
   std::string cmd = ParmonBin() + " top -o " + dir.File("top.ptrace") + " --";
   for (const auto& a : PipeRing())
     cmd += " " + a;
@@ -211,7 +230,6 @@ TEST(TopE2E, TerminalShowsBarsAndQuitsOnQ) {
   // The pane's process exits, and with it the session.
   const bool gone = WaitFor([&] { return tmux({"has-session", "-t", name}).exit_code != 0; }, 60);
   EXPECT_TRUE(gone) << tmux({"capture-pane", "-p", "-t", name}).out;
-  tmux({"kill-server"});
 }
 
 }  // namespace
