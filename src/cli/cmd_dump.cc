@@ -115,12 +115,7 @@ int FollowDump(const std::string& path,
                const std::string& to,
                bool absolute) {
   live_view::StopOnInterrupt();
-  auto source = live_view::ResolveLiveSource(path);
-  if (!source.ok()) {
-    fmt::print(stderr, "parmon dump: {}\n", source.status().message());
-    return 1;
-  }
-  auto opened = live_view::LiveTrace::Open(*source);
+  auto opened = live_view::LiveTrace::Follow(path);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon dump: {}\n", opened.status().message());
     return 1;

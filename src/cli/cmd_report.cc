@@ -210,12 +210,7 @@ int FollowReport(const std::string& path,
     return usage_error ? 2 : 1;
   }
   live_view::StopOnInterrupt();
-  auto source = live_view::ResolveLiveSource(path);
-  if (!source.ok()) {
-    fmt::print(stderr, "parmon report: {}\n", source.status().message());
-    return 1;
-  }
-  auto opened = live_view::LiveTrace::Open(*source);
+  auto opened = live_view::LiveTrace::Follow(path);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon report: {}\n", opened.status().message());
     return 1;

@@ -76,6 +76,13 @@ StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(LiveSource source) {
   }
 }
 
+StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Follow(const std::string& name) {
+  auto source = ResolveLiveSource(name);
+  if (!source.ok())
+    return source.status();
+  return Open(std::move(*source));
+}
+
 Status LiveTrace::OpenNow() {
   auto reader = format::TraceReader::Open(path_);
   if (!reader.ok())
