@@ -226,6 +226,15 @@ TEST(TopE2E, TerminalShowsBarsAndQuitsOnQ) {
       120);
   EXPECT_TRUE(shown) << screen;
   EXPECT_NE(screen.find("q quit"), std::string::npos) << screen;
+  // A key that changes the view: s sorts by the running share, and the key line says so.
+  tmux({"send-keys", "-t", name, "s"});
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        screen = tmux({"capture-pane", "-p", "-t", name}).out;
+        return screen.find("sort: running") != std::string::npos;
+      },
+      30))
+      << screen;
   tmux({"send-keys", "-t", name, "q"});
   // The pane's process exits, and with it the session.
   const bool gone = WaitFor([&] { return tmux({"has-session", "-t", name}).exit_code != 0; }, 60);
