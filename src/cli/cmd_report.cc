@@ -1,10 +1,12 @@
 // parmon report: what each thread and rank did, the communication matrix, intervals, wait states
 // and a diagnosis. See docs/man/parmon-report.md.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -192,6 +194,25 @@ std::string Render(const analysis::Results& results,
   return analysis::RenderText(results, to);
 }
 
+// An interim report on a terminal: its first screenful (summary and diagnosis come first), as
+// `watch` shows a command's output, with the number of lines left out.
+std::string FitScreen(const std::string& text) {
+  winsize w{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) != 0 || w.ws_row < 4)
+    return text;
+  const size_t keep = w.ws_row - 2u;
+  size_t at = 0, lines = 0;
+  while (lines < keep && (at = text.find('\n', at)) != std::string::npos) {
+    ++at;
+    ++lines;
+  }
+  if (at == std::string::npos || at >= text.size())
+    return text;
+  const size_t rest = static_cast<size_t>(std::count(text.begin() + at, text.end(), '\n'));
+  return text.substr(0, at) +
+         fmt::format("... {} more lines; the whole report comes when the recording ends", rest);
+}
+
 // --follow: every period, the report of what every stream has complete so far (text on
 // standard output: the screen cleared on a terminal, a header line between reports otherwise),
 // then, once the recorder has closed the session, the report `parmon report FILE` prints. With
@@ -233,6 +254,8 @@ int FollowReport(const std::string& path,
         std::string text =
             tty ? fmt::format("\033[H\033[2J{}\n\n", head) : fmt::format("=== {} ===\n", head);
         text += Render(*results, format, color, output);
+        if (tty)
+          text = FitScreen(text);
         fwrite(text.data(), 1, text.size(), stdout);
         fflush(stdout);
       }
