@@ -114,7 +114,6 @@ int FollowDump(const std::string& path,
                const std::string& from,
                const std::string& to,
                bool absolute) {
-  live_view::StopOnInterrupt();
   auto opened = live_view::LiveTrace::Follow(path);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon dump: {}\n", opened.status().message());

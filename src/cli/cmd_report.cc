@@ -230,7 +230,6 @@ int FollowReport(const std::string& path,
     fmt::print(stderr, "parmon report: {}\n", options.status().message());
     return usage_error ? 2 : 1;
   }
-  live_view::StopOnInterrupt();
   auto opened = live_view::LiveTrace::Follow(path);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon report: {}\n", opened.status().message());

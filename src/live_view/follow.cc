@@ -77,6 +77,7 @@ StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(LiveSource source) {
 }
 
 StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Follow(const std::string& name) {
+  StopOnInterrupt();
   auto source = ResolveLiveSource(name);
   if (!source.ok())
     return source.status();

@@ -57,7 +57,8 @@ class LiveTrace {
   // (then an error saying nothing was written), a stop is requested, or an error that waiting
   // cannot cure.
   static StatusOr<std::unique_ptr<LiveTrace>> Open(LiveSource source);
-  // ResolveLiveSource(name), then Open: what `--follow NAME` opens.
+  // ResolveLiveSource(name), then Open, with Ctrl-C ending the follow (StopOnInterrupt): what
+  // `--follow NAME` opens.
   static StatusOr<std::unique_ptr<LiveTrace>> Follow(const std::string& name);
   // Reads what was appended since the last call.
   Status Refresh();
