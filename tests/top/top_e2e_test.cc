@@ -179,6 +179,39 @@ TEST(TopE2E, BatchShowsRefreshesAndTheSerialisedRing) {
   EXPECT_NE(top.out.rfind(" ended "), std::string::npos);
 }
 
+// The demo's ring on MPI ranks (`parmon demo`'s example, 4 ranks): the serialised ring is among
+// the findings on a screen taken while the program still runs, not only on the last one.
+TEST(TopE2E, MpiRingFindingAppearsWhileItRuns) {
+  if (!Exists(LibDir() + "/libparmon_mpi.so") || !Exists(BinDir() + "/ring_search") ||
+      parmon::testing::Run({"sh", "-c", "command -v mpirun"}).exit_code != 0)
+    GTEST_SKIP() << "needs libparmon_mpi, the ring_search example and mpirun (MPI)";
+  TempDir dir;
+  RunResult top =
+      Parmon({"top", "--batch", "--period", "500ms", "-o", dir.File("mpi.ptrace"), "--", "mpirun",
+              "--allow-run-as-root", "--oversubscribe", "-np", "4", BinDir() + "/ring_search",
+              "--form", "slow", "--words", "200", "--db-kb", "8192"},
+             300);
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  // The screens, each starting with its header line; the last one is the ended session's.
+  std::vector<std::string> screens;
+  for (size_t at = top.out.find(" parmon top "); at != std::string::npos;) {
+    const size_t next = top.out.find("\n parmon top ", at + 1);
+    screens.push_back(top.out.substr(at, next == std::string::npos ? next : next + 1 - at));
+    at = next == std::string::npos ? next : next + 1;
+  }
+  ASSERT_GE(screens.size(), 2u) << top.out;
+  bool live_finding = false;
+  for (const auto& screen : screens) {
+    const std::string header = screen.substr(0, screen.find('\n'));
+    if (header.find(" recording ") != std::string::npos &&
+        screen.find("[serialised-cycle] (since") != std::string::npos)
+      live_finding = true;
+  }
+  EXPECT_TRUE(live_finding) << top.out;
+  EXPECT_NE(screens.back().find("[serialised-cycle]"), std::string::npos) << screens.back();
+  EXPECT_NE(screens.back().find("rank 3 -> rank 0"), std::string::npos) << screens.back();
+}
+
 // A recorder killed mid-run leaves its trace unclosed: top shows what it wrote, says so and
 // ends instead of waiting for an end that will not come.
 TEST(TopE2E, BatchEndsWhenTheRecorderIsKilled) {
