@@ -2,10 +2,15 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
 
 #include "cli/cli_errors.h"
 #include "cli/commands.h"
+#include "live_view/follow.h"
 #include "model/merge.h"
 #include "model/session.h"
 #include "recorder/recorder.h"
@@ -68,24 +73,165 @@ std::string Describe(const format::TraceReader& r, const format::Event& e) {
   return s;
 }
 
+// One output line: time (seconds from the session start, or session-clock ns), where, what.
+void AppendLine(const model::Session& session,
+                const format::Event& e,
+                uint64_t start,
+                bool absolute,
+                std::string* out) {
+  const format::LocationDef* l = session.Location(e.location);
+  std::string where =
+      l ? fmt::format("{}/{} {}", l->pid, l->tid, l->name) : fmt::format("loc{}", e.location);
+  std::string t =
+      absolute
+          ? std::to_string(e.ts)
+          : fmt::format("{:.9f}", (static_cast<double>(e.ts) - static_cast<double>(start)) / 1e9);
+  *out += fmt::format("{:>14} [{}] {}\n", t, where, Describe(session.reader(), e));
+}
+
+// The --tid/--pid/--location selection, as a set of location ids of the definitions read so far.
+struct Selection {
+  std::vector<uint32_t> tids, pids, locations;
+  bool all() const { return tids.empty() && pids.empty() && locations.empty(); }
+  std::set<uint32_t> Ids(const format::Definitions& defs) const {
+    std::set<uint32_t> sel(locations.begin(), locations.end());
+    for (const auto& [id, l] : defs.locations) {
+      if (std::find(tids.begin(), tids.end(), l.tid) != tids.end())
+        sel.insert(id);
+      if (std::find(pids.begin(), pids.end(), l.pid) != pids.end())
+        sel.insert(id);
+    }
+    return sel;
+  }
+};
+
+// --follow: prints the events as every stream becomes complete up to them (the recorder's
+// watermarks), in the order and with the times the dump of the finished file has, until the
+// recorder closes the session or Ctrl-C. Threads that start later are selected by tid/pid as
+// their definitions arrive, so the location filter is applied per event here.
+int FollowDump(const std::string& path,
+               const Selection& selection,
+               const std::string& from,
+               const std::string& to,
+               bool absolute) {
+  auto opened = live_view::LiveTrace::Follow(path);
+  if (!opened.ok()) {
+    fmt::print(stderr, "parmon dump: {}\n", opened.status().message());
+    return 1;
+  }
+  live_view::LiveTrace& live = **opened;
+  // The start the times count from, as the finished file will have it: the recorder's start
+  // (SESSION chunk) or the first event, if earlier; known once an event is complete (every
+  // event before the watermark has been read, so no earlier one can come).
+  auto start_known = [&] {
+    const uint64_t first = live.reader().first_ts();  // 0: no event yet
+    return live.ended() || (first != 0 && live.complete() && first <= *live.complete());
+  };
+  while (!start_known() && !live_view::StopRequested()) {
+    live_view::SleepUnlessStopped(50'000'000);
+    if (Status s = live.Refresh(); !s.ok()) {
+      fmt::print(stderr, "parmon dump: {}\n", s.message());
+      return 1;
+    }
+  }
+  auto now = model::Session::Over(live.reader());
+  if (!now.ok()) {
+    fmt::print(stderr, "parmon dump: {}\n", now.status().message());
+    return 1;
+  }
+  const uint64_t start = (*now)->start();
+  model::MergeFilter filter;
+  uint64_t ns;
+  if (!from.empty() && recorder::ParseDuration(from, &ns))
+    filter.from_ts = start + ns;
+  if (!to.empty() && recorder::ParseDuration(to, &ns))
+    filter.to_ts = start + ns;
+  std::unique_ptr<model::Merge> merge;
+  uint64_t generation = 0, printed = 0;
+  std::set<uint32_t> selected;
+  size_t locations_seen = SIZE_MAX;
+  format::Event e;
+  std::string out;
+  for (;;) {
+    // Once nothing more can come, every event read is printed (a trace its writer abandoned
+    // is printed to its last whole chunk, as `parmon dump` prints it).
+    const bool ended = live.ended();
+    std::optional<uint64_t> until = ended ? UINT64_MAX : live.complete();
+    bool rebuilt = false;
+    if (!merge || generation != live.generation()) {
+      // A session directory read again: a new merge, past the events already printed.
+      merge = std::make_unique<model::Merge>(live.session(), filter);
+      generation = live.generation();
+      locations_seen = SIZE_MAX;
+      rebuilt = true;
+    }
+    if (live.session().definitions().locations.size() != locations_seen) {
+      locations_seen = live.session().definitions().locations.size();
+      selected = selection.Ids(live.session().definitions());
+    }
+    for (uint64_t skip = 0; rebuilt && skip < printed && merge->Next(&e, until.value_or(0));)
+      skip += selection.all() || selected.count(e.location);
+    while (until && merge->Next(&e, *until)) {
+      if (!selection.all() && !selected.count(e.location))
+        continue;
+      AppendLine(live.session(), e, start, absolute, &out);
+      ++printed;
+      if (out.size() > (1 << 16)) {
+        fwrite(out.data(), 1, out.size(), stdout);
+        out.clear();
+      }
+    }
+    fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+    fflush(stdout);
+    if (ended || live_view::StopRequested())
+      break;
+    live_view::SleepUnlessStopped(100'000'000);
+    if (Status s = live.Refresh(); !s.ok()) {
+      fmt::print(stderr, "parmon dump: {}\n", s.message());
+      return 1;
+    }
+  }
+  const format::TraceReader& r = live.reader();
+  for (const auto& p : r.problems())
+    fmt::print(stderr, "parmon dump: {}\n", p.message);
+  for (const auto& w : r.warnings())
+    fmt::print(stderr, "parmon dump: {}\n", w);
+  if (!live.ended())
+    return 130;  // interrupted before the session ended
+  return r.problems().empty() ? 0 : 3;
+}
+
 }  // namespace
 
 int RunDump(int argc, char** argv) {
   CLI::App app{"Print every event of a trace, merged in time order across threads.", "parmon dump"};
   std::string path, from, to;
-  std::vector<uint32_t> tids, pids, locations;
-  bool absolute = false;
+  Selection selection;
+  bool absolute = false, follow = false;
   app.add_option("file", path, "trace file, session directory, or - (standard input)")->required();
-  app.add_option("--tid", tids, "only these threads (repeatable)");
-  app.add_option("--pid", pids, "only these processes (repeatable)");
-  app.add_option("--location", locations, "only these locations (repeatable)");
+  app.add_option("--tid", selection.tids, "only these threads (repeatable)");
+  app.add_option("--pid", selection.pids, "only these processes (repeatable)");
+  app.add_option("--location", selection.locations, "only these locations (repeatable)");
   app.add_option("--from", from,
                  "start of the time range, from the session start (e.g. 1.5s, 200ms)");
   app.add_option("--to", to, "end of the time range, from the session start");
   app.add_flag("--absolute", absolute,
                "print session-clock nanoseconds instead of seconds from the start");
+  app.add_flag("-f,--follow", follow,
+               "the trace is still being written: print events as they become complete, until "
+               "the recording ends (or Ctrl-C)");
   if (int rc = ParseCommandLine(app, argc, argv, "dump"); rc >= 0)
     return rc;
+  uint64_t ns;
+  for (const auto& [name, value] : {std::pair{"--from", &from}, std::pair{"--to", &to}}) {
+    if (!value->empty() && !recorder::ParseDuration(*value, &ns)) {
+      fmt::print(stderr, "parmon dump: {} '{}' is not a duration\n", name, *value);
+      return 2;
+    }
+  }
+  if (follow)
+    return FollowDump(path, selection, from, to, absolute);
   auto opened = model::Session::Open(path);
   if (!opened.ok()) {
     fmt::print(stderr, "parmon dump: {}\n", opened.status().message());
@@ -97,43 +243,17 @@ int RunDump(int argc, char** argv) {
   // `parmon report`.
   const uint64_t start = session.start();
   model::MergeFilter filter;
-  if (!tids.empty() || !pids.empty() || !locations.empty()) {
-    std::set<uint32_t> sel(locations.begin(), locations.end());
-    for (const auto& [id, l] : r.definitions().locations) {
-      if (std::find(tids.begin(), tids.end(), l.tid) != tids.end())
-        sel.insert(id);
-      if (std::find(pids.begin(), pids.end(), l.pid) != pids.end())
-        sel.insert(id);
-    }
-    filter.locations = sel;
-  }
-  uint64_t ns;
-  if (!from.empty()) {
-    if (!recorder::ParseDuration(from, &ns)) {
-      fmt::print(stderr, "parmon dump: --from '{}' is not a duration\n", from);
-      return 2;
-    }
+  if (!selection.all())
+    filter.locations = selection.Ids(r.definitions());
+  if (!from.empty() && recorder::ParseDuration(from, &ns))
     filter.from_ts = start + ns;
-  }
-  if (!to.empty()) {
-    if (!recorder::ParseDuration(to, &ns)) {
-      fmt::print(stderr, "parmon dump: --to '{}' is not a duration\n", to);
-      return 2;
-    }
+  if (!to.empty() && recorder::ParseDuration(to, &ns))
     filter.to_ts = start + ns;
-  }
   model::Merge merge(session, filter);
   format::Event e;
   std::string out;
   while (merge.Next(&e)) {
-    const format::LocationDef* l = session.Location(e.location);
-    std::string where =
-        l ? fmt::format("{}/{} {}", l->pid, l->tid, l->name) : fmt::format("loc{}", e.location);
-    std::string t =
-        absolute
-            ? std::to_string(e.ts)
-            : fmt::format("{:.9f}", (static_cast<double>(e.ts) - static_cast<double>(start)) / 1e9);
-    out += fmt::format("{:>14} [{}] {}\n", t, where, Describe(r, e));
+    AppendLine(session, e, start, absolute, &out);
     if (out.size() > (1 << 16)) {
       fwrite(out.data(), 1, out.size(), stdout);
       out.clear();

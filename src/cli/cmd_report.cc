@@ -1,10 +1,13 @@
 // parmon report: what each thread and rank did, the communication matrix, intervals, wait states
 // and a diagnosis. See docs/man/parmon-report.md.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +20,7 @@
 #include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
+#include "live_view/follow.h"
 #include "model/session.h"
 #include "recorder/recorder.h"
 
@@ -68,6 +72,24 @@ Status CheckIntervalCount(const model::Session& session,
 
 }  // namespace
 
+StatusOr<analysis::Options> ParseAnalysisOptions(const ReportInputOptions& in, bool* usage_error) {
+  analysis::Options options;
+  if (!in.from.empty() && !recorder::ParseDuration(in.from, &options.from_ns))
+    return UsageError(usage_error,
+                      fmt::format("--from {} is not a duration (try 1.5s or 200ms)", in.from));
+  if (!in.to.empty() && !recorder::ParseDuration(in.to, &options.to_ns))
+    return UsageError(usage_error,
+                      fmt::format("--to {} is not a duration (try 1.5s or 200ms)", in.to));
+  if (!in.interval.empty() &&
+      (!recorder::ParseDuration(in.interval, &options.interval_ns) || options.interval_ns == 0))
+    return UsageError(usage_error,
+                      fmt::format("--interval {} is not a positive duration", in.interval));
+  if (options.to_ns <= options.from_ns)
+    return UsageError(usage_error, "--to must be later than --from");
+  options.default_event_cost_ns = kDefaultEventCostNs;
+  return options;
+}
+
 StatusOr<analysis::Results> LoadResults(const std::string& path,
                                         const ReportInputOptions& in,
                                         bool* usage_error) {
@@ -92,19 +114,10 @@ StatusOr<analysis::Results> LoadResults(const std::string& path,
           "what it holds",
           path));
   }
-  analysis::Options options;
-  if (!in.from.empty() && !recorder::ParseDuration(in.from, &options.from_ns))
-    return UsageError(usage_error,
-                      fmt::format("--from {} is not a duration (try 1.5s or 200ms)", in.from));
-  if (!in.to.empty() && !recorder::ParseDuration(in.to, &options.to_ns))
-    return UsageError(usage_error,
-                      fmt::format("--to {} is not a duration (try 1.5s or 200ms)", in.to));
-  if (!in.interval.empty() &&
-      (!recorder::ParseDuration(in.interval, &options.interval_ns) || options.interval_ns == 0))
-    return UsageError(usage_error,
-                      fmt::format("--interval {} is not a positive duration", in.interval));
-  if (options.to_ns <= options.from_ns)
-    return UsageError(usage_error, "--to must be later than --from");
+  auto parsed = ParseAnalysisOptions(in, usage_error);
+  if (!parsed.ok())
+    return parsed.status();
+  analysis::Options options = *parsed;
   if (!in.interval.empty())
     if (Status s = CheckIntervalCount(session, options, in.interval); !s.ok())
       return UsageError(usage_error, s.message());
@@ -115,7 +128,6 @@ StatusOr<analysis::Results> LoadResults(const std::string& path,
                "up to which every stream is complete\n",
                path, analysis::FormatDuration(*live_end));
   }
-  options.default_event_cost_ns = kDefaultEventCostNs;
   auto results = analysis::Analyze(session, options);
   if (!results.ok())
     return results.status();
@@ -164,6 +176,118 @@ int WriteOutputOrSay(const char* command, const std::string& path, const std::st
   return 0;
 }
 
+namespace {
+
+// The text of a report in the chosen format.
+std::string Render(const analysis::Results& results,
+                   const std::string& format,
+                   const std::string& color,
+                   const std::string& output) {
+  if (format == "json")
+    return analysis::DumpJson(analysis::ToJson(results), 2) + "\n";
+  if (format == "csv")
+    return analysis::RenderCsv(results);
+  if (format == "html")
+    return analysis::RenderHtml(results, analysis::BundledChartLibrary());
+  analysis::TextOptions to;
+  to.color = UseColor(color, output);
+  return analysis::RenderText(results, to);
+}
+
+// An interim report on a terminal: its first screenful (summary and diagnosis come first), as
+// `watch` shows a command's output, with the number of lines left out.
+std::string FitScreen(const std::string& text) {
+  winsize w{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) != 0 || w.ws_row < 4)
+    return text;
+  const size_t keep = w.ws_row - 2u;
+  size_t at = 0, lines = 0;
+  while (lines < keep && (at = text.find('\n', at)) != std::string::npos) {
+    ++at;
+    ++lines;
+  }
+  if (at == std::string::npos || at >= text.size())
+    return text;
+  const size_t rest = static_cast<size_t>(std::count(text.begin() + at, text.end(), '\n'));
+  return text.substr(0, at) +
+         fmt::format("... {} more lines; the whole report comes when the recording ends", rest);
+}
+
+// --follow: every period, the report of what every stream has complete so far (text on
+// standard output: the screen cleared on a terminal, a header line between reports otherwise),
+// then, once the recorder has closed the session, the report `parmon report FILE` prints. With
+// another format or -o, only that final report is written. Each interim report analyses the
+// events so far again, so the period stretches to three times the last analysis' time.
+int FollowReport(const std::string& path,
+                 const ReportInputOptions& in,
+                 const std::string& format,
+                 const std::string& output,
+                 const std::string& color,
+                 uint64_t period_ns) {
+  bool usage_error = false;
+  auto options = ParseAnalysisOptions(in, &usage_error);
+  if (!options.ok()) {
+    fmt::print(stderr, "parmon report: {}\n", options.status().message());
+    return usage_error ? 2 : 1;
+  }
+  auto opened = live_view::LiveTrace::Follow(path);
+  if (!opened.ok()) {
+    fmt::print(stderr, "parmon report: {}\n", opened.status().message());
+    return 1;
+  }
+  live_view::LiveTrace& live = **opened;
+  const bool interim = format == "text" && (output.empty() || output == "-");
+  const bool tty = interim && isatty(STDOUT_FILENO);
+  while (!live.ended() && !live_view::StopRequested()) {
+    uint64_t wait_ns = period_ns;
+    if (interim && live.complete()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto results = live.Analyze(*options);
+      const auto took = std::chrono::steady_clock::now() - t0;
+      wait_ns = std::max<uint64_t>(
+          period_ns, 3 * std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+      if (results.ok()) {
+        std::string head =
+            fmt::format("parmon report --follow {}: {} recorded so far, still being written", path,
+                        analysis::FormatDuration(results->summary.duration_ns));
+        std::string text =
+            tty ? fmt::format("\033[H\033[2J{}\n\n", head) : fmt::format("=== {} ===\n", head);
+        text += Render(*results, format, color, output);
+        if (tty)
+          text = FitScreen(text);
+        fwrite(text.data(), 1, text.size(), stdout);
+        fflush(stdout);
+      }
+    }
+    live_view::SleepUnlessStopped(wait_ns);
+    if (Status s = live.Refresh(); !s.ok()) {
+      fmt::print(stderr, "parmon report: {}\n", s.message());
+      return 1;
+    }
+  }
+  if (!live.ended()) {
+    // Interrupted: the report of what is complete, said to be partial.
+    fmt::print(stderr, "parmon report: interrupted before {} was closed\n", path);
+    auto results = live.Analyze(*options);
+    if (results.ok())
+      WriteOutputOrSay("report", output, Render(*results, format, color, output));
+    return 130;
+  }
+  if (tty)
+    fmt::print("\033[H\033[2J");
+  else if (interim)
+    fmt::print("=== parmon report {}: the recording has ended ===\n", path);
+  fflush(stdout);
+  auto results = LoadResults(path, in, &usage_error);
+  if (!results.ok()) {
+    fmt::print(stderr, "parmon report: {}\n", results.status().message());
+    return usage_error ? 2 : 1;
+  }
+  return WriteOutputOrSay("report", output, Render(*results, format, color, output));
+}
+
+}  // namespace
+
 int RunReport(int argc, char** argv) {
   CLI::App app{
       "Report what each thread and rank did, the communication matrix, intervals, wait "
@@ -180,27 +304,29 @@ int RunReport(int argc, char** argv) {
   app.add_option("--interval", in.interval, "interval length (default: about 40 intervals)");
   app.add_flag("--partial", in.partial, "report a damaged or truncated trace from what is intact");
   AddColorOption(app, &color);
+  bool follow = false;
+  std::string period = "1s";
+  app.add_flag("-f,--follow", follow,
+               "the trace is still being written: print the report of what has arrived every "
+               "period, then the final report when the recording ends");
+  app.add_option("--period", period, "with --follow: how often to print (default 1s)");
   if (int rc = ParseCommandLine(app, argc, argv, "report"); rc >= 0)
     return rc;
+  if (follow) {
+    uint64_t period_ns = 0;
+    if (!recorder::ParseDuration(period, &period_ns) || period_ns < 10'000'000) {
+      fmt::print(stderr, "parmon report: --period {} is not a duration of 10ms or more\n", period);
+      return 2;
+    }
+    return FollowReport(path, in, format, output, color, period_ns);
+  }
   bool usage_error = false;
   auto results = LoadResults(path, in, &usage_error);
   if (!results.ok()) {
     fmt::print(stderr, "parmon report: {}\n", results.status().message());
     return usage_error ? 2 : 1;
   }
-  std::string text;
-  if (format == "json") {
-    text = analysis::DumpJson(analysis::ToJson(*results), 2) + "\n";
-  } else if (format == "csv") {
-    text = analysis::RenderCsv(*results);
-  } else if (format == "html") {
-    text = analysis::RenderHtml(*results, analysis::BundledChartLibrary());
-  } else {
-    analysis::TextOptions to;
-    to.color = UseColor(color, output);
-    text = analysis::RenderText(*results, to);
-  }
-  return WriteOutputOrSay("report", output, text);
+  return WriteOutputOrSay("report", output, Render(*results, format, color, output));
 }
 
 }  // namespace parmon::cli

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "analysis/engine.h"
 #include "analysis/results.h"
 #include "base/status.h"
 
@@ -33,6 +34,9 @@ constexpr uint64_t kMaxIntervalCells = 4'000'000;
 StatusOr<analysis::Results> LoadResults(const std::string& path,
                                         const ReportInputOptions& in,
                                         bool* usage_error = nullptr);
+// The analysis options of --from, --to and --interval (and the default event cost), checked.
+StatusOr<analysis::Options> ParseAnalysisOptions(const ReportInputOptions& in,
+                                                 bool* usage_error = nullptr);
 bool UseColor(const std::string& mode, const std::string& output);
 Status WriteOutput(const std::string& path, const std::string& text);
 

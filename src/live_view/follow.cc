@@ -1,0 +1,177 @@
+// LiveTrace (follow.h): waiting for a trace to appear, refreshing it, and analysing what is
+// complete so far; the stop flag the followers share.
+#include "live_view/follow.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include <fmt/format.h>
+
+#include "format/chunk.h"
+
+namespace parmon::live_view {
+namespace {
+
+constexpr uint64_t kPollNs = 50'000'000;
+
+// Whether a path is not a trace yet but may become one: absent, or a regular file shorter than
+// its header (the recorder created it and has not written the header yet).
+bool NotWrittenYet(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return errno == ENOENT;
+  return S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) < sizeof(format::FileHeader);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::atomic<int> stop_requests{0};
+
+void OnStopSignal(int) {
+  // A second Ctrl-C while a follower is stuck ends the process the usual way.
+  if (stop_requests.fetch_add(1, std::memory_order_relaxed) >= 1) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    raise(SIGINT);
+  }
+}
+
+}  // namespace
+
+StatusOr<LiveSource> ResolveLiveSource(const std::string& name) {
+  if (name == "-")
+    return Status::Error("--follow needs a file or a session directory, not standard input");
+  LiveSource source;
+  source.path = name;
+  return source;
+}
+
+StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(LiveSource source) {
+  auto t = std::unique_ptr<LiveTrace>(new LiveTrace());
+  const std::string path = source.path;
+  const std::function<bool()> give_up = source.writer_gone;
+  t->source_ = std::move(source);
+  t->path_ = path;
+  for (;;) {
+    Status s = Status::Ok();
+    if (!NotWrittenYet(path)) {
+      t->directory_ = IsDirectory(path);
+      s = t->OpenNow();
+      if (s.ok())
+        return t;
+      // A session directory before its first rank has written a header reads as unreadable.
+      if (!t->directory_)
+        return s;
+    }
+    if (StopRequested() || (give_up && give_up()))
+      return Status::Error(s.ok() ? fmt::format("{} was never written", path) : s.message());
+    SleepUnlessStopped(kPollNs);
+  }
+}
+
+StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Follow(const std::string& name) {
+  StopOnInterrupt();
+  auto source = ResolveLiveSource(name);
+  if (!source.ok())
+    return source.status();
+  return Open(std::move(*source));
+}
+
+Status LiveTrace::OpenNow() {
+  auto reader = format::TraceReader::Open(path_);
+  if (!reader.ok())
+    return reader.status();
+  auto session = model::Session::Over(**reader);
+  if (!session.ok())
+    return session.status();
+  // The old session (if any) points into the old reader: replace both together.
+  session_ = std::move(*session);
+  reader_ = std::move(*reader);
+  ++generation_;
+  return Status::Ok();
+}
+
+Status LiveTrace::Refresh() {
+  if (ended())
+    return Status::Ok();
+  // Asked before reading, so that whatever the writer wrote before it went is read now.
+  const bool gone = source_.writer_gone && source_.writer_gone();
+  if (directory_) {
+    // Keep what was read when a rank's file is mid-write and the directory cannot be read now.
+    Status s = OpenNow();
+    if (!s.ok() && !reader_)
+      return s;
+  } else {
+    PARMON_RETURN_IF_ERROR(reader_->Refresh());
+  }
+  abandoned_ = gone && !finished();
+  return Status::Ok();
+}
+
+std::optional<uint64_t> LiveTrace::complete() const {
+  if (finished())
+    return UINT64_MAX;
+  const uint64_t until = reader_->complete_until();  // events at ts < until are all read
+  if (until == 0)
+    return std::nullopt;
+  return until - 1;
+}
+
+uint64_t LiveTrace::bytes() const {
+  return reader_->file_size();
+}
+
+StatusOr<analysis::Results> LiveTrace::Analyze(analysis::Options options) const {
+  // A session of now: the window and the END values as the reader has them after its refresh.
+  auto session = model::Session::Over(*reader_);
+  if (!session.ok())
+    return session.status();
+  if (!finished()) {
+    std::optional<uint64_t> until = complete();
+    if (!until)
+      return Status::Error(
+          fmt::format("{} has no complete events yet (the recorder writes them every 100 ms "
+                      "or so)",
+                      path_));
+    const uint64_t start = (*session)->start();
+    const uint64_t end = *until > start ? *until - start : 0;
+    options.to_ns = std::min(options.to_ns, std::max<uint64_t>(end, options.from_ns + 1));
+  }
+  return analysis::Analyze(**session, options);
+}
+
+void StopOnInterrupt() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool StopRequested() {
+  return stop_requests.load(std::memory_order_relaxed) > 0;
+}
+
+void RequestStop() {
+  stop_requests.fetch_add(1, std::memory_order_relaxed);
+}
+
+void SleepUnlessStopped(uint64_t ns) {
+  constexpr uint64_t kSliceNs = 10'000'000;
+  while (ns > 0 && !StopRequested()) {
+    const uint64_t slice = std::min(ns, kSliceNs);
+    timespec ts{static_cast<time_t>(slice / 1'000'000'000),
+                static_cast<long>(slice % 1'000'000'000)};
+    nanosleep(&ts, nullptr);
+    ns -= slice;
+  }
+}
+
+}  // namespace parmon::live_view
