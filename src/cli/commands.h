@@ -19,6 +19,8 @@ int RunDiff(int argc, char** argv);
 int RunScale(int argc, char** argv);
 int RunDemo(int argc, char** argv);
 int RunExport(int argc, char** argv);
+int RunServe(int argc, char** argv);
+int RunFetch(int argc, char** argv);
 
 }  // namespace parmon::cli
 

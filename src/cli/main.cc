@@ -21,6 +21,8 @@ const Command kCommands[] = {
     {"export", "write a trace as OTF2, Perfetto, Chrome JSON or CSV for other tools", RunExport},
     {"scale", "run a command at several process counts: speedup and where it goes", RunScale},
     {"demo", "record a bundled MPI example (a ring pipeline) and show its report", RunDemo},
+    {"serve", "collect sessions streamed by record --to and serve them live", RunServe},
+    {"fetch", "copy a session from a collector (parmon serve) to a local trace", RunFetch},
 };
 
 int Usage(FILE* out) {
