@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <mutex>
@@ -134,6 +135,8 @@ struct Forwarder::Impl {
   void Lost(uint64_t gen, const std::string& reason) {
     if (gen != generation)
       return;
+    if (bye_sent)  // the collector holds everything and closes after our BYE
+      return Done();
     ++generation;
     error_code ec;
     if (socket)
@@ -327,6 +330,11 @@ const std::string& Forwarder::session() const {
 void Forwarder::Start() {
   Impl* p = impl_.get();
   p->thread = std::thread([p] {
+    // The recorder takes its signals (SIGINT, SIGTERM, SIGCHLD...) through a signalfd of the
+    // main thread; none may be delivered to this thread instead.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
     p->Tick();
     p->io.run();
   });

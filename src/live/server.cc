@@ -41,10 +41,9 @@ class ExecFeeder : public std::enable_shared_from_this<ExecFeeder> {
         pipe_.close();  // end of input for the consumer
         return;
       }
-      std::weak_ptr<ExecFeeder> self = shared_from_this();
-      stream_->waiters.push_back([self, this] {
-        if (auto s = self.lock())
-          asio::post(pipe_.get_executor(), [s] { s->Pump(); });
+      // The waiter owns the feeder while it waits: nothing else holds it then.
+      stream_->waiters.push_back([self = shared_from_this()] {
+        asio::post(self->pipe_.get_executor(), [self] { self->Pump(); });
       });
       return;
     }

@@ -192,10 +192,15 @@ TEST(LiveE2e, HostileFramesAreDroppedAndOtherSessionsUnharmed) {
   ExpectDropped(c.port(), EncodeFrame(FrameType::kData, live::EncodeData(0, "PARMONTR")));
   std::string truncated = EncodeFrame(FrameType::kData, live::EncodeData(0, std::string(500, 'a')));
   {
+    live::Hello other = hello;
+    other.session = "evil2";  // its own stream: the next connection does not replace it
+    std::string half =
+        EncodeFrame(FrameType::kHello, live::EncodeHello(other)) + truncated.substr(0, 100);
     int fd = testing::ConnectTo(c.port());
-    std::string half = good_hello + truncated.substr(0, 100);
     ASSERT_EQ(write(fd, half.data(), half.size()), static_cast<ssize_t>(half.size()));
     close(fd);
+    ASSERT_TRUE(WaitFor([&] { return c.Log().find("inside a frame") != std::string::npos; }, 30))
+        << c.Log();
   }
   // Bytes that are no trace, at a gap, and a recorder trying to take over the good session.
   ExpectDropped(c.port(), good_hello + EncodeFrame(FrameType::kData,
