@@ -136,7 +136,7 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
     });
   for (auto& t : threads)
     t.join();
-  result.complete = follow;
+  result.complete = true;
   for (const One& p : parts) {
     if (!p.status.ok())
       return p.status;

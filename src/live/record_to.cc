@@ -68,6 +68,10 @@ Status FinishStreaming(Forwarder& forwarder, const std::string& path, bool spool
   if (spooled) {
     std::error_code ec;
     std::filesystem::remove(path, ec);  // the collector holds the session
+    // Under an MPI launcher the spool is a directory of this rank's file (mpi_launch.h).
+    auto parent = std::filesystem::path(path).parent_path();
+    if (parent.filename().string().rfind("parmon-spool-", 0) == 0)
+      std::filesystem::remove(parent, ec);  // only when empty
   }
   return s;
 }

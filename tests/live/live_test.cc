@@ -304,5 +304,61 @@ TEST(LiveE2e, ExecConsumerFollowAndControlRouting) {
   EXPECT_TRUE(ReadFile(dir.File("exec-live.ptrace")) == ReadFile(dir.File("local.ptrace")));
 }
 
+// `mpirun -np 3 parmon record --to`: one stream per rank, one session named after the job,
+// stored as the directory of rank files `record -o` writes, and reported the same.
+TEST(LiveE2e, MpiRanksStreamIntoOneSession) {
+  if (access((BinDir() + "/ring_search").c_str(), X_OK) != 0 || access("/usr/bin/mpirun", X_OK))
+    GTEST_SKIP() << "no MPI example or mpirun";
+  TempDir dir;
+  Collector c(dir.File("store"), dir.File("serve.log"));
+  auto r = testing::Run({"mpirun",
+                         "--allow-run-as-root",
+                         "--oversubscribe",
+                         "-np",
+                         "3",
+                         ParmonBin(),
+                         "record",
+                         "-q",
+                         "-o",
+                         dir.File("run"),
+                         "--to",
+                         c.Addr(),
+                         "--",
+                         BinDir() + "/ring_search",
+                         "--form",
+                         "slow",
+                         "--words",
+                         "40",
+                         "--db-kb",
+                         "64"},
+                        {}, 240);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> sessions;
+  for (const auto& e : std::filesystem::directory_iterator(dir.File("store")))
+    if (e.path().filename().string()[0] != '.')
+      sessions.push_back(e.path().string());
+  ASSERT_EQ(sessions.size(), 1u) << c.Log();
+  EXPECT_TRUE(std::filesystem::is_directory(sessions[0]));
+  EXPECT_NE(sessions[0].find("ring_search-"), std::string::npos) << sessions[0];
+  for (int k = 0; k < 3; ++k) {
+    std::string name = "/rank-" + std::to_string(k) + ".ptrace";
+    ASSERT_TRUE(
+        WaitFor([&] { return SizeOf(sessions[0] + name) == SizeOf(dir.File("run") + name); }, 30));
+    EXPECT_TRUE(ReadFile(sessions[0] + name) == ReadFile(dir.File("run") + name)) << k;
+  }
+  auto a = Parmon({"report", sessions[0]});
+  auto b = Parmon({"report", dir.File("run")});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(Replace(a.out, sessions[0], "X"), Replace(b.out, dir.File("run"), "X"));
+  // A consumer fetches the per-rank session as a directory of rank files.
+  std::string session = std::filesystem::path(sessions[0]).filename().string();
+  auto fetched = live::FetchSession(c.Addr(), session, dir.File("fetched"), false);
+  ASSERT_TRUE(fetched.ok()) << fetched.status().message();
+  EXPECT_TRUE(fetched->per_rank);
+  EXPECT_TRUE(fetched->complete);
+  EXPECT_TRUE(ReadFile(dir.File("fetched/rank-2.ptrace")) ==
+              ReadFile(dir.File("run/rank-2.ptrace")));
+}
+
 }  // namespace
 }  // namespace parmon
