@@ -1,6 +1,7 @@
 #include "live/protocol.h"
 
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -149,9 +150,17 @@ StatusOr<Hello> DecodeHello(std::string_view payload) {
     if (j.contains(key) && j[key].is_string())
       *out = j[key].get<std::string>();
   };
+  // Integers are read as int64 and range-checked before they narrow; others count as absent.
+  bool in_range = true;
   auto num = [&](const char* key, auto* out) {
-    if (j.contains(key) && j[key].is_number_integer())
-      *out = j[key].get<std::remove_pointer_t<decltype(out)>>();
+    using T = std::remove_pointer_t<decltype(out)>;
+    if (!j.contains(key) || !j[key].is_number_integer())
+      return;
+    int64_t v = j[key].get<int64_t>();
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+      in_range = false;
+    else
+      *out = static_cast<T>(v);
   };
   if (!j.contains("version") || !j["version"].is_number_integer())
     return Status::Error("HELLO has no protocol version");
@@ -165,6 +174,8 @@ StatusOr<Hello> DecodeHello(std::string_view payload) {
   num("rank", &h.rank);
   num("ranks", &h.ranks);
   num("pid", &h.pid);
+  if (!in_range)
+    return Status::Error("HELLO has a number out of range");
   if (h.version != kProtocolVersion)
     return Status::Error(
         fmt::format("protocol version {} (this collector speaks {})", h.version, kProtocolVersion));

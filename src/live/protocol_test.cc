@@ -117,6 +117,11 @@ TEST(ProtocolTest, PayloadsAreChecked) {
   EXPECT_FALSE(
       DecodeHello(R"({"version":1,"role":"recorder","session":"../etc","stream_id":"a"})").ok());
   EXPECT_FALSE(DecodeHello(R"({"version":1,"role":"recorder","session":"x"})").ok());
+  // Nesting as deep as a pre-HELLO frame allows is an error, not a stack overflow.
+  EXPECT_FALSE(DecodeHello(std::string(30000, '[') + std::string(30000, ']')).ok());
+  EXPECT_FALSE(DecodeHello(R"({"version":1,"role":"recorder","session":"a","stream_id":"b",)"
+                           R"("rank":99999999999})")
+                   .ok());
   Hello h;
   h.session = "app-12";
   h.stream_id = "abc123";

@@ -82,6 +82,9 @@ TEST(LiveE2e, TwoProgramsStreamAtOnceIntoTwoSessions) {
   ASSERT_TRUE(fetched.ok()) << fetched.status().message();
   EXPECT_TRUE(fetched->complete);
   EXPECT_TRUE(ReadFile(dir.File("fetched.ptrace")) == ReadFile(dir.File("one.ptrace")));
+  auto cli = Parmon({"fetch", c.Addr() + "/two", "-o", dir.File("fetched2.ptrace")});
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_TRUE(ReadFile(dir.File("fetched2.ptrace")) == ReadFile(dir.File("two.ptrace")));
   EXPECT_NE(c.Log().find("recorder of one"), std::string::npos) << c.Log();
   EXPECT_NE(c.Log().find("recorder of two"), std::string::npos) << c.Log();
 }
