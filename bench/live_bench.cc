@@ -187,10 +187,13 @@ int main(int argc, char** argv) {
   std::vector<double> rates = {1e6, 3e6, 10e6, 20e6, 30e6};
   double seconds = 3;
   int threads = 2;
+  std::string flush = "100ms";  // the recorder's --flush: how long drained events may wait
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--seconds" && i + 1 < argc)
       seconds = atof(argv[++i]);
+    else if (a == "--flush" && i + 1 < argc)
+      flush = argv[++i];
     else if (a == "--threads" && i + 1 < argc)
       threads = atoi(argv[++i]);
     else if (a == "--rates" && i + 1 < argc) {
@@ -201,7 +204,8 @@ int main(int argc, char** argv) {
         rates.push_back(atof(r.c_str()) * 1e6);
     } else {
       fprintf(stderr,
-              "usage: live_bench [--rates M,M,...(millions/s)] [--seconds S] [--threads N]\n");
+              "usage: live_bench [--rates M,M,...(millions/s)] [--seconds S] [--threads N] "
+              "[--flush DUR]\n");
       return 2;
     }
   }
@@ -225,7 +229,8 @@ int main(int argc, char** argv) {
   }
   std::string addr = "127.0.0.1:" + std::to_string(port);
   long rss0 = RssKib(serve);
-  printf("collector %s, RSS %ld KiB idle\n", addr.c_str(), rss0);
+  printf("collector %s, RSS %ld KiB idle; %d emitting threads, %g s per rate, record --flush %s\n",
+         addr.c_str(), rss0, threads, seconds, flush.c_str());
   printf("%10s %10s %12s %8s %9s %9s %9s %10s\n", "target/s", "achieved/s", "events", "lost",
          "p50 ms", "p99 ms", "identical", "RSS KiB");
   double best = 0;
@@ -235,9 +240,9 @@ int main(int argc, char** argv) {
     Consumed c;
     std::thread consumer(Consume, addr, session, &c);
     std::string local = dir + "/" + session + ".ptrace";
-    pid_t rec = Spawn({bin + "/parmon", "record", "-q", "-o", local, "--to", addr + "/" + session,
-                       "--", bin + "/live_emitter", std::to_string(threads), std::to_string(rate),
-                       std::to_string(seconds)},
+    pid_t rec = Spawn({bin + "/parmon", "record", "-q", "--flush", flush, "-o", local, "--to",
+                       addr + "/" + session, "--", bin + "/live_emitter", std::to_string(threads),
+                       std::to_string(rate), std::to_string(seconds)},
                       dir + "/rec.out", dir + "/rec.err");
     int status = 0;
     waitpid(rec, &status, 0);

@@ -179,6 +179,7 @@ TEST(LiveE2e, HostileFramesAreDroppedAndOtherSessionsUnharmed) {
       Record(dir, "rec", c.Addr() + "/good", {BinDir() + "/duty_cycle", "--seconds", "4", "basic"},
              {"-o", dir.File("local.ptrace")});
   ASSERT_TRUE(WaitFor([&] { return SizeOf(dir.File("store/good.ptrace")) > 0; }, 30));
+  int silent = testing::ConnectTo(c.port());  // says nothing: dropped after 10 s
   using live::EncodeFrame;
   using live::FrameType;
   live::Hello hello;
@@ -221,6 +222,9 @@ TEST(LiveE2e, HostileFramesAreDroppedAndOtherSessionsUnharmed) {
         "inside a frame", "parmon trace header", "DATA at offset 1048576", "another recording"})
     EXPECT_NE(log.find(why), std::string::npos) << why << "\n" << log;
   EXPECT_EQ(rec->Err().find("lost the collector"), std::string::npos) << rec->Err();
+  EXPECT_TRUE(testing::ReadUntilClosed(silent, 30));
+  close(silent);
+  EXPECT_NE(c.Log().find("idle for 10 s (sent no HELLO)"), std::string::npos) << c.Log();
 }
 
 TEST(LiveE2e, FloodOfConnectionsIsBounded) {
