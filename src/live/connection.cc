@@ -17,16 +17,20 @@ const char* RoleName(const std::string& role) {
 }  // namespace
 
 Connection::Connection(ServerImpl* server, tcp::socket socket, std::string peer)
-    : server_(server), socket_(std::move(socket)), timer_(server->io()), peer_(std::move(peer)) {
-  ++server_->live();
+    : server_(server),
+      live_(server->live()),
+      socket_(std::move(socket)),
+      timer_(server->io()),
+      peer_(std::move(peer)) {
+  ++*live_;
 }
 
 Connection::~Connection() {
-  --server_->live();
+  --*live_;
 }
 
 void Connection::Start() {
-  Log(fmt::format("{} connected ({} connections)", peer_, server_->live()));
+  Log(fmt::format("{} connected ({} connections)", peer_, *live_));
   ArmTimer(server_->options().handshake_timeout_s, "sent no HELLO");
   ReadHeader();
 }

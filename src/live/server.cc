@@ -260,9 +260,9 @@ void ServerImpl::Accept() {
     error_code pec;
     auto ep = socket.remote_endpoint(pec);
     std::string peer = pec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
-    if (live_ >= options_.max_connections) {
+    if (*live_ >= options_.max_connections) {
       LogRefusal(
-          fmt::format("{} refused: {} connections already (--max-connections)", peer, live_));
+          fmt::format("{} refused: {} connections already (--max-connections)", peer, *live_));
       socket.close(pec);
     } else {
       std::make_shared<Connection>(this, std::move(socket), peer)->Start();

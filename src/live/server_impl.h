@@ -58,6 +58,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ArmTimer(double seconds, const std::string& why);
 
   ServerImpl* server_;
+  std::shared_ptr<int> live_;  // the server's count of connections
   tcp::socket socket_;
   asio::steady_timer timer_;
   std::string peer_;
@@ -83,7 +84,9 @@ class ServerImpl final : public Server {
   const ServeOptions& options() const { return options_; }
   SessionStore& store() { return store_; }
   asio::io_context& io() { return io_; }
-  int& live() { return live_; }
+  // Connections alive; shared with them, since the io_context destroys the last ones after the
+  // server's other members are gone.
+  const std::shared_ptr<int>& live() { return live_; }
 
   // Starts the --exec consumer of a stream, once per stream and collector process.
   void StartExec(Stream* s);
@@ -116,7 +119,7 @@ class ServerImpl final : public Server {
   asio::steady_timer retry_;
   asio::signal_set signals_, children_;
   SessionStore store_;
-  int live_ = 0;
+  std::shared_ptr<int> live_ = std::make_shared<int>(0);
   std::set<std::string> fed_;  // streams given to an --exec consumer
   uint64_t next_control_ = 0;
   std::map<uint64_t, PendingControl> pending_;
