@@ -13,6 +13,7 @@
 // collector's RSS after each session.
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +37,8 @@
 #include "format/codec.h"
 #include "live/client.h"
 
+extern char** environ;
+
 namespace {
 
 using namespace parmon;
@@ -53,30 +56,27 @@ int64_t RealtimeNs() {
   return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
 }
 
+// Starts argv[0] (a full path) with its standard output and error in files.
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& out, const std::string& err) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    std::vector<char*> a;
-    for (const auto& s : argv)
-      a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
   return pid;
 }
 
+// Resident set in KiB, from /proc/PID/statm (pages).
 long RssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0)
-      return atol(line.c_str() + 6);
-  return 0;
+  long size = 0, resident = 0;
+  std::ifstream("/proc/" + std::to_string(pid) + "/statm") >> size >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 struct Arrival {
