@@ -2,13 +2,18 @@
 // processes on 127.0.0.1, port 0, with the tree's programs. Each fault of issue 14 is a test:
 // two sessions at once, the collector killed and restarted, the recorder killed, the network
 // cut, hostile frames, a flood of connections, tokens.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "live/client.h"
@@ -309,6 +314,43 @@ TEST(LiveE2e, ExecConsumerFollowAndControlRouting) {
       [&] { return SizeOf(dir.File("exec-live.ptrace")) == SizeOf(dir.File("local.ptrace")); },
       30));
   EXPECT_TRUE(ReadFile(dir.File("exec-live.ptrace")) == ReadFile(dir.File("local.ptrace")));
+}
+
+// A collector that welcomes the recorder and then never reads: the socket fills, the program
+// runs on at its own pace, and the recorder ends after --to-linger saying where the session is.
+TEST(LiveE2e, StalledCollectorNeverBlocksTheProgram) {
+  TempDir dir;
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t len = sizeof a;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+  std::atomic<bool> done{false};
+  std::thread stalled([&] {
+    int fd = accept(listener, nullptr, nullptr);
+    std::string welcome = live::EncodeFrame(live::FrameType::kWelcome, R"({"offset":0})");
+    if (fd >= 0 && write(fd, welcome.data(), welcome.size()) < 0)
+      ADD_FAILURE() << "cannot welcome the recorder";
+    while (!done)  // holds the connection and reads nothing
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    close(fd);
+  });
+  std::string to = "127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/stall";
+  auto r = Parmon({"record", "-q", "-o", dir.File("local.ptrace"), "--to-linger", "1s", "--to", to,
+                   "--", BinDir() + "/threads_regions", "2", "1000000"},
+                  120);
+  done = true;
+  stalled.join();
+  close(listener);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(SizeOf(dir.File("local.ptrace")), 1u << 20);
+  EXPECT_NE(r.err.find("holds 0 of the"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the whole session is in " + dir.File("local.ptrace")), std::string::npos)
+      << r.err;
+  EXPECT_EQ(Parmon({"info", dir.File("local.ptrace")}).exit_code, 0);
 }
 
 // `mpirun -np 3 parmon record --to`: one stream per rank, one session named after the job,
