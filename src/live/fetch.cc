@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -144,6 +145,60 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
     result.complete = result.complete && p.complete;
   }
   return result;
+}
+
+StatusOr<std::shared_ptr<BackgroundFetch>> BackgroundFetch::Start(const std::string& source,
+                                                                  const std::string& out_path,
+                                                                  bool remove_at_end,
+                                                                  const std::string& token_file) {
+  PARMON_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(source));
+  if (ep.session.empty())
+    return Status::Error(fmt::format("'{}' is not HOST:PORT/SESSION", source));
+  std::shared_ptr<BackgroundFetch> f(new BackgroundFetch());
+  f->path_ = out_path;
+  f->remove_at_end_ = remove_at_end;
+  BackgroundFetch* p = f.get();
+  std::string host_port = fmt::format("{}:{}", ep.host, ep.port);
+  p->thread_ = std::thread([p, host_port, session = ep.session, token_file] {
+    // A follower may start before the recorder: a session not there yet is asked for again
+    // for up to a minute.
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    auto r = FetchSession(host_port, session, p->path_, true, &p->stop_, token_file);
+    while (!r.ok() && r.status().message().rfind("no session ", 0) == 0 && !p->stop_ &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      r = FetchSession(host_port, session, p->path_, true, &p->stop_, token_file);
+    }
+    {
+      std::lock_guard<std::mutex> lock(p->mu_);
+      p->status_ = r.ok() ? Status::Ok() : r.status();
+    }
+    p->done_ = true;
+  });
+  return f;
+}
+
+BackgroundFetch::~BackgroundFetch() {
+  stop_ = true;
+  if (thread_.joinable())
+    thread_.join();
+  if (remove_at_end_) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+}
+
+Status BackgroundFetch::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+bool IsRemoteSession(const std::string& name) {
+  std::error_code ec;
+  if (std::filesystem::exists(name, ec))
+    return false;
+  auto ep = ParseEndpoint(name);
+  return ep.ok() && !ep->session.empty() && name.find(':') != std::string::npos;
 }
 
 }  // namespace parmon::live

@@ -8,7 +8,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "base/status.h"
 
@@ -31,6 +34,38 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
                                    bool follow,
                                    const std::atomic<bool>* stop = nullptr,
                                    const std::string& token_file = "");
+
+// A FetchSession(follow) running on its own thread, for followers that read the local copy
+// while it grows (live_view's LiveSource: path = path(), writer_gone = done(), keep_alive = the
+// object). The destructor stops the fetch and waits for its thread.
+class BackgroundFetch {
+ public:
+  // source: "HOST:PORT/SESSION"; out_path: the local file, or directory for a per-rank session
+  // (created when the first bytes arrive). remove_at_end: delete out_path in the destructor.
+  // A session the collector does not hold yet is asked for again for up to a minute.
+  static StatusOr<std::shared_ptr<BackgroundFetch>> Start(const std::string& source,
+                                                          const std::string& out_path,
+                                                          bool remove_at_end = false,
+                                                          const std::string& token_file = "");
+  ~BackgroundFetch();
+  const std::string& path() const { return path_; }
+  // The fetch has ended: the session is complete, or it failed (status() says why).
+  bool done() const { return done_.load(); }
+  Status status() const;
+
+ private:
+  BackgroundFetch() = default;
+  std::string path_;
+  bool remove_at_end_ = false;
+  std::atomic<bool> stop_{false}, done_{false};
+  mutable std::mutex mu_;
+  Status status_;  // guarded by mu_
+  std::thread thread_;
+};
+
+// Whether name is HOST:PORT/SESSION rather than a local path (no such file exists, and it
+// parses with a port and a session).
+bool IsRemoteSession(const std::string& name);
 
 }  // namespace parmon::live
 

@@ -304,12 +304,20 @@ TEST(LiveE2e, ExecConsumerFollowAndControlRouting) {
   ASSERT_TRUE(reply.ok()) << reply.status().message();
   EXPECT_NE(reply->find("unknown command"), std::string::npos) << *reply;
   EXPECT_FALSE(live::SendControl(c.Addr(), "nosuch", "pause").ok());
+  // In the background, as followers use it: done once the session is complete.
+  EXPECT_TRUE(live::IsRemoteSession(c.Addr() + "/live"));
+  EXPECT_FALSE(live::IsRemoteSession(dir.File("local.ptrace")));
+  auto background = live::BackgroundFetch::Start(c.Addr() + "/live", dir.File("bg.ptrace"));
+  ASSERT_TRUE(background.ok()) << background.status().message();
   // A follower started mid-run ends with the whole session.
   auto followed = live::FetchSession(c.Addr(), "live", dir.File("followed.ptrace"), true);
   ASSERT_TRUE(followed.ok()) << followed.status().message();
   EXPECT_TRUE(followed->complete);
   ASSERT_EQ(rec->Wait(120), 0) << rec->Err();
   EXPECT_TRUE(ReadFile(dir.File("followed.ptrace")) == ReadFile(dir.File("local.ptrace")));
+  ASSERT_TRUE(WaitFor([&] { return (*background)->done(); }, 30));
+  EXPECT_TRUE((*background)->status().ok()) << (*background)->status().message();
+  EXPECT_TRUE(ReadFile(dir.File("bg.ptrace")) == ReadFile(dir.File("local.ptrace")));
   ASSERT_TRUE(WaitFor(
       [&] { return SizeOf(dir.File("exec-live.ptrace")) == SizeOf(dir.File("local.ptrace")); },
       30));
