@@ -295,6 +295,12 @@ TEST(LiveE2e, ExecConsumerFollowAndControlRouting) {
   TempDir dir;
   Collector c(dir.File("store"), dir.File("serve.log"),
               {"--exec", "cat > " + dir.path() + "/exec-$PARMON_SESSION.ptrace"});
+  // In the background, as followers use it, started before the session exists: done once the
+  // session is complete.
+  EXPECT_TRUE(live::IsRemoteSession(c.Addr() + "/live"));
+  EXPECT_FALSE(live::IsRemoteSession(dir.File("store")));
+  auto background = live::BackgroundFetch::Start(c.Addr() + "/live", dir.File("bg.ptrace"));
+  ASSERT_TRUE(background.ok()) << background.status().message();
   auto rec =
       Record(dir, "rec", c.Addr() + "/live", {BinDir() + "/duty_cycle", "--seconds", "3", "basic"},
              {"-o", dir.File("local.ptrace")});
@@ -304,11 +310,6 @@ TEST(LiveE2e, ExecConsumerFollowAndControlRouting) {
   ASSERT_TRUE(reply.ok()) << reply.status().message();
   EXPECT_NE(reply->find("unknown command"), std::string::npos) << *reply;
   EXPECT_FALSE(live::SendControl(c.Addr(), "nosuch", "pause").ok());
-  // In the background, as followers use it: done once the session is complete.
-  EXPECT_TRUE(live::IsRemoteSession(c.Addr() + "/live"));
-  EXPECT_FALSE(live::IsRemoteSession(dir.File("local.ptrace")));
-  auto background = live::BackgroundFetch::Start(c.Addr() + "/live", dir.File("bg.ptrace"));
-  ASSERT_TRUE(background.ok()) << background.status().message();
   // A follower started mid-run ends with the whole session.
   auto followed = live::FetchSession(c.Addr(), "live", dir.File("followed.ptrace"), true);
   ASSERT_TRUE(followed.ok()) << followed.status().message();
