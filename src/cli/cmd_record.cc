@@ -8,6 +8,7 @@
 #include "base/units.h"
 #include "cli/cli_errors.h"
 #include "cli/commands.h"
+#include "live/record_to.h"
 #include "recorder/mpi_launch.h"
 #include "recorder/recorder.h"
 #include "sched/sched.h"
@@ -49,6 +50,7 @@ struct RecordArgs {
   bool no_switches = false;
   bool pid_given = false;  // -p appeared (0 is then an error, not "no -p")
   std::vector<std::string> command;
+  live::RecordToArgs to;  // --to: stream to a collector (live/record_to.h)
 };
 
 void DeclareOptions(CLI::App& app, RecordArgs& a) {
@@ -81,6 +83,10 @@ void DeclareOptions(CLI::App& app, RecordArgs& a) {
   app.add_option("--duration", a.duration, "with -p: stop after this long, e.g. 10s");
   app.add_option("--threads", a.threads, "monitor only these thread ids, e.g. 1234,1240");
   app.add_flag("--no-switches", a.no_switches, "do not record context switches (sampling only)");
+  app.add_option("--to", a.to.to, "also stream the session to a collector, HOST:PORT[/NAME]");
+  app.add_option("--to-linger", a.to.linger, "with --to: how long to keep delivering after the run")
+      ->capture_default_str();
+  app.add_option("--token-file", a.to.token_file, "with --to: file holding the collector's token");
 }
 
 // Either a command or -p PID. False after printing why not.
@@ -212,11 +218,25 @@ int RunRecord(int argc, char** argv) {
     a.command.erase(a.command.begin());
   a.pid_given = app.count("-p") > 0;
   sched::SchedOptions sched_options;
+  bool spooled = !a.to.to.empty() && app.count("-o") == 0;
+  if (spooled)
+    a.options.output = live::SpoolPath();
   if (!CheckCommand(a) || !ParseValues(a, &sched_options) || !Configure(a, &sched_options))
     return 2;
+  std::unique_ptr<live::Forwarder> forwarder;
+  if (!a.to.to.empty()) {
+    auto f = live::StartStreaming(a.to, a.options.output, a.command, a.options.attach_pid);
+    if (!f.ok()) {
+      fmt::print(stderr, "parmon record: {}\n", f.status().message());
+      return 2;
+    }
+    forwarder = std::move(*f);
+  }
   recorder::Recorder rec(a.options);
   sched::AddSchedSources(rec, sched_options);
   auto result = rec.Run(a.command);
+  if (forwarder)
+    (void)live::FinishStreaming(*forwarder, a.options.output, spooled && result.ok());
   if (!result.ok()) {
     fmt::print(stderr, "parmon record: {}\n", result.status().message());
     return 127;

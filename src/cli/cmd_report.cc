@@ -278,7 +278,8 @@ int FollowReport(const std::string& path,
   else if (interim)
     fmt::print("=== parmon report {}: the recording has ended ===\n", path);
   fflush(stdout);
-  auto results = LoadResults(path, in, &usage_error);
+  // The followed file: the path itself, or the local copy of a collector's session.
+  auto results = LoadResults(live.path(), in, &usage_error);
   if (!results.ok()) {
     fmt::print(stderr, "parmon report: {}\n", results.status().message());
     return usage_error ? 2 : 1;

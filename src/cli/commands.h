@@ -20,6 +20,8 @@ int RunScale(int argc, char** argv);
 int RunDemo(int argc, char** argv);
 int RunExport(int argc, char** argv);
 int RunTop(int argc, char** argv);
+int RunServe(int argc, char** argv);
+int RunFetch(int argc, char** argv);
 
 }  // namespace parmon::cli
 

@@ -22,6 +22,8 @@ const Command kCommands[] = {
     {"scale", "run a command at several process counts: speedup and where it goes", RunScale},
     {"demo", "record a bundled MPI example (a ring pipeline) and show its report", RunDemo},
     {"top", "watch a recording live: thread states, CPUs, links, findings", RunTop},
+    {"serve", "collect sessions streamed by record --to and serve them live", RunServe},
+    {"fetch", "copy a session from a collector (parmon serve) to a local trace", RunFetch},
 };
 
 int Usage(FILE* out) {

@@ -8,10 +8,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <filesystem>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "format/chunk.h"
+#include "live/fetch.h"
 
 namespace parmon::live_view {
 namespace {
@@ -50,6 +57,41 @@ StatusOr<LiveSource> ResolveLiveSource(const std::string& name) {
     return Status::Error("--follow needs a file or a session directory, not standard input");
   LiveSource source;
   source.path = name;
+  if (!live::IsRemoteSession(name))
+    return source;
+  // HOST:PORT/SESSION: the collector's copy is fetched into a private temporary directory as it
+  // grows (a file, or a directory of rank files), and followed like a local recording; the fetch
+  // ending (the session complete, or the collector gone) is the writer being gone.
+  const char* tmp = getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/parmon-follow-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr)
+    return Status::Error(fmt::format(
+        "cannot create a temporary directory in which to follow {}: {}", name, strerror(errno)));
+  auto fetch = live::BackgroundFetch::Start(name, dir + "/session.ptrace", true);
+  if (!fetch.ok()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    return fetch.status();
+  }
+  struct Remote {
+    std::shared_ptr<live::BackgroundFetch> fetch;
+    std::string dir;
+    ~Remote() {
+      fetch.reset();  // stops the fetch and removes its copy
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  };
+  auto remote = std::make_shared<Remote>();  // built in place: a temporary would remove dir
+  remote->fetch = *fetch;
+  remote->dir = dir;
+  source.path = (*fetch)->path();
+  source.writer_gone = [f = remote->fetch.get()] { return f->done(); };
+  source.why_gone = [f = remote->fetch.get(), name] {
+    const Status s = f->status();
+    return s.ok() ? std::string() : fmt::format("following {}: {}", name, s.message());
+  };
+  source.keep_alive = remote;
   return source;
 }
 
@@ -70,8 +112,12 @@ StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(LiveSource source) {
       if (!t->directory_)
         return s;
     }
-    if (StopRequested() || (give_up && give_up()))
+    if (StopRequested() || (give_up && give_up())) {
+      const std::string why = t->source_.why_gone ? t->source_.why_gone() : std::string();
+      if (!why.empty())
+        return Status::Error(why);
       return Status::Error(s.ok() ? fmt::format("{} was never written", path) : s.message());
+    }
     SleepUnlessStopped(kPollNs);
   }
 }

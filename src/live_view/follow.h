@@ -41,13 +41,15 @@ struct LiveSource {
   // True once whatever writes path has gone (a recorder child that exited, a fetch from a
   // collector that ended). Null: the recorder is not ours; wait until it closes the file.
   std::function<bool()> writer_gone;
+  // Why the writer is gone, when it failed (a remote fetch refused or cut): for messages.
+  std::function<std::string()> why_gone;
   // Whatever feeds path (a fetch running on a thread), kept alive while the follower runs.
   std::shared_ptr<void> keep_alive;
 };
 
-// What the user named, as a source to follow: a local path as it is. The place where a remote
-// session (HOST:PORT/SESSION) is to be plugged in: fetched into a local file that grows, with
-// writer_gone saying when the fetch has ended.
+// What the user named, as a source to follow: a local path as it is; a remote session
+// (HOST:PORT/SESSION, live::IsRemoteSession) fetched from the collector into a private temporary
+// file (or rank directory) that grows, with writer_gone saying when the fetch has ended.
 StatusOr<LiveSource> ResolveLiveSource(const std::string& name);
 
 class LiveTrace {

@@ -1,0 +1,204 @@
+#include "live/fetch.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "live/client.h"
+#include "live/protocol.h"
+
+namespace parmon::live {
+namespace {
+
+struct One {
+  uint64_t bytes = 0;
+  bool complete = false;
+  Status status;
+  std::vector<int> ranks;  // the session is per rank: these
+};
+
+// Copies one stream (rank -1: a single-process session) into path.
+One FetchStream(const Endpoint& ep,
+                const std::string& token,
+                const std::string& session,
+                int rank,
+                const std::string& path,
+                bool follow,
+                const std::atomic<bool>* stop) {
+  One r;
+  auto ch = Channel::Open(ep, token);
+  if (!ch.ok()) {
+    r.status = ch.status();
+    return r;
+  }
+  nlohmann::json sub = {{"session", session}, {"offset", 0}, {"follow", follow}};
+  if (rank >= 0)
+    sub["rank"] = rank;
+  if (r.status = (*ch)->Write(FrameType::kSubscribe, sub.dump()); !r.status.ok())
+    return r;
+  int fd = -1;
+  bool ended = false;  // the stream had ended when the collector welcomed us
+  while (true) {
+    auto f = (*ch)->Read(0.25);
+    if (!f.ok()) {
+      if ((*ch)->timed_out() && !(stop && stop->load()))
+        continue;
+      if (!(stop && stop->load()))
+        r.status = f.status();
+      break;
+    }
+    if (f->type == FrameType::kWelcome) {
+      auto j = nlohmann::json::parse(f->payload, nullptr, false);
+      if (j.is_object() && j.contains("ranks") && j["ranks"].is_array()) {
+        for (auto& k : j["ranks"])
+          if (k.is_number_integer())
+            r.ranks.push_back(k.get<int>());
+        return r;
+      }
+      ended = j.is_object() && j.value("ended", false);
+      fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        r.status = Status::Error(fmt::format("cannot create {}: {}", path, strerror(errno)));
+        return r;
+      }
+    } else if (f->type == FrameType::kData && fd >= 0) {
+      uint64_t offset = 0;
+      std::string_view bytes;
+      if (r.status = DecodeData(f->payload, &offset, &bytes); !r.status.ok())
+        break;
+      if (offset != r.bytes) {
+        r.status =
+            Status::Error(fmt::format("the collector sent byte {} after {}", offset, r.bytes));
+        break;
+      }
+      if (write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {
+        r.status = Status::Error(fmt::format("cannot write {}: {}", path, strerror(errno)));
+        break;
+      }
+      r.bytes += bytes.size();
+    } else if (f->type == FrameType::kBye) {
+      std::string error = PeerError(*f);
+      if (!error.empty())
+        r.status = Status::Error(error);
+      r.complete = error.empty() && (follow || ended);
+      break;
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  return r;
+}
+
+}  // namespace
+
+StatusOr<FetchResult> FetchSession(const std::string& host_port,
+                                   const std::string& session,
+                                   const std::string& out_path,
+                                   bool follow,
+                                   const std::atomic<bool>* stop,
+                                   const std::string& token_file) {
+  PARMON_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(host_port));
+  PARMON_ASSIGN_OR_RETURN(std::string token, ReadToken(token_file));
+  FetchResult result;
+  result.path = out_path;
+  One single = FetchStream(ep, token, session, -1, out_path, follow, stop);
+  if (!single.status.ok())
+    return single.status;
+  if (single.ranks.empty()) {
+    result.bytes = single.bytes;
+    result.complete = single.complete;
+    return result;
+  }
+  // A per-rank session: a directory of rank files, each fetched on its own thread.
+  result.per_rank = true;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(out_path, ec))
+    std::filesystem::remove(out_path, ec);
+  std::filesystem::create_directories(out_path, ec);
+  if (ec)
+    return Status::Error(fmt::format("cannot create the directory {}: {}", out_path, ec.message()));
+  std::vector<One> parts(single.ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < single.ranks.size(); ++i)
+    threads.emplace_back([&, i] {
+      int k = single.ranks[i];
+      parts[i] = FetchStream(ep, token, session, k, fmt::format("{}/rank-{}.ptrace", out_path, k),
+                             follow, stop);
+    });
+  for (auto& t : threads)
+    t.join();
+  result.complete = true;
+  for (const One& p : parts) {
+    if (!p.status.ok())
+      return p.status;
+    result.bytes += p.bytes;
+    result.complete = result.complete && p.complete;
+  }
+  return result;
+}
+
+StatusOr<std::shared_ptr<BackgroundFetch>> BackgroundFetch::Start(const std::string& source,
+                                                                  const std::string& out_path,
+                                                                  bool remove_at_end,
+                                                                  const std::string& token_file) {
+  PARMON_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(source));
+  if (ep.session.empty())
+    return Status::Error(fmt::format("'{}' is not HOST:PORT/SESSION", source));
+  std::shared_ptr<BackgroundFetch> f(new BackgroundFetch());
+  f->path_ = out_path;
+  f->remove_at_end_ = remove_at_end;
+  BackgroundFetch* p = f.get();
+  std::string host_port = fmt::format("{}:{}", ep.host, ep.port);
+  p->thread_ = std::thread([p, host_port, session = ep.session, token_file] {
+    // A follower may start before the recorder: a session not there yet is asked for again
+    // for up to a minute.
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    auto r = FetchSession(host_port, session, p->path_, true, &p->stop_, token_file);
+    while (!r.ok() && r.status().message().rfind("no session ", 0) == 0 && !p->stop_ &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      r = FetchSession(host_port, session, p->path_, true, &p->stop_, token_file);
+    }
+    {
+      std::lock_guard<std::mutex> lock(p->mu_);
+      p->status_ = r.ok() ? Status::Ok() : r.status();
+    }
+    p->done_ = true;
+  });
+  return f;
+}
+
+BackgroundFetch::~BackgroundFetch() {
+  stop_ = true;
+  if (thread_.joinable())
+    thread_.join();
+  if (remove_at_end_) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+}
+
+Status BackgroundFetch::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+bool IsRemoteSession(const std::string& name) {
+  std::error_code ec;
+  if (std::filesystem::exists(name, ec))
+    return false;
+  auto ep = ParseEndpoint(name);
+  return ep.ok() && !ep->session.empty() && name.find(':') != std::string::npos;
+}
+
+}  // namespace parmon::live
