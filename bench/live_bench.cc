@@ -202,6 +202,8 @@ int main(int argc, char** argv) {
       std::string r;
       while (std::getline(ss, r, ','))
         rates.push_back(atof(r.c_str()) * 1e6);
+    } else if (a.rfind("--benchmark", 0) == 0) {
+      // scripts/bench.sh passes Google Benchmark's options to every *_bench: not ours.
     } else {
       fprintf(stderr,
               "usage: live_bench [--rates M,M,...(millions/s)] [--seconds S] [--threads N] "
