@@ -463,5 +463,40 @@ TEST(LiveE2e, TopAndReportFollowASessionOnTheCollector) {
   EXPECT_NE(local.find("one item at a time"), std::string::npos) << local;
 }
 
+// The demo's example (scripts/demo.sh: the slow ring farm under mpirun, one recorder) streamed to
+// the collector: `parmon top` on the collector's session shows the serialised ring while the
+// program still runs, and the stored session reports as the recorder's local copy does.
+TEST(LiveE2e, DemoRingStreamedToTheCollectorShowsItsFindingWhileItRuns) {
+  if (access((BinDir() + "/ring_search").c_str(), X_OK) != 0 || access("/usr/bin/mpirun", X_OK))
+    GTEST_SKIP() << "no MPI example or mpirun";
+  TempDir dir;
+  Collector c(dir.File("store"), dir.File("serve.log"));
+  ASSERT_GT(c.port(), 0) << c.Log();
+  const std::string remote = c.Addr() + "/demo";
+  Process top({ParmonBin(), "top", "--batch", "--period", "200ms", remote}, dir.File("top.out"),
+              dir.File("top.err"));
+  auto rec =
+      Record(dir, "rec", remote,
+             {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4",
+              BinDir() + "/ring_search", "--form", "slow", "--words", "3000", "--db-kb", "256"},
+             {"-o", dir.File("local.ptrace")});
+  ASSERT_EQ(rec->Wait(300), 0) << rec->Err();
+  ASSERT_EQ(top.Wait(120), 0) << top.Err();
+  // Screens are separated by their title line; the ones taken while recording say so.
+  const std::string out = ReadFile(dir.File("top.out"));
+  bool live_finding = false;
+  for (size_t at = out.find(" parmon top "); at != std::string::npos;) {
+    const size_t next = out.find(" parmon top ", at + 1);
+    const std::string screen = out.substr(at, next == std::string::npos ? next : next - at);
+    const std::string title = screen.substr(0, screen.find('\n'));
+    if (title.find(" recording ") != std::string::npos &&
+        screen.find("[serialised-cycle]") != std::string::npos)
+      live_finding = true;
+    at = next;
+  }
+  EXPECT_TRUE(live_finding) << out.substr(0, 4000);
+  ExpectSameSession(dir.File("store/demo.ptrace"), dir.File("local.ptrace"));
+}
+
 }  // namespace
 }  // namespace parmon
