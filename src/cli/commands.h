@@ -19,6 +19,7 @@ int RunDiff(int argc, char** argv);
 int RunScale(int argc, char** argv);
 int RunDemo(int argc, char** argv);
 int RunExport(int argc, char** argv);
+int RunCtl(int argc, char** argv);
 
 }  // namespace parmon::cli
 

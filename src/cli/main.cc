@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"export", "write a trace as OTF2, Perfetto, Chrome JSON or CSV for other tools", RunExport},
     {"scale", "run a command at several process counts: speedup and where it goes", RunScale},
     {"demo", "record a bundled MPI example (a ring pipeline) and show its report", RunDemo},
+    {"ctl", "steer a running recorder: pause, resume, period, threads, streams", RunCtl},
 };
 
 int Usage(FILE* out) {

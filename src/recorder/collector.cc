@@ -39,6 +39,32 @@ class StreamRouter {
   Cut cut_;
 };
 
+// In front of a StreamRouter while `parmon ctl threads|streams` selects: drops the events of
+// the families the selection leaves out (control.h, KindFamily), keeps the rest.
+template <typename Inner>
+class SelectingRouter {
+ public:
+  SelectingRouter(Inner& inner, bool thread_selected, uint32_t streams)
+      : inner_(inner), thread_selected_(thread_selected), streams_(streams) {}
+  void OnCompact(uint16_t kind, uint64_t ts, uint64_t arg) {
+    if (Keep(kind))
+      inner_.OnCompact(kind, ts, arg);
+  }
+  void OnEvent(Event& e) {
+    if (Keep(e.kind))
+      inner_.OnEvent(e);
+  }
+
+ private:
+  bool Keep(uint16_t kind) const {
+    const uint32_t family = KindFamily(kind);
+    return family == 0 || (thread_selected_ && (streams_ & family) != 0);
+  }
+  Inner& inner_;
+  bool thread_selected_;
+  uint32_t streams_;
+};
+
 }  // namespace
 
 Collector::Collector(CollectorOptions options,
@@ -259,7 +285,16 @@ size_t Collector::DrainRing(uint32_t index) {
         FlushEncoder(cur.encoder);
       });
   uint64_t corrupt_before = drainer_.corruptions();
-  size_t n = drainer_.Drain(index, clock_, router);
+  size_t n = 0;
+  if (control_ != nullptr && control_->selecting()) {
+    bool thread_selected = true;
+    uint32_t streams = kStreamAll;
+    control_->SelectionFor(ctl.tid, &thread_selected, &streams);
+    SelectingRouter selecting(router, thread_selected, streams);
+    n = drainer_.Drain(index, clock_, selecting);
+  } else {
+    n = drainer_.Drain(index, clock_, router);
+  }
   if (drainer_.corruptions() != corrupt_before)
     ledger_.Add(cur.location, drainer_.corruptions() - corrupt_before);
   events_seen_ += n;

@@ -44,11 +44,16 @@ using shm::RingControl;
 using shm::SegmentHeader;
 using shm::Slot;
 
-// Process-wide state. g_enabled is the hot path's one check: set (release) once the segment is
-// mapped, cleared by pause. Relaxed loads suffice: a thread that sees 1 late records nothing, one
-// that sees 1 early finds the segment already published by the same release store.
-std::atomic<int> g_enabled{0};
+// Process-wide state. g_control_page.enabled is the hot path's one check. The page is alone in
+// its page of .bss (aligned, one page long) and Init replaces it with the segment's ControlPage
+// (mremap of the shared page onto this address), so the flag reads 1 once the segment is mapped
+// and follows `parmon ctl pause/resume` in place; parmon_pause() puts a private zero page there.
+// Relaxed loads suffice: a thread that sees 1 late records nothing, one that sees 1 early finds
+// the segment already published before the page was switched (a system call).
+shm::ControlPage g_control_page;
+constexpr std::atomic<int>& g_enabled = g_control_page.enabled;
 SegmentHeader* g_segment = nullptr;
+bool g_api_paused = false;  // parmon_pause() holds this process (private page in place)
 bool g_use_tsc = true;
 pid_t g_announced_pid = 0;
 pthread_key_t g_exit_key;
@@ -416,6 +421,21 @@ void RetireRingsOfExecedImage(SegmentHeader* seg) {
   }
 }
 
+// Maps the segment's control page over g_control_page: the enabled flag then reads the
+// recorder's word (mremap with old size 0 makes a second mapping of a shared mapping's pages).
+bool ShareControlPage() {
+  void* want = &g_control_page;
+  void* got = mremap(shm::Control(g_segment), 0, sizeof(shm::ControlPage),
+                     MREMAP_MAYMOVE | MREMAP_FIXED, want);
+  return got == want;
+}
+
+// parmon_pause(): this process alone stops recording, whatever the recorder's word says.
+void PrivateControlPage() {
+  mmap(&g_control_page, sizeof(shm::ControlPage), PROT_READ | PROT_WRITE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
 void Init() {
   SegmentHeader* seg = MapSegment();
   if (seg == nullptr)
@@ -425,8 +445,11 @@ void Init() {
   pthread_key_create(&g_exit_key, OnThreadExit);
   pthread_atfork(nullptr, nullptr, AtForkChild);
   g_segment = seg;
-  // Release: a thread that sees enabled also sees g_segment (it reads it in Attach).
-  g_enabled.store(1, std::memory_order_release);
+  // A thread that sees enabled also sees g_segment (it reads it in Attach): the page switch is a
+  // system call after the store.
+  std::atomic_thread_fence(std::memory_order_release);
+  if (!ShareControlPage())
+    return;
   // The main thread attaches now so the process is announced even if it never emits.
   ThreadRing* r = &t_ring;
   MakeRoom(r, 1, false);
@@ -526,15 +549,17 @@ PARMON_EXPORT void parmon_process_name(const char* name) {
 }
 
 PARMON_EXPORT void parmon_pause(void) {
-  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) == 0)
+  if (g_segment == nullptr || g_api_paused)
     return;
   Emit1(static_cast<uint8_t>(Kind::kPause), 0);
-  g_enabled.store(0, std::memory_order_relaxed);
+  PrivateControlPage();
+  g_api_paused = true;
 }
 PARMON_EXPORT void parmon_resume(void) {
-  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) != 0)
+  if (g_segment == nullptr || !g_api_paused)
     return;
-  g_enabled.store(1, std::memory_order_relaxed);
+  g_api_paused = false;
+  ShareControlPage();  // records again unless `parmon ctl pause` holds the session
   Emit1(static_cast<uint8_t>(Kind::kResume), 0);
 }
 
@@ -586,8 +611,15 @@ PARMON_EXPORT int parmon_x_session_mode(uint32_t* mode, uint64_t* period_ns) {
   if (g_segment == nullptr)
     return 0;
   *mode = g_segment->run_mode;
-  *period_ns = g_segment->period_ns;
+  *period_ns = parmon::shm::Control(g_segment)->period_ns.load(std::memory_order_relaxed);
   return 1;
+}
+static_assert(std::atomic<uint64_t>::is_always_lock_free &&
+              sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+PARMON_EXPORT const uint64_t* parmon_x_period_flag(void) {
+  if (g_segment == nullptr)
+    return nullptr;
+  return reinterpret_cast<const uint64_t*>(&parmon::shm::Control(g_segment)->period_ns);
 }
 
 PARMON_EXPORT uint32_t parmon_x_intern(const char* name, uint32_t category) {

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -40,8 +41,20 @@ SegmentHeader* MapSegment() {
   if (map == MAP_FAILED)
     return nullptr;
   auto* seg = static_cast<SegmentHeader*>(map);
+  if (seg->magic == shm::kSegmentMagic && seg->abi_version != shm::kAbiVersion) {
+    // A parmon of another version started this program: say so rather than record nothing
+    // without a word (the recorder then reports no events from this process).
+    char msg[160];
+    int n = snprintf(msg, sizeof msg,
+                     "parmon: this libparmon speaks shared-memory ABI %u but the recorder "
+                     "speaks ABI %u; process %d is not recorded\n",
+                     shm::kAbiVersion, seg->abi_version, static_cast<int>(getpid()));
+    if (n > 0)
+      syscall(SYS_write, 2, msg, static_cast<size_t>(n) < sizeof msg ? n : sizeof msg - 1);
+  }
   if (seg->magic != shm::kSegmentMagic || seg->abi_version != shm::kAbiVersion ||
-      seg->segment_size != static_cast<uint64_t>(st.st_size)) {
+      seg->segment_size != static_cast<uint64_t>(st.st_size) || seg->control_offset % 4096 != 0 ||
+      seg->control_offset + sizeof(shm::ControlPage) > seg->rings_offset) {
     munmap(map, static_cast<size_t>(st.st_size));
     return nullptr;
   }
