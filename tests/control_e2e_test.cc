@@ -42,7 +42,7 @@ class Recording {
     trace_ = dir.File("run.ptrace");
     std::vector<std::string> argv = {testing::ParmonBin(), "record", "-q", "-o", trace_};
     argv.insert(argv.end(), record_options.begin(), record_options.end());
-    for (const char* a : {"--", "", "--blocks", "100000000", "--rounds", "2"})
+    for (const char* a : {"--", "", "--blocks", "1000000", "--rounds", "2"})
       argv.push_back(a);
     argv[argv.size() - 5] = BinDir() + "/pipeline";
     const std::string err = dir.File("record.err");
@@ -146,7 +146,7 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
   TempDir dir;
   Recording rec(dir, {});
   ASSERT_TRUE(rec.WaitReady()) << testing::ReadFile(dir.File("record.err"));
-  Sleep(400);
+  Sleep(800);
   const auto t0 = Clock::now();
   auto p = Ctl(rec.pid(), {"pause"});
   const auto t1 = Clock::now();
@@ -160,7 +160,7 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
   const auto t3 = Clock::now();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "ok: recording\n");
-  Sleep(400);
+  Sleep(800);
   EXPECT_EQ(rec.Stop(), 128 + SIGINT);
   EXPECT_FALSE(testing::Exists(recorder::ControlSocketPath(rec.pid())))
       << "the socket is removed at exit";
@@ -192,8 +192,8 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
   }
   EXPECT_EQ(inside, 0u) << "no program event inside the paused range";
   EXPECT_EQ(sources_inside, 0u) << "the sampler and the switch recorder pause too";
-  EXPECT_GT(before, 100u);
-  EXPECT_GT(after, 100u) << "recording resumed";
+  EXPECT_GT(before, 20u);
+  EXPECT_GT(after, 20u) << "recording resumed";
 
   auto js = Parmon({"report", "--format", "json", rec.trace()});
   ASSERT_EQ(js.exit_code, 0) << js.err;
@@ -201,15 +201,24 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
   EXPECT_EQ(j["summary"]["pauses"], 1);
   EXPECT_EQ(j["summary"]["paused_ns"].get<uint64_t>(), e - b);
   EXPECT_EQ(j["summary"]["lost_events"], 0);
-  // No thread's states hold the paused time: each thread's states fit in its life less it.
+  // No thread's states hold the paused time: each thread's states fit in its life less it (a
+  // sampled thread's sampler interval that ends after the resume may reach back into the pause:
+  // one period, 10 ms, of slack).
+  int threads_checked = 0;
   for (const auto& l : j["locations"]) {
-    if (l["kind"] != "thread" || l["state_source"] != "inferred")
-      continue;
+    const uint64_t wall = l["wall_ns"].get<uint64_t>();
+    const uint64_t start = j["summary"]["session_start_ns"].get<uint64_t>();
+    if (l["kind"] != "thread" || start + l["first_ns"].get<uint64_t>() >= b ||
+        start + l["last_ns"].get<uint64_t>() <= e)
+      continue;  // the threads that live through the pause
     uint64_t sum = 0;
-    for (const auto& [k, v] : l["states"].items())
+    for (const auto& [k, v] : l["states_ns"].items())
       sum += v.get<uint64_t>();
-    EXPECT_LE(sum, l["wall_ns"].get<uint64_t>() - (e - b) + 1000) << l["label"];
+    const uint64_t slack = l["state_source"] == "inferred" ? 1000 : 11'000'000;
+    EXPECT_LE(sum, wall - (e - b) + slack) << l["label"] << " " << l["state_source"];
+    ++threads_checked;
   }
+  EXPECT_GE(threads_checked, 4);
   auto text = Parmon({"report", rec.trace()});
   EXPECT_NE(text.out.find("paused "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("in 1 pause"), std::string::npos) << text.out;
@@ -354,8 +363,9 @@ TEST(ControlE2e, BadCommandsAreOneSentenceAndHarmNothing) {
   EXPECT_NE(bad.err.find("unknown command 'jump'"), std::string::npos) << bad.err;
   // Sent as is to the socket: the recorder answers with one error line.
   const std::string sock = recorder::ControlSocketPath(rec.pid());
-  for (const std::string line :
-       {"jump", "period -3", "threads 1,,2", std::string(3000, 'x'), "streams \x01\x02"}) {
+  const std::vector<std::string> bad_lines = {"jump", "period -3", "threads 1,,2",
+                                             std::string(3000, 'x'), "streams \x01\x02"};
+  for (const std::string& line : bad_lines) {
     auto reply = recorder::SendControlCommand(sock, line, 10000);
     ASSERT_TRUE(reply.ok()) << reply.status().message();
     EXPECT_EQ(reply->rfind("error: ", 0), 0u) << *reply;

@@ -68,6 +68,22 @@ std::string Describe(const format::TraceReader& r, const format::Event& e) {
   return s;
 }
 
+std::string DescribeMark(const format::TraceReader& r,
+                         const format::Definitions::ControlMark& m,
+                         uint64_t start,
+                         bool absolute) {
+  format::Event e;
+  e.ts = m.ts;
+  e.kind = m.kind;
+  e.nargs = format::GetKindInfo(m.kind).nargs;
+  e.args[0] = m.arg;
+  e.payload = m.payload;
+  std::string t = absolute ? std::to_string(m.ts)
+                           : fmt::format("{:.9f}", (static_cast<double>(m.ts) -
+                                                    static_cast<double>(start)) / 1e9);
+  return fmt::format("{:>14} [session] {}\n", t, Describe(r, e));
+}
+
 }  // namespace
 
 int RunDump(int argc, char** argv) {
@@ -125,7 +141,16 @@ int RunDump(int argc, char** argv) {
   model::Merge merge(session, filter);
   format::Event e;
   std::string out;
+  // `parmon ctl` records (session-wide, with the definitions) go between the events, in time.
+  const auto& marks = r.definitions().control;
+  size_t next_mark = 0;
+  auto marks_until = [&](uint64_t ts) {
+    for (; next_mark < marks.size() && marks[next_mark].ts <= ts; ++next_mark)
+      if (marks[next_mark].ts >= filter.from_ts && marks[next_mark].ts <= filter.to_ts)
+        out += DescribeMark(r, marks[next_mark], start, absolute);
+  };
   while (merge.Next(&e)) {
+    marks_until(e.ts);
     const format::LocationDef* l = session.Location(e.location);
     std::string where =
         l ? fmt::format("{}/{} {}", l->pid, l->tid, l->name) : fmt::format("loc{}", e.location);
@@ -139,6 +164,7 @@ int RunDump(int argc, char** argv) {
       out.clear();
     }
   }
+  marks_until(UINT64_MAX);
   fwrite(out.data(), 1, out.size(), stdout);
   for (const auto& p : r.problems())
     fmt::print(stderr, "parmon dump: {}\n", p.message);

@@ -111,6 +111,7 @@ TEST_F(ControlApply, PauseResumeFlipTheProgramsWordAndQueueTheirRecords) {
 }
 
 TEST_F(ControlApply, PeriodAndSelection) {
+  EXPECT_EQ(page_->period_ns.load(), 10'000'000u) << "starts as the session's period";
   EXPECT_EQ(control_->Apply("period 5ms"), "ok: period 5 ms");
   EXPECT_EQ(page_->period_ns.load(), 5'000'000u);
   EXPECT_FALSE(control_->selecting());

@@ -50,7 +50,9 @@ using shm::Slot;
 // and follows `parmon ctl pause/resume` in place; parmon_pause() puts a private zero page there.
 // Relaxed loads suffice: a thread that sees 1 late records nothing, one that sees 1 early finds
 // the segment already published before the page was switched (a system call).
-shm::ControlPage g_control_page;
+// constinit: no dynamic initialiser may run after Init mapped the shared page here (it would
+// write zeros into the recorder's page, pausing every process of the session).
+constinit shm::ControlPage g_control_page;
 constexpr std::atomic<int>& g_enabled = g_control_page.enabled;
 SegmentHeader* g_segment = nullptr;
 bool g_api_paused = false;  // parmon_pause() holds this process (private page in place)

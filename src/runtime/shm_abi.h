@@ -103,13 +103,13 @@ struct alignas(4096) ControlPage {
   // 1 while the session records, 0 while `parmon ctl pause` holds it. Written by the recorder
   // (relaxed: a thread that sees the change a little late records or skips a few more events,
   // which the paused range's bounds account for, see docs/control.md).
-  std::atomic<int> enabled;
-  uint32_t reserved0;
+  std::atomic<int> enabled{0};
+  uint32_t reserved0 = 0;
   // The aggregation period in ns of periodic mode (`parmon ctl period 5ms`); the preload families
   // re-read it at each of their period checks. Starts as SegmentHeader::period_ns.
-  std::atomic<uint64_t> period_ns;
+  std::atomic<uint64_t> period_ns{0};
   // Bumped by every change the recorder makes here (pause, resume, period).
-  std::atomic<uint64_t> change_seq;
+  std::atomic<uint64_t> change_seq{0};
 };
 static_assert(sizeof(ControlPage) == 4096);
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free);
