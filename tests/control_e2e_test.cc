@@ -186,8 +186,8 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
       else
         ++after;
     }
-    if ((x.source == format::Source::kSampler || x.source == format::Source::kSched) &&
-        x.ts > b && x.ts < e)
+    if ((x.source == format::Source::kSampler || x.source == format::Source::kSched) && x.ts > b &&
+        x.ts < e)
       ++sources_inside;
   }
   EXPECT_EQ(inside, 0u) << "no program event inside the paused range";
@@ -364,7 +364,7 @@ TEST(ControlE2e, BadCommandsAreOneSentenceAndHarmNothing) {
   // Sent as is to the socket: the recorder answers with one error line.
   const std::string sock = recorder::ControlSocketPath(rec.pid());
   const std::vector<std::string> bad_lines = {"jump", "period -3", "threads 1,,2",
-                                             std::string(3000, 'x'), "streams \x01\x02"};
+                                              std::string(3000, 'x'), "streams \x01\x02"};
   for (const std::string& line : bad_lines) {
     auto reply = recorder::SendControlCommand(sock, line, 10000);
     ASSERT_TRUE(reply.ok()) << reply.status().message();

@@ -69,8 +69,8 @@ StatusOr<std::string> ResolveTarget(const std::string& target) {
     if (stat(path.c_str(), &st) == 0)
       return path;
     if (kill(pid, 0) != 0 && errno == ESRCH)
-      return Status::Error(fmt::format(
-          "there is no process {} (parmon ctl --list shows the live recorders)", pid));
+      return Status::Error(
+          fmt::format("there is no process {} (parmon ctl --list shows the live recorders)", pid));
     return Status::Error(fmt::format(
         "process {} is not a parmon recorder of this user with a control socket (parmon ctl "
         "--list shows the live ones)",
@@ -95,8 +95,8 @@ int List(int timeout_ms) {
     auto reply = recorder::SendControlCommand(r.socket, "status", timeout_ms);
     std::string status = reply.ok() ? *reply : "not answering";
     if (status.rfind("ok: ", 0) == 0)
-      status = status.substr(4, status.find(',') == std::string::npos ? std::string::npos
-                                                                      : status.find(',') - 4);
+      status = status.substr(
+          4, status.find(',') == std::string::npos ? std::string::npos : status.find(',') - 4);
     fmt::print("{:<8} {:<40} {}\n", r.pid, status, r.command);
   }
   return 0;

@@ -78,9 +78,10 @@ std::string DescribeMark(const format::TraceReader& r,
   e.nargs = format::GetKindInfo(m.kind).nargs;
   e.args[0] = m.arg;
   e.payload = m.payload;
-  std::string t = absolute ? std::to_string(m.ts)
-                           : fmt::format("{:.9f}", (static_cast<double>(m.ts) -
-                                                    static_cast<double>(start)) / 1e9);
+  std::string t =
+      absolute
+          ? std::to_string(m.ts)
+          : fmt::format("{:.9f}", (static_cast<double>(m.ts) - static_cast<double>(start)) / 1e9);
   return fmt::format("{:>14} [session] {}\n", t, Describe(r, e));
 }
 

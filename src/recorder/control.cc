@@ -35,8 +35,8 @@ StatusOr<uint32_t> ParseStreams(const std::string& list) {
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string name = list.substr(start, comma == std::string::npos ? std::string::npos
-                                                                      : comma - start);
+    std::string name =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (name == "all")
       mask |= kStreamAll;
     else if (name == "regions")
@@ -66,8 +66,8 @@ StatusOr<std::vector<uint32_t>> ParseTids(const std::string& list) {
   size_t start = 0;
   for (;;) {
     size_t comma = list.find(',', start);
-    std::string t = list.substr(start, comma == std::string::npos ? std::string::npos
-                                                                   : comma - start);
+    std::string t =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     uint64_t v = 0;
     bool ok = !t.empty() && t.size() <= 10;
     for (char c : t)
@@ -103,8 +103,8 @@ StatusOr<ControlCommand> ParseControlCommand(const std::string& line) {
   const std::string& verb = w[0];
   auto want_args = [&](size_t n, const char* usage) -> Status {
     if (w.size() != n + 1)
-      return Status::Error(fmt::format("{} takes {}: {}", verb,
-                                       n == 0 ? "no argument" : "one argument", usage));
+      return Status::Error(
+          fmt::format("{} takes {}: {}", verb, n == 0 ? "no argument" : "one argument", usage));
     return Status::Ok();
   };
   if (verb == "pause" || verb == "resume" || verb == "status") {
@@ -138,9 +138,10 @@ std::string StreamNames(uint32_t mask) {
   if ((mask & kStreamAll) == kStreamAll)
     return "all";
   std::string s;
-  const std::pair<uint32_t, const char*> names[] = {
-      {kStreamRegions, "regions"}, {kStreamMpi, "mpi"}, {kStreamPosix, "posix"},
-      {kStreamSched, "sched"}};
+  const std::pair<uint32_t, const char*> names[] = {{kStreamRegions, "regions"},
+                                                    {kStreamMpi, "mpi"},
+                                                    {kStreamPosix, "posix"},
+                                                    {kStreamSched, "sched"}};
   for (const auto& [bit, name] : names)
     if (mask & bit)
       s += (s.empty() ? "" : ",") + std::string(name);

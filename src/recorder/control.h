@@ -43,8 +43,8 @@ enum StreamBits : uint32_t {
 struct ControlCommand {
   enum class Verb { kPause, kResume, kPeriod, kThreads, kStreams, kStatus };
   Verb verb = Verb::kStatus;
-  uint64_t period_ns = 0;     // kPeriod
-  std::vector<uint32_t> tids; // kThreads; empty: all threads
+  uint64_t period_ns = 0;         // kPeriod
+  std::vector<uint32_t> tids;     // kThreads; empty: all threads
   uint32_t streams = kStreamAll;  // kStreams
 };
 
@@ -96,8 +96,9 @@ class Control {
   void SelectionFor(uint32_t tid, bool* thread_selected, uint32_t* streams) const;
   bool paused() const;
   // False until the first command that changed anything (the fast path of the recorder's checks).
-  bool ever_changed() const { return page_->change_seq.load(std::memory_order_relaxed) != 0 ||
-                                     selecting(); }
+  bool ever_changed() const {
+    return page_->change_seq.load(std::memory_order_relaxed) != 0 || selecting();
+  }
   // The ticks of the raw clock now (what the runtime stamps events with).
   uint64_t NowTicks() const;
 
@@ -108,8 +109,8 @@ class Control {
   bool ticks_are_tsc_;
   mutable std::mutex mu_;
   bool paused_ = false;
-  uint64_t paused_since_ = 0;                  // ticks, while paused
-  uint64_t last_begin_ = 0, last_end_ = 0;     // the last closed range, ticks
+  uint64_t paused_since_ = 0;               // ticks, while paused
+  uint64_t last_begin_ = 0, last_end_ = 0;  // the last closed range, ticks
   uint32_t pauses_ = 0;
   std::vector<uint32_t> tids_;  // sorted; empty: all
   uint32_t streams_ = kStreamAll;

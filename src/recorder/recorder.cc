@@ -450,9 +450,8 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   status_line_ = !options_.quiet && isatty(STDERR_FILENO);
   last_flush_ns_ = start_ns_;
   if (options_.control_socket) {
-    auto sock = ControlSocket::Start([this](const std::string& line) {
-      return ApplyControl(*this, line);
-    });
+    auto sock =
+        ControlSocket::Start([this](const std::string& line) { return ApplyControl(*this, line); });
     if (sock.ok())
       control_socket_ = std::move(*sock);
     else

@@ -423,21 +423,6 @@ void RetireRingsOfExecedImage(SegmentHeader* seg) {
   }
 }
 
-// Maps the segment's control page over g_control_page: the enabled flag then reads the
-// recorder's word (mremap with old size 0 makes a second mapping of a shared mapping's pages).
-bool ShareControlPage() {
-  void* want = &g_control_page;
-  void* got = mremap(shm::Control(g_segment), 0, sizeof(shm::ControlPage),
-                     MREMAP_MAYMOVE | MREMAP_FIXED, want);
-  return got == want;
-}
-
-// parmon_pause(): this process alone stops recording, whatever the recorder's word says.
-void PrivateControlPage() {
-  mmap(&g_control_page, sizeof(shm::ControlPage), PROT_READ | PROT_WRITE,
-       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-}
-
 void Init() {
   SegmentHeader* seg = MapSegment();
   if (seg == nullptr)
@@ -450,7 +435,7 @@ void Init() {
   // A thread that sees enabled also sees g_segment (it reads it in Attach): the page switch is a
   // system call after the store.
   std::atomic_thread_fence(std::memory_order_release);
-  if (!ShareControlPage())
+  if (!ShareControlPage(seg, &g_control_page))
     return;
   // The main thread attaches now so the process is announced even if it never emits.
   ThreadRing* r = &t_ring;
@@ -554,14 +539,14 @@ PARMON_EXPORT void parmon_pause(void) {
   if (g_segment == nullptr || g_api_paused)
     return;
   Emit1(static_cast<uint8_t>(Kind::kPause), 0);
-  PrivateControlPage();
+  PrivateControlPage(&g_control_page);
   g_api_paused = true;
 }
 PARMON_EXPORT void parmon_resume(void) {
   if (g_segment == nullptr || !g_api_paused)
     return;
   g_api_paused = false;
-  ShareControlPage();  // records again unless `parmon ctl pause` holds the session
+  ShareControlPage(g_segment, &g_control_page);  // unless `parmon ctl pause` holds the session
   Emit1(static_cast<uint8_t>(Kind::kResume), 0);
 }
 
@@ -608,20 +593,6 @@ PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks,
                                    const void* payload,
                                    uint32_t payload_size) {
   return EmitForPreload(&ticks, kind, args, nargs, payload, payload_size);
-}
-PARMON_EXPORT int parmon_x_session_mode(uint32_t* mode, uint64_t* period_ns) {
-  if (g_segment == nullptr)
-    return 0;
-  *mode = g_segment->run_mode;
-  *period_ns = parmon::shm::Control(g_segment)->period_ns.load(std::memory_order_relaxed);
-  return 1;
-}
-static_assert(std::atomic<uint64_t>::is_always_lock_free &&
-              sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
-PARMON_EXPORT const uint64_t* parmon_x_period_flag(void) {
-  if (g_segment == nullptr)
-    return nullptr;
-  return reinterpret_cast<const uint64_t*>(&parmon::shm::Control(g_segment)->period_ns);
 }
 
 PARMON_EXPORT uint32_t parmon_x_intern(const char* name, uint32_t category) {

@@ -1,5 +1,7 @@
-// libparmon: mapping the recorder's shared segment, named by the environment. Only the checks
-// that the segment is whole and speaks this library's ABI live here; runtime.cc publishes it.
+// libparmon: mapping the recorder's shared segment, named by the environment, and its control
+// page (shm::ControlPage) over the enabled flag of runtime.cc. The checks that the segment is
+// whole and speaks this library's ABI live here; runtime.cc publishes it. Also the preload
+// families' view of the session's mode and period.
 #include <fcntl.h>
 #include <linux/limits.h>
 #include <sys/mman.h>
@@ -11,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/emit.h"
 #include "runtime/internal.h"
 
 namespace parmon::runtime {
@@ -61,4 +64,37 @@ SegmentHeader* MapSegment() {
   return seg;
 }
 
+bool ShareControlPage(SegmentHeader* seg, shm::ControlPage* at) {
+  // mremap with old size 0 makes a second mapping of a shared mapping's pages.
+  void* got = mremap(shm::Control(seg), 0, sizeof(shm::ControlPage), MREMAP_MAYMOVE | MREMAP_FIXED,
+                     static_cast<void*>(at));
+  return got == static_cast<void*>(at);
+}
+
+void PrivateControlPage(shm::ControlPage* at) {
+  mmap(static_cast<void*>(at), sizeof(shm::ControlPage), PROT_READ | PROT_WRITE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
 }  // namespace parmon::runtime
+
+using parmon::runtime::CurrentSegment;
+
+extern "C" __attribute__((visibility("default"))) int parmon_x_session_mode(uint32_t* mode,
+                                                                            uint64_t* period_ns) {
+  parmon::shm::SegmentHeader* seg = CurrentSegment();
+  if (seg == nullptr)
+    return 0;
+  *mode = seg->run_mode;
+  *period_ns = parmon::shm::Control(seg)->period_ns.load(std::memory_order_relaxed);
+  return 1;
+}
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free &&
+              sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+extern "C" __attribute__((visibility("default"))) const uint64_t* parmon_x_period_flag(void) {
+  parmon::shm::SegmentHeader* seg = CurrentSegment();
+  if (seg == nullptr)
+    return nullptr;
+  return reinterpret_cast<const uint64_t*>(&parmon::shm::Control(seg)->period_ns);
+}

@@ -270,7 +270,7 @@ class ProcSampler : public recorder::RecorderSource {
   std::set<uint32_t> known_pids_;           // recorder thread only
   std::atomic<uint64_t> passes_{0};
   std::atomic<uint64_t> overruns_{0};
-  std::atomic<uint64_t> cpu_ns_{0};  // the sampler thread's own CPU time
+  std::atomic<uint64_t> cpu_ns_{0};     // the sampler thread's own CPU time
   std::atomic<uint64_t> period_ns_{0};  // options_.period_ns, then `parmon ctl period`
 };
 
