@@ -119,8 +119,9 @@ class Control {
 };
 
 // The entry point the collector client's CONTROL frame calls (and the control socket): applies
-// `command` to the recorder's Control. Callable from any thread of the recorder process once
-// Recorder::Run has opened the session; before that (or after it ended) it replies with an error.
+// `command` to the recorder's Control. Callable from any thread of the recorder process while the
+// Recorder object lives; before Run opened the session, and once its last drain began, it replies
+// "error: ...". The caller stops calling before the Recorder is destroyed (Run has returned).
 std::string ApplyControl(Recorder& r, const std::string& command);
 
 }  // namespace parmon::recorder
