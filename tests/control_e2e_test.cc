@@ -355,6 +355,39 @@ TEST(ControlE2e, ThreadSelectionKeepsOnlyThatThread) {
   EXPECT_EQ(json::parse(js.out)["summary"]["lost_events"], 0) << "deselection is not loss";
 }
 
+TEST(ControlE2e, StreamSelectionDropsTheFamiliesLeftOut) {
+  TempDir dir;
+  Recording rec(dir, {});
+  ASSERT_TRUE(rec.WaitReady()) << testing::ReadFile(dir.File("record.err"));
+  Sleep(300);
+  auto s = Ctl(rec.pid(), {"streams", "sched"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("streams sched"), std::string::npos) << s.out;
+  Sleep(800);
+  ASSERT_EQ(Ctl(rec.pid(), {"streams", "all"}).exit_code, 0);
+  Sleep(400);
+  EXPECT_EQ(rec.Stop(), 128 + SIGINT);
+  Events ev = ReadEvents(rec.trace());
+  ASSERT_TRUE(ev.session);
+  const auto& marks = ev.reader->definitions().control;
+  ASSERT_EQ(marks.size(), 2u);
+  EXPECT_EQ(marks[0].arg, 8u);   // sched
+  EXPECT_EQ(marks[1].arg, 15u);  // all
+  const uint64_t from = marks[0].ts, to = marks[1].ts - 50'000'000;
+  uint64_t regions = 0, sampler = 0, regions_after = 0;
+  for (const auto& x : ev.all) {
+    const bool region = x.kind_enum() == Kind::kRegionEnter || x.kind_enum() == Kind::kRegionLeave;
+    if (x.ts > from && x.ts < to) {
+      regions += region;
+      sampler += x.source == format::Source::kSampler;
+    }
+    regions_after += region && x.ts > marks[1].ts + 50'000'000;
+  }
+  EXPECT_EQ(regions, 0u) << "regions were left out";
+  EXPECT_GT(sampler, 0u) << "the sampler's records were kept";
+  EXPECT_GT(regions_after, 10u) << "streams all records regions again";
+}
+
 TEST(ControlE2e, BadCommandsAreOneSentenceAndHarmNothing) {
   TempDir dir;
   Recording rec(dir, {});
