@@ -39,30 +39,25 @@ class StreamRouter {
   Cut cut_;
 };
 
-// In front of a StreamRouter while `parmon ctl threads|streams` selects: drops the events of
-// the families the selection leaves out (control.h, KindFamily), keeps the rest.
+// In front of a StreamRouter while `parmon ctl threads|streams` selects: drops the events the
+// selection in force at their time leaves out (control.h), keeps the rest.
 template <typename Inner>
 class SelectingRouter {
  public:
-  SelectingRouter(Inner& inner, bool thread_selected, uint32_t streams)
-      : inner_(inner), thread_selected_(thread_selected), streams_(streams) {}
+  SelectingRouter(Inner& inner, const Control::ThreadSelection& selection)
+      : inner_(inner), selection_(selection) {}
   void OnCompact(uint16_t kind, uint64_t ts, uint64_t arg) {
-    if (Keep(kind))
+    if (selection_.Keep(kind, ts))
       inner_.OnCompact(kind, ts, arg);
   }
   void OnEvent(Event& e) {
-    if (Keep(e.kind))
+    if (selection_.Keep(e.kind, e.ts))
       inner_.OnEvent(e);
   }
 
  private:
-  bool Keep(uint16_t kind) const {
-    const uint32_t family = KindFamily(kind);
-    return family == 0 || (thread_selected_ && (streams_ & family) != 0);
-  }
   Inner& inner_;
-  bool thread_selected_;
-  uint32_t streams_;
+  Control::ThreadSelection selection_;
 };
 
 }  // namespace
@@ -287,10 +282,7 @@ size_t Collector::DrainRing(uint32_t index) {
   uint64_t corrupt_before = drainer_.corruptions();
   size_t n = 0;
   if (control_ != nullptr && control_->selecting()) {
-    bool thread_selected = true;
-    uint32_t streams = kStreamAll;
-    control_->SelectionFor(ctl.tid, &thread_selected, &streams);
-    SelectingRouter selecting(router, thread_selected, streams);
+    SelectingRouter selecting(router, control_->SelectionFor(ctl.tid, clock_));
     n = drainer_.Drain(index, clock_, selecting);
   } else {
     n = drainer_.Drain(index, clock_, router);

@@ -214,13 +214,19 @@ std::string Control::Apply(const std::string& command) {
       return "ok: period " + FormatDuration(c.period_ns);
     case ControlCommand::Verb::kThreads:
     case ControlCommand::Verb::kStreams:
+      before_tids_ = tids_;
+      before_streams_ = streams_;
       if (c.verb == ControlCommand::Verb::kThreads)
         tids_ = c.tids;
       else
         streams_ = c.streams;
-      selecting_.store(!tids_.empty() || streams_ != kStreamAll, std::memory_order_relaxed);
+      // The drain filters while either selection leaves something out: events made before
+      // this change may still be drained after it.
+      selecting_.store(!tids_.empty() || streams_ != kStreamAll || !before_tids_.empty() ||
+                           before_streams_ != kStreamAll,
+                       std::memory_order_relaxed);
       ch.type = ControlChange::Type::kSelect;
-      ch.ticks = NowTicks();
+      ch.ticks = select_ticks_ = NowTicks();
       ch.value = streams_;
       ch.tids = tids_;
       changes_.push_back(ch);
@@ -250,10 +256,18 @@ bool Control::SkipSourceAt(uint64_t ts_ns, const TickConversion& clock) const {
   return last_end_ != 0 && ts_ns >= clock.ToNs(last_begin_) && ts_ns < clock.ToNs(last_end_);
 }
 
-void Control::SelectionFor(uint32_t tid, bool* thread_selected, uint32_t* streams) const {
+Control::ThreadSelection Control::SelectionFor(uint32_t tid, const TickConversion& clock) const {
+  auto in = [tid](const std::vector<uint32_t>& tids) {
+    return tids.empty() || std::binary_search(tids.begin(), tids.end(), tid);
+  };
   std::lock_guard<std::mutex> lock(mu_);
-  *thread_selected = tids_.empty() || std::binary_search(tids_.begin(), tids_.end(), tid);
-  *streams = streams_;
+  ThreadSelection s;
+  s.before_selected = in(before_tids_);
+  s.before_streams = before_streams_;
+  s.selected = in(tids_);
+  s.streams = streams_;
+  s.since_ns = clock.ToNs(select_ticks_);
+  return s;
 }
 
 std::string ApplyControl(Recorder& r, const std::string& command) {

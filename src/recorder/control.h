@@ -92,8 +92,22 @@ class Control {
   bool SkipSourceAt(uint64_t ts_ns, const TickConversion& clock) const;
   // The program-side selection the collector filters drained events with (cheap, lock-free).
   bool selecting() const { return selecting_.load(std::memory_order_relaxed); }
-  // For one thread's drain: whether the thread is selected and the stream families recorded.
-  void SelectionFor(uint32_t tid, bool* thread_selected, uint32_t* streams) const;
+  // For one thread's drain: whether the thread is selected and the stream families recorded,
+  // before and from the last selection change (events are kept by their own time, so the change
+  // applies exactly at the time it was made, whenever the recorder drains them).
+  struct ThreadSelection {
+    bool before_selected = true, selected = true;
+    uint32_t before_streams = kStreamAll, streams = kStreamAll;
+    uint64_t since_ns = 0;  // of the last change
+    bool Keep(uint16_t kind, uint64_t ts) const {
+      const uint32_t family = KindFamily(kind);
+      if (family == 0)
+        return true;
+      return ts < since_ns ? before_selected && (before_streams & family) != 0
+                           : selected && (streams & family) != 0;
+    }
+  };
+  ThreadSelection SelectionFor(uint32_t tid, const TickConversion& clock) const;
   bool paused() const;
   // False until the first command that changed anything (the fast path of the recorder's checks).
   bool ever_changed() const {
@@ -114,6 +128,9 @@ class Control {
   uint32_t pauses_ = 0;
   std::vector<uint32_t> tids_;  // sorted; empty: all
   uint32_t streams_ = kStreamAll;
+  std::vector<uint32_t> before_tids_;  // the selection before the last change
+  uint32_t before_streams_ = kStreamAll;
+  uint64_t select_ticks_ = 0;  // when the last change was made
   std::atomic<bool> selecting_{false};
   std::vector<ControlChange> changes_;
 };

@@ -118,20 +118,27 @@ TEST_F(ControlApply, PeriodAndSelection) {
   std::string r = control_->Apply("threads 7,9");
   EXPECT_EQ(r.rfind("ok: ", 0), 0u) << r;
   EXPECT_TRUE(control_->selecting());
-  bool on = false;
-  uint32_t streams = 0;
-  control_->SelectionFor(9, &on, &streams);
-  EXPECT_TRUE(on);
-  control_->SelectionFor(8, &on, &streams);
-  EXPECT_FALSE(on);
-  EXPECT_EQ(streams, kStreamAll);
+  TickConversion clock;  // identity: ticks are ns
+  EXPECT_TRUE(control_->SelectionFor(9, clock).selected);
+  auto s8 = control_->SelectionFor(8, clock);
+  EXPECT_FALSE(s8.selected);
+  EXPECT_TRUE(s8.before_selected);
+  EXPECT_EQ(s8.streams, kStreamAll);
+  // Events are judged by their own time: before the change thread 8 recorded, from it not.
+  EXPECT_TRUE(s8.Keep(16, s8.since_ns - 1));
+  EXPECT_FALSE(s8.Keep(16, s8.since_ns));
+  EXPECT_TRUE(s8.Keep(1, s8.since_ns));  // definitions always
   control_->Apply("streams mpi");
   control_->Apply("threads all");
-  control_->SelectionFor(8, &on, &streams);
-  EXPECT_TRUE(on);
-  EXPECT_EQ(streams, kStreamMpi);
+  s8 = control_->SelectionFor(8, clock);
+  EXPECT_TRUE(s8.selected);
+  EXPECT_EQ(s8.streams, kStreamMpi);
+  EXPECT_TRUE(s8.Keep(65, s8.since_ns));   // MpiEnter
+  EXPECT_FALSE(s8.Keep(16, s8.since_ns));  // RegionEnter
   EXPECT_TRUE(control_->selecting());
   EXPECT_NE(control_->Apply("status").find("streams mpi"), std::string::npos);
+  control_->Apply("streams all");
+  EXPECT_TRUE(control_->selecting()) << "events from before may still be drained";
   control_->Apply("streams all");
   EXPECT_FALSE(control_->selecting());
   EXPECT_EQ(control_->Apply("period x").rfind("error: ", 0), 0u);
