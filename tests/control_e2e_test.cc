@@ -138,6 +138,12 @@ Events ReadEvents(const std::string& trace) {
   return ev;
 }
 
+// Ends the recording with Ctrl-C (forwarded to the program) and reads its events.
+Events StopAndRead(Recording& rec) {
+  EXPECT_EQ(rec.Stop(), 128 + SIGINT);
+  return ReadEvents(rec.trace());
+}
+
 bool IsThread(const format::Definitions& d, uint32_t loc) {
   auto it = d.locations.find(loc);
   return it != d.locations.end() && it->second.type == format::LocationType::kThread;
@@ -148,19 +154,20 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
   Recording rec(dir, {});
   ASSERT_TRUE(rec.WaitReady()) << testing::ReadFile(dir.File("record.err"));
   Sleep(800);
-  const auto t0 = Clock::now();
-  auto p = Ctl(rec.pid(), {"pause"});
-  const auto t1 = Clock::now();
-  ASSERT_EQ(p.exit_code, 0) << p.err;
-  EXPECT_EQ(p.out, "ok: paused\n");
+  // Sends one command; the times just before it and just after its reply.
+  auto timed = [&](const std::string& command, const std::string& reply) {
+    const auto before = Clock::now();
+    auto res = Ctl(rec.pid(), {command});
+    const auto after = Clock::now();
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(res.out, reply);
+    return std::make_pair(before, after);
+  };
+  const auto [t0, t1] = timed("pause", "ok: paused\n");
   Sleep(900);
   auto st = Ctl(rec.pid(), {"status"});
   EXPECT_EQ(st.out.rfind("ok: paused", 0), 0u) << st.out << st.err;
-  const auto t2 = Clock::now();
-  auto r = Ctl(rec.pid(), {"resume"});
-  const auto t3 = Clock::now();
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "ok: recording\n");
+  const auto [t2, t3] = timed("resume", "ok: recording\n");
   Sleep(800);
   EXPECT_EQ(rec.Stop(), 128 + SIGINT);
   EXPECT_FALSE(testing::Exists(recorder::ControlSocketPath(rec.pid())))
@@ -249,8 +256,7 @@ TEST(ControlE2e, CommandsTakeEffectWithin100Ms) {
   printf("control round trip: median %.3f ms, max %.3f ms (20 pause/resume)\n", ms[ms.size() / 2],
          ms.back());
   EXPECT_LE(ms[ms.size() / 2], 100.0) << "median round trip";
-  EXPECT_EQ(rec.Stop(), 128 + SIGINT);
-  Events ev = ReadEvents(rec.trace());
+  Events ev = StopAndRead(rec);
   ASSERT_TRUE(ev.session);
   EXPECT_EQ(ev.reader->definitions().paused.size(), 10u);
 }
@@ -280,8 +286,7 @@ TEST(ControlE2e, PeriodChangeShowsInThePeriodicRecordsSpacing) {
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_EQ(p.out, "ok: period 100 ms\n");
   Sleep(1500);
-  EXPECT_EQ(rec.Stop(), 128 + SIGINT);
-  Events ev = ReadEvents(rec.trace());
+  Events ev = StopAndRead(rec);
   ASSERT_TRUE(ev.session);
   const auto& marks = ev.reader->definitions().control;
   ASSERT_EQ(marks.size(), 1u);
@@ -324,9 +329,8 @@ TEST(ControlE2e, ThreadSelectionKeepsOnlyThatThread) {
   auto a = Ctl(rec.pid(), {"threads", "all"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   Sleep(400);
-  EXPECT_EQ(rec.Stop(), 128 + SIGINT);
 
-  Events ev = ReadEvents(rec.trace());
+  Events ev = StopAndRead(rec);
   ASSERT_TRUE(ev.session);
   const auto& defs = ev.reader->definitions();
   ASSERT_EQ(defs.control.size(), 2u);
@@ -366,8 +370,7 @@ TEST(ControlE2e, StreamSelectionDropsTheFamiliesLeftOut) {
   Sleep(800);
   ASSERT_EQ(Ctl(rec.pid(), {"streams", "all"}).exit_code, 0);
   Sleep(400);
-  EXPECT_EQ(rec.Stop(), 128 + SIGINT);
-  Events ev = ReadEvents(rec.trace());
+  Events ev = StopAndRead(rec);
   ASSERT_TRUE(ev.session);
   const auto& marks = ev.reader->definitions().control;
   ASSERT_EQ(marks.size(), 2u);
