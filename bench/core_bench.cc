@@ -4,6 +4,9 @@
 //   hot_path_ns           one parmon_region_enter while recording (median of repeated runs,
 //                         thread CPU time, as rdtsc_ns)
 //   disabled_call_ns      the same call when the program is not run under parmon
+//   paused_call_ns        the same call while `parmon ctl pause` holds the session (the
+//                         recorder's word in the segment's ControlPage is 0: a load and a branch)
+//   pause_visible_us      from the recorder's store of that word to a spinning thread seeing it
 //   lossless_events_per_s a program emitting region events under `parmon record --overflow
 //                         block`, file on disk, end to end, zero lost (checked)
 //   bytes_per_event       on disk, for those enter/leave streams
@@ -44,6 +47,7 @@ std::string g_lib_dir = PARMON_BENCH_LIB_DIR;
 struct Runtime {
   void (*enter)(uint32_t) = nullptr;
   void (*leave)(uint32_t) = nullptr;
+  int (*is_active)() = nullptr;
 };
 
 Runtime LoadRuntime(const std::string& copy_name,
@@ -77,6 +81,7 @@ Runtime LoadRuntime(const std::string& copy_name,
   Runtime r;
   r.enter = reinterpret_cast<void (*)(uint32_t)>(dlsym(h, "parmon_region_enter"));
   r.leave = reinterpret_cast<void (*)(uint32_t)>(dlsym(h, "parmon_region_leave"));
+  r.is_active = reinterpret_cast<int (*)()>(dlsym(h, "parmon_is_active"));
   return r;
 }
 
@@ -116,6 +121,42 @@ void BM_HotPathRecording(benchmark::State& state) {
     g_recording.enter(1);
 }
 BENCHMARK(BM_HotPathRecording);
+
+// `parmon ctl pause/resume`: what the recorder's Control writes.
+void SetPaused(bool paused) {
+  parmon::shm::Control(g_segment->header())
+      ->enabled.store(paused ? 0 : 1, std::memory_order_relaxed);
+}
+
+void BM_HotPathPaused(benchmark::State& state) {
+  SetPaused(true);
+  for (auto _ : state)
+    g_recording.enter(1);
+  SetPaused(false);
+}
+BENCHMARK(BM_HotPathPaused);
+
+// Median over 21 tries of the time from the store of the paused word to a thread spinning on
+// parmon_is_active() seeing it (wall clock, us).
+double PauseVisibleUs() {
+  std::vector<double> us;
+  for (int i = 0; i < 21; ++i) {
+    std::atomic<int64_t> seen{0};
+    std::thread t([&] {
+      while (g_recording.is_active() != 0) {
+      }
+      seen = Clock::now().time_since_epoch().count();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    int64_t t0 = Clock::now().time_since_epoch().count();
+    SetPaused(true);
+    t.join();
+    us.push_back(static_cast<double>(seen - t0) / 1e3);
+    SetPaused(false);
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
 
 void BM_CallNotRecording(benchmark::State& state) {
   for (auto _ : state)
@@ -178,6 +219,12 @@ int main(int argc, char** argv) {
   double rdtsc_ns = MedianNs([] { benchmark::DoNotOptimize(__rdtsc()); }, kRuns, kCalls);
   double hot_ns = MedianNs([] { g_recording.enter(1); }, kRuns, kCalls);
   double plain_ns = MedianNs([] { g_plain.enter(1); }, kRuns, kCalls);
+  SetPaused(true);
+  double paused_ns = MedianNs([] { g_recording.enter(1); }, kRuns, kCalls);
+  const bool paused_seen = g_recording.is_active() == 0;
+  SetPaused(false);
+  const bool resumed_seen = g_recording.is_active() == 1;
+  double visible_us = PauseVisibleUs();
   g_stop_drain = true;
   drain.join();
 
@@ -233,6 +280,13 @@ int main(int argc, char** argv) {
   printf("hot_path_ns              %8.2f   ratio to rdtsc %.2fx (target <= 1.5x)\n", hot_ns,
          hot_ns / rdtsc_ns);
   printf("disabled_call_ns         %8.2f   (not under parmon: a load and a branch)\n", plain_ns);
+  printf(
+      "paused_call_ns           %8.2f   (parmon ctl pause: a load and a branch; %.2fx rdtsc, "
+      "%.2fx recording)%s\n",
+      paused_ns, paused_ns / rdtsc_ns, paused_ns / hot_ns,
+      paused_seen && resumed_seen ? "" : " THE FLAG DID NOT FOLLOW THE CONTROL WORD");
+  printf("pause_visible_us         %8.2f   (median of 21: recorder's store to a spinning thread)\n",
+         visible_us);
   printf("lossless_events_per_s    %8.1f M (median of 3, %lu events, %lu lost; target >= 30 M)\n",
          events_per_s / 1e6, static_cast<unsigned long>(events), static_cast<unsigned long>(lost));
   printf("bytes_per_event          %8.3f   (enter/leave stream on disk; target <= 4)\n",

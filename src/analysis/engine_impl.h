@@ -352,8 +352,11 @@ struct Engine::Impl {
   // `total` is the sample's span; MPI start-up time moved out of `args` is in none of its states.
   void ApplySample(Loc& l, uint64_t ts, uint64_t total, const uint64_t* args) {
     uint64_t begin = ts > total ? ts - total : 0;
-    // Clip a sample that straddles the window's start proportionally.
+    // Clip a sample that straddles the window's start proportionally, and take out what of it
+    // the session spent paused (`parmon ctl`: in no state).
     uint64_t inside = Clip(begin, ts);
+    if (!defs.paused.empty())
+      inside -= std::min(inside, defs.PausedWithin(begin, ts));
     for (int i = 0; i < format::kThreadStateCount; ++i) {
       if (!args[i])
         continue;

@@ -220,6 +220,9 @@ struct Summary {
   uint64_t unattached_lost_events = 0;
   uint64_t overwritten_events = 0;
   uint64_t damaged_events = 0;
+  // `parmon ctl pause`: time of the window the session was paused (not loss, no program state).
+  uint64_t paused_ns = 0;
+  uint32_t pauses = 0;
   // A trace not closed: every event before this (session-clock ns) is in it, what came after is
   // unknown; 0 when it holds no watermark.
   uint64_t covered_until = 0;

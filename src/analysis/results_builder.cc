@@ -140,6 +140,10 @@ void Engine::Impl::BuildSummary(Summary* out) const {
   s.events = events;
   s.unattached_lost_events = totals.unattached_lost_events;
   s.overwritten_events = totals.overwritten_events;
+  s.paused_ns = defs.PausedWithin(ws, we);
+  for (const auto& [b, e] : defs.paused)
+    if (b < we && e > ws)
+      ++s.pauses;
   for (const auto& p : reader.problems()) {
     s.problems.push_back(p.message);
     if (p.events_lost > 0)
@@ -259,6 +263,8 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
     r.states = l.waits;
     uint64_t waits = Sum(l.waits);
     waits += l.mpi_startup_ns + l.mpi_shutdown_ns;  // in no state
+    // Paused by `parmon ctl`: nothing was recorded, so it is no state either (not running).
+    waits += defs.PausedWithin(l.first, l.last);
     r.states[static_cast<int>(State::kRunning)] = r.wall_ns > waits ? r.wall_ns - waits : 0;
     r.cpu_ns = 0;  // unknown without the sampler
     for (size_t i = 0; i < iv_count; ++i) {
@@ -266,7 +272,7 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
       uint64_t alive = 0;
       if (l.last > l.first) {
         uint64_t ab = std::max(b, l.first), ae = std::min(e, l.last);
-        alive = ae > ab ? ae - ab : 0;
+        alive = ae > ab ? ae - ab - std::min(ae - ab, defs.PausedWithin(ab, ae)) : 0;
       }
       row[i] = l.iv_waits[i];
       uint64_t w = Sum(row[i]);

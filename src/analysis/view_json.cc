@@ -67,6 +67,8 @@ json SummaryJson(const Summary& s) {
     lost[std::to_string(loc)] = n;
   sum["lost_by_location"] = lost;
   sum["unattached_lost_events"] = s.unattached_lost_events;
+  sum["paused_ns"] = s.paused_ns;
+  sum["pauses"] = s.pauses;
   sum["overwritten_events"] = s.overwritten_events;
   sum["damaged_events"] = s.damaged_events;
   if (!s.closed_cleanly)  // what came after is unknown

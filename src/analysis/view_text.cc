@@ -176,6 +176,14 @@ void TextSummary(Out& o, const Results& r) {
     TextClocks(o, s);
   if (s.lost_events || s.damaged_events || !s.closed_cleanly || s.overwritten_events)
     TextLosses(o, r);
+  if (s.pauses)
+    o.Wrapped("paused     ",
+              fmt::format("{} in {} (parmon ctl): not recorded, counted neither as lost nor "
+                          "as any thread's state; lost {}",
+                          FormatDuration(s.paused_ns),
+                          s.pauses == 1 ? "1 pause" : fmt::format("{} pauses", s.pauses),
+                          FormatCount(s.lost_events)),
+              11);
   std::string overhead = fmt::format("recorder CPU {}", FormatDuration(s.recorder_cpu_ns));
   if (s.program_cpu_ns)
     overhead +=

@@ -105,6 +105,23 @@ struct Selection {
   }
 };
 
+std::string DescribeMark(const format::TraceReader& r,
+                         const format::Definitions::ControlMark& m,
+                         uint64_t start,
+                         bool absolute) {
+  format::Event e;
+  e.ts = m.ts;
+  e.kind = m.kind;
+  e.nargs = format::GetKindInfo(m.kind).nargs;
+  e.args[0] = m.arg;
+  e.payload = m.payload;
+  std::string t =
+      absolute
+          ? std::to_string(m.ts)
+          : fmt::format("{:.9f}", (static_cast<double>(m.ts) - static_cast<double>(start)) / 1e9);
+  return fmt::format("{:>14} [session] {}\n", t, Describe(r, e));
+}
+
 // --follow: prints the events as every stream becomes complete up to them (the recorder's
 // watermarks), in the order and with the times the dump of the finished file has, until the
 // recorder closes the session or Ctrl-C. Threads that start later are selected by tid/pid as
@@ -152,6 +169,15 @@ int FollowDump(const std::string& path,
   size_t locations_seen = SIZE_MAX;
   format::Event e;
   std::string out;
+  // `parmon ctl` records, printed between the events as in the dump of the finished file (the
+  // definitions only grow, so the index of the next one stays valid across refreshes).
+  size_t next_mark = 0;
+  auto marks_until = [&](uint64_t ts) {
+    const auto& marks = live.reader().definitions().control;
+    for (; next_mark < marks.size() && marks[next_mark].ts <= ts; ++next_mark)
+      if (marks[next_mark].ts >= filter.from_ts && marks[next_mark].ts <= filter.to_ts)
+        out += DescribeMark(live.reader(), marks[next_mark], start, absolute);
+  };
   for (;;) {
     // Once nothing more can come, every event read is printed (a trace its writer abandoned
     // is printed to its last whole chunk, as `parmon dump` prints it).
@@ -172,6 +198,7 @@ int FollowDump(const std::string& path,
     for (uint64_t skip = 0; rebuilt && skip < printed && merge->Next(&e, until.value_or(0));)
       skip += selection.all() || selected.count(e.location);
     while (until && merge->Next(&e, *until)) {
+      marks_until(e.ts);
       if (!selection.all() && !selected.count(e.location))
         continue;
       AppendLine(live.session(), e, start, absolute, &out);
@@ -181,6 +208,8 @@ int FollowDump(const std::string& path,
         out.clear();
       }
     }
+    if (ended)
+      marks_until(UINT64_MAX);
     fwrite(out.data(), 1, out.size(), stdout);
     out.clear();
     fflush(stdout);
@@ -252,13 +281,23 @@ int RunDump(int argc, char** argv) {
   model::Merge merge(session, filter);
   format::Event e;
   std::string out;
+  // `parmon ctl` records (session-wide, with the definitions) go between the events, in time.
+  const auto& marks = r.definitions().control;
+  size_t next_mark = 0;
+  auto marks_until = [&](uint64_t ts) {
+    for (; next_mark < marks.size() && marks[next_mark].ts <= ts; ++next_mark)
+      if (marks[next_mark].ts >= filter.from_ts && marks[next_mark].ts <= filter.to_ts)
+        out += DescribeMark(r, marks[next_mark], start, absolute);
+  };
   while (merge.Next(&e)) {
+    marks_until(e.ts);
     AppendLine(session, e, start, absolute, &out);
     if (out.size() > (1 << 16)) {
       fwrite(out.data(), 1, out.size(), stdout);
       out.clear();
     }
   }
+  marks_until(UINT64_MAX);
   fwrite(out.data(), 1, out.size(), stdout);
   for (const auto& p : r.problems())
     fmt::print(stderr, "parmon dump: {}\n", p.message);

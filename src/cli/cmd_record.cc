@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 
@@ -9,6 +10,7 @@
 #include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "live/record_to.h"
+#include "recorder/control.h"
 #include "recorder/mpi_launch.h"
 #include "recorder/recorder.h"
 #include "sched/sched.h"
@@ -223,9 +225,19 @@ int RunRecord(int argc, char** argv) {
     a.options.output = live::SpoolPath();
   if (!CheckCommand(a) || !ParseValues(a, &sched_options) || !Configure(a, &sched_options))
     return 2;
+  // `parmon ctl HOST:PORT SESSION CMD` reaches this recorder through the collector: the
+  // forwarder's thread hands the command to the recorder's control (docs/control.md) while the
+  // recorder runs; the forwarder (and its thread) is gone before the recorder is.
+  std::atomic<recorder::Recorder*> controlled{nullptr};
   std::unique_ptr<live::Forwarder> forwarder;
   if (!a.to.to.empty()) {
-    auto f = live::StartStreaming(a.to, a.options.output, a.command, a.options.attach_pid);
+    live::ControlHandler handler = [&controlled](const std::string& command) -> std::string {
+      recorder::Recorder* r = controlled.load(std::memory_order_acquire);
+      if (r == nullptr)
+        return "error: the recorder is not recording a session (not started yet, or finished)";
+      return recorder::ApplyControl(*r, command);
+    };
+    auto f = live::StartStreaming(a.to, a.options.output, a.command, a.options.attach_pid, handler);
     if (!f.ok()) {
       fmt::print(stderr, "parmon record: {}\n", f.status().message());
       return 2;
@@ -234,9 +246,13 @@ int RunRecord(int argc, char** argv) {
   }
   recorder::Recorder rec(a.options);
   sched::AddSchedSources(rec, sched_options);
+  controlled.store(&rec, std::memory_order_release);
   auto result = rec.Run(a.command);
-  if (forwarder)
+  controlled.store(nullptr, std::memory_order_release);
+  if (forwarder) {
     (void)live::FinishStreaming(*forwarder, a.options.output, spooled && result.ok());
+    forwarder.reset();
+  }
   if (!result.ok()) {
     fmt::print(stderr, "parmon record: {}\n", result.status().message());
     return 127;

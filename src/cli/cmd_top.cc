@@ -28,7 +28,11 @@
 #include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
+#include "live/client.h"
+#include "live/fetch.h"
+#include "live/protocol.h"
 #include "live_view/top.h"
+#include "recorder/control_socket.h"
 #include "recorder/recorder.h"
 
 namespace parmon::cli {
@@ -37,6 +41,15 @@ namespace {
 namespace fs = std::filesystem;
 
 // The recorder child of `top -- CMD`.
+// A control reply ("ok: ..." or "error: <sentence>") or a failure to deliver it, as a Status.
+Status ReplyStatus(const StatusOr<std::string>& reply) {
+  if (!reply.ok())
+    return reply.status();
+  if (reply->find("error: ") != std::string::npos)
+    return Status::Error(reply->substr(reply->find("error: ") + 7));
+  return Status::Ok();
+}
+
 class RecorderChild {
  public:
   // Starts this executable's `record -q -o trace -- command`, its output into log.
@@ -103,6 +116,9 @@ class RecorderChild {
 
  private:
   pid_t pid_ = -1;
+
+ public:
+  pid_t pid() const { return pid_; }
   int exit_code_ = -1;
 };
 
@@ -162,6 +178,16 @@ int RunTop(int argc, char** argv) {
       fmt::print(stderr, "parmon top: {}\n", source.status().message());
       return 1;
     }
+    if (live::IsRemoteSession(path)) {
+      // p pauses the recording itself, through the collector (parmon ctl HOST:PORT SESSION).
+      auto ep = live::ParseEndpoint(path);
+      if (ep.ok()) {
+        const std::string host_port = fmt::format("{}:{}", ep->host, ep->port);
+        options.on_pause = [host_port, session = ep->session](bool pause) {
+          return ReplyStatus(live::SendControl(host_port, session, pause ? "pause" : "resume"));
+        };
+      }
+    }
     return live_view::RunTop(*source, options);
   }
 
@@ -184,6 +210,11 @@ int RunTop(int argc, char** argv) {
   live_view::LiveSource source;
   source.path = output;
   source.writer_gone = [&child] { return child.Exited(); };
+  // p pauses the recording itself, through the recorder's local control socket (parmon ctl).
+  options.on_pause = [&child](bool pause) {
+    return ReplyStatus(recorder::SendControlCommand(recorder::ControlSocketPath(child.pid()),
+                                                    pause ? "pause" : "resume", 2000));
+  };
   int rc = live_view::RunTop(source, options);
   child.Stop();
   if (rc != 0) {

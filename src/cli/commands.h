@@ -22,6 +22,7 @@ int RunExport(int argc, char** argv);
 int RunTop(int argc, char** argv);
 int RunServe(int argc, char** argv);
 int RunFetch(int argc, char** argv);
+int RunCtl(int argc, char** argv);
 
 }  // namespace parmon::cli
 

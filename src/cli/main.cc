@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"top", "watch a recording live: thread states, CPUs, links, findings", RunTop},
     {"serve", "collect sessions streamed by record --to and serve them live", RunServe},
     {"fetch", "copy a session from a collector (parmon serve) to a local trace", RunFetch},
+    {"ctl", "steer a running recorder: pause, resume, period, threads, streams", RunCtl},
 };
 
 int Usage(FILE* out) {

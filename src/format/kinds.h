@@ -75,7 +75,12 @@
   X(CpuSample, 138, 4, false, 0, "busy_ns,idle_ns,iowait_ns,steal_ns")                   \
   X(ProcessSample, 139, 3, false, 0, "cpu_time,threads,exited_cpu")                      \
   /* recorder */                                                                         \
-  X(RingLost, 192, 2, false, 0x2, "count,first_time")
+  X(RingLost, 192, 2, false, 0x2, "count,first_time")                                    \
+  /* `parmon ctl`: session-wide, in the definitions stream (docs/control.md) */          \
+  X(ControlPause, 193, 0, false, 0, "")                                                  \
+  X(ControlResume, 194, 0, false, 0, "")                                                 \
+  X(ControlPeriod, 195, 1, false, 0, "period_ns")                                        \
+  X(ControlSelect, 196, 1, true, 0, "streams")
 
 namespace parmon::format {
 

@@ -90,9 +90,37 @@ void Definitions::Apply(const Event& e) {
         p.command = std::string(e.payload);
       break;
     }
+    case Kind::kControlPeriod:
+    case Kind::kControlSelect:
+      if (control.size() < kMaxControlMarks)
+        control.push_back({e.ts, e.kind, e.nargs > 0 ? e.args[0] : 0, std::string(e.payload)});
+      break;
+    case Kind::kControlPause:
+      // One entry per pause read, like the other definitions (a pause while paused is none).
+      if (control.size() < kMaxControlMarks)
+        control.push_back({e.ts, e.kind, 0, {}});
+      if (paused.empty() || paused.back().second != UINT64_MAX)
+        paused.emplace_back(e.ts, UINT64_MAX);
+      break;
+    case Kind::kControlResume:
+      if (control.size() < kMaxControlMarks)
+        control.push_back({e.ts, e.kind, 0, {}});
+      if (!paused.empty() && paused.back().second == UINT64_MAX)
+        paused.back().second = std::max(e.ts, paused.back().first);
+      break;
     default:
       break;
   }
+}
+
+uint64_t Definitions::PausedWithin(uint64_t begin, uint64_t end) const {
+  uint64_t total = 0;
+  for (const auto& [b, e] : paused) {
+    const uint64_t lo = std::max(b, begin), hi = std::min(e, end);
+    if (hi > lo)
+      total += hi - lo;
+  }
+  return total;
 }
 
 TraceReader::~TraceReader() {

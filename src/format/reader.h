@@ -91,9 +91,24 @@ struct Definitions {
   std::map<uint32_t, std::string> event_names;  // program-chosen event ids (parmon_event_name)
   std::map<uint32_t, LocationDef> locations;
   std::map<uint32_t, ProcessDef> processes;
+  // `parmon ctl pause/resume` (ControlPause/ControlResume, session clock ns): [begin, end), end
+  // UINT64_MAX while the session ended paused. Time in them is neither loss nor program state.
+  std::vector<std::pair<uint64_t, uint64_t>> paused;
+  // Every `parmon ctl` record (ControlPause, ControlResume, ControlPeriod, ControlSelect) in
+  // file order, the first kMaxControlMarks of them.
+  struct ControlMark {
+    uint64_t ts = 0;
+    uint16_t kind = 0;
+    uint64_t arg = 0;
+    std::string payload;
+  };
+  static constexpr size_t kMaxControlMarks = 100000;
+  std::vector<ControlMark> control;
 
   // The string's text, or "#<id>" when it was never defined.
   std::string Name(uint32_t id) const;
+  // Paused time within [begin, end) (an open range ends at end).
+  uint64_t PausedWithin(uint64_t begin, uint64_t end) const;
   // Applies one definition event.
   void Apply(const Event& e);
 };

@@ -45,6 +45,8 @@ void TopModel::Update(const analysis::Results& r,
   f.interval_ns = Minus(s.window_end, std::max(last_end_, s.window_start));
   f.events = s.events;
   f.lost = s.lost_events + s.unattached_lost_events + s.overwritten_events + s.damaged_events;
+  f.paused = s.pauses;  // ranges `parmon ctl pause` cut out of the recording so far
+  f.paused_ns = s.paused_ns;
   f.has_sched = s.has_sched;
   f.problems = std::move(problems);
   std::map<uint32_t, analysis::StateTimes> states;

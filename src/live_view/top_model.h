@@ -66,9 +66,9 @@ struct Frame {
   uint64_t covered_ns = 0;   // session time every stream is complete up to
   uint64_t interval_ns = 0;  // the last interval's length
   uint64_t events = 0, lost = 0;
-  // Paused ranges and the events they skipped: filled once the trace records them (the control
-  // path of `parmon ctl`); -1 while the format has no paused ranges.
+  // Pauses of the recording (`parmon ctl pause`, top's p key) so far; -1: not known.
   int64_t paused = -1;
+  uint64_t paused_ns = 0;  // their total length
   bool has_sched = false;
   std::vector<ThreadRow> threads;  // in the report's order (by pid, tid)
   std::vector<CpuRow> cpus;

@@ -110,7 +110,10 @@ void Header(const Frame& f, const ViewState& v, const RenderOptions& o, std::vec
   s.Add(fmt::format(" events {}  lost ", analysis::FormatCount(f.events)));
   s.Add(analysis::FormatCount(f.lost), f.lost ? "1;31" : "");
   s.Add(fmt::format("  paused {}  interval {}  period {}{}",
-                    f.paused < 0 ? std::string("-") : std::to_string(f.paused),
+                    f.paused < 0 ? std::string("-")
+                    : f.paused == 0
+                        ? std::string("0")
+                        : fmt::format("{} ({})", f.paused, analysis::FormatDuration(f.paused_ns)),
                     analysis::FormatDuration(f.interval_ns), analysis::FormatDuration(v.period_ns),
                     v.paused ? "  [display paused]" : ""));
   out->push_back(std::move(s));

@@ -39,6 +39,27 @@ class StreamRouter {
   Cut cut_;
 };
 
+// In front of a StreamRouter while `parmon ctl threads|streams` selects: drops the events the
+// selection in force at their time leaves out (control.h), keeps the rest.
+template <typename Inner>
+class SelectingRouter {
+ public:
+  SelectingRouter(Inner& inner, const Control::ThreadSelection& selection)
+      : inner_(inner), selection_(selection) {}
+  void OnCompact(uint16_t kind, uint64_t ts, uint64_t arg) {
+    if (selection_.Keep(kind, ts))
+      inner_.OnCompact(kind, ts, arg);
+  }
+  void OnEvent(Event& e) {
+    if (selection_.Keep(e.kind, e.ts))
+      inner_.OnEvent(e);
+  }
+
+ private:
+  Inner& inner_;
+  Control::ThreadSelection selection_;
+};
+
 }  // namespace
 
 Collector::Collector(CollectorOptions options,
@@ -259,7 +280,13 @@ size_t Collector::DrainRing(uint32_t index) {
         FlushEncoder(cur.encoder);
       });
   uint64_t corrupt_before = drainer_.corruptions();
-  size_t n = drainer_.Drain(index, clock_, router);
+  size_t n = 0;
+  if (control_ != nullptr && control_->selecting()) {
+    SelectingRouter selecting(router, control_->SelectionFor(ctl.tid, clock_));
+    n = drainer_.Drain(index, clock_, selecting);
+  } else {
+    n = drainer_.Drain(index, clock_, router);
+  }
   if (drainer_.corruptions() != corrupt_before)
     ledger_.Add(cur.location, drainer_.corruptions() - corrupt_before);
   events_seen_ += n;

@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "format/codec.h"
 #include "format/writer.h"
+#include "recorder/control.h"
 #include "recorder/drain.h"
 #include "recorder/flight_recorder.h"
 #include "recorder/loss_ledger.h"
@@ -43,6 +44,9 @@ class Collector {
             Segment& segment,
             format::TraceWriter& writer,
             const TickConversion& clock);
+
+  // `parmon ctl threads|streams`: the selection drained events are filtered with (null: none).
+  void SetControl(const Control* control) { control_ = control; }
 
   // Drains every ring once; returns the events moved.
   size_t DrainAll();
@@ -103,6 +107,7 @@ class Collector {
   uint32_t DefineLocation(format::LocationType type, uint32_t pid, uint32_t id, std::string name);
 
   CollectorOptions options_;
+  const Control* control_ = nullptr;
   Segment& segment_;
   format::TraceWriter& writer_;
   const TickConversion& clock_;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "base/units.h"
+#include "recorder/control_socket.h"
 #include "recorder/launcher.h"
 #include "recorder/session_meta.h"
 #include "recorder/status_line.h"
@@ -58,6 +59,8 @@ bool ParseDuration(const std::string& text, uint64_t* out_ns) {
 Recorder::Recorder(RecordOptions options) : options_(std::move(options)) {}
 
 Recorder::~Recorder() {
+  control_socket_.reset();  // its thread calls into control_
+  control_ptr_.store(nullptr, std::memory_order_release);
   if (signal_fd_ >= 0)
     close(signal_fd_);
 }
@@ -73,7 +76,53 @@ uint32_t Recorder::CpuLocation(uint32_t cpu) {
   return collector_->CpuLocation(cpu);
 }
 void Recorder::Append(uint32_t location, Source source, const Event& e) {
+  // The recorder's own sources (sampler, switches) stop with the program while paused, and with
+  // `streams` leaving sched out; they keep polling so the first interval after a resume does not
+  // count the paused time.
+  if (source != Source::kRuntime && control_ && control_->ever_changed() &&
+      control_->SkipSourceAt(e.ts, clock_))
+    return;
   collector_->Append(location, source, e);
+}
+
+std::string Recorder::control_socket_path() const {
+  return control_socket_ ? control_socket_->path() : std::string();
+}
+
+void Recorder::RecordControlChanges() {
+  if (!control_)
+    return;
+  for (const ControlChange& c : control_->TakeChanges()) {
+    Event e;
+    e.ts = clock_.ToNs(c.ticks);
+    switch (c.type) {
+      case ControlChange::Type::kPause:
+        e.kind = static_cast<uint16_t>(format::Kind::kControlPause);
+        break;
+      case ControlChange::Type::kResume:
+        e.kind = static_cast<uint16_t>(format::Kind::kControlResume);
+        break;
+      case ControlChange::Type::kPeriod:
+        e.kind = static_cast<uint16_t>(format::Kind::kControlPeriod);
+        e.nargs = 1;
+        e.args[0] = c.value;
+        for (auto& src : sources_)
+          src->SetPeriod(c.value);
+        break;
+      case ControlChange::Type::kSelect: {
+        e.kind = static_cast<uint16_t>(format::Kind::kControlSelect);
+        e.nargs = 1;
+        e.args[0] = c.value;
+        std::string tids;
+        for (uint32_t t : c.tids)
+          tids += (tids.empty() ? "" : ",") + std::to_string(t);
+        control_payload_ = tids;
+        e.payload = control_payload_;
+        break;
+      }
+    }
+    collector_->AppendDefinition(e);
+  }
 }
 void Recorder::AppendDefinition(const Event& e) {
   collector_->AppendDefinition(e);
@@ -151,6 +200,9 @@ Status Recorder::Open() {
     return ReadProcFile(fmt::format("/proc/{}/task/{}/comm", pid, tid));
   };
   collector_ = std::make_unique<Collector>(std::move(co), *segment_, *writer_, clock_);
+  control_ = std::make_unique<Control>(shm::Control(segment_->header()), clock_.ticks_are_tsc);
+  collector_->SetControl(control_.get());
+  control_ptr_.store(control_.get(), std::memory_order_release);
   return Status::Ok();
 }
 
@@ -198,6 +250,7 @@ void Recorder::HandleSignals() {
 // One drain window: every ring, every source, then the periodic chores. Returns the events
 // drained from the rings; *now is the time the window's sources were polled at.
 size_t Recorder::DrainWindow(uint64_t* now_out) {
+  RecordControlChanges();
   const uint64_t drain_start = clock_.NowNs();
   size_t drained = collector_->DrainAll();
   const uint64_t now = clock_.NowNs();
@@ -292,6 +345,10 @@ void Recorder::Sleep(uint32_t wake_seq) {
 // Every process has exited: the last drain, and rings still claimed are from threads killed with
 // their process.
 void Recorder::FinishRings() {
+  // No control command after the last drain: the socket goes, the last changes are recorded.
+  control_socket_.reset();
+  control_ptr_.store(nullptr, std::memory_order_release);
+  RecordControlChanges();
   segment_->header()->session_state.store(shm::kFinishing, std::memory_order_relaxed);
   CheckDeadThreads();
   collector_->DrainAll();
@@ -392,6 +449,15 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   }
   status_line_ = !options_.quiet && isatty(STDERR_FILENO);
   last_flush_ns_ = start_ns_;
+  if (options_.control_socket) {
+    auto sock =
+        ControlSocket::Start([this](const std::string& line) { return ApplyControl(*this, line); });
+    if (sock.ok())
+      control_socket_ = std::move(*sock);
+    else
+      fmt::print(stderr, "parmon record: no local control (parmon ctl): {}\n",
+                 sock.status().message());
+  }
 
   RunLoop();
   FinishRings();

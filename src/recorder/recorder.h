@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,10 +26,13 @@
 #include "format/codec.h"
 #include "format/writer.h"
 #include "recorder/collector.h"
+#include "recorder/control.h"
 #include "recorder/segment.h"
 #include "recorder/source_sink.h"
 
 namespace parmon::recorder {
+
+class ControlSocket;
 
 struct RecordOptions {
   std::string output = "parmon.ptrace";
@@ -49,6 +53,8 @@ struct RecordOptions {
   // --mode and -t, told to the program's preload families through the segment header.
   shm::RunMode run_mode = shm::RunMode::kTrace;
   uint64_t period_ns = 10'000'000;
+  // `parmon ctl`: listen on a local unix socket (control_socket.h) for control commands.
+  bool control_socket = true;
 };
 
 struct RecordResult {
@@ -67,6 +73,12 @@ class Recorder final : public SourceSink {
   // Runs argv under the recorder until it and its children exit. Errors are the recorder's own
   // (cannot create the file, cannot start the command); the command's failure is its exit code.
   StatusOr<RecordResult> Run(const std::vector<std::string>& argv);
+
+  // `parmon ctl`: the session's control (control.h), null before Run opened the session and
+  // after it ended. Any thread may call it meanwhile (ApplyControl does).
+  Control* control() const { return control_ptr_.load(std::memory_order_acquire); }
+  // The local control socket's path while it listens ("" otherwise).
+  std::string control_socket_path() const;
 
   // --- SourceSink, for the sources ---
   const TickConversion& clock() const override { return clock_; }
@@ -96,6 +108,8 @@ class Recorder final : public SourceSink {
   void CheckDeadThreads();
   void ReapChildren();
   void PrintStatus(bool final_line);
+  // Writes the records of the control changes made since the last call (recorder thread).
+  void RecordControlChanges();
 
   RecordOptions options_;
   TickConversion clock_;
@@ -104,6 +118,10 @@ class Recorder final : public SourceSink {
   std::unique_ptr<format::TraceWriter> writer_;
   std::unique_ptr<Collector> collector_;
   std::vector<std::unique_ptr<RecorderSource>> sources_;
+  std::unique_ptr<Control> control_;
+  std::atomic<Control*> control_ptr_{nullptr};
+  std::unique_ptr<ControlSocket> control_socket_;
+  std::string control_payload_;  // the payload of the ControlSelect being appended
   std::vector<std::pair<std::string, std::string>> end_values_;
   pid_t child_pid_ = -1;
   int child_status_ = 0;

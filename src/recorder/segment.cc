@@ -20,7 +20,7 @@ StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options
     slots = 1;
   while (slots < 2 * shm::kMaxEventSlots)
     slots <<= 1;
-  const uint64_t header_bytes = 4096;
+  const uint64_t header_bytes = 4096 + sizeof(shm::ControlPage);  // header, then control page
   const uint64_t controls_bytes =
       (uint64_t{options.ring_count} * sizeof(shm::RingControl) + 4095) / 4096 * 4096;
   const uint64_t ring_bytes = slots * sizeof(shm::Slot);
@@ -64,6 +64,10 @@ StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options
   h->next_string_id.store(options.first_string_id, std::memory_order_relaxed);
   h->run_mode = static_cast<uint32_t>(options.run_mode);
   h->period_ns = options.period_ns;
+  h->control_offset = 4096;
+  auto* control = new (shm::Control(h)) shm::ControlPage();
+  control->enabled.store(1, std::memory_order_relaxed);
+  control->period_ns.store(options.period_ns, std::memory_order_relaxed);
   auto* rings = shm::Rings(h);
   for (uint32_t i = 0; i < options.ring_count; ++i) {
     auto* r = new (&rings[i]) shm::RingControl();

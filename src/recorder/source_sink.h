@@ -55,6 +55,8 @@ class RecorderSource {
   virtual Status Start(SourceSink& sink) = 0;
   // From the recorder's loop, every iteration (at least every window).
   virtual void Poll(SourceSink& sink, uint64_t now_ns) = 0;
+  // `parmon ctl period`: the aggregation period changed (periodic mode), from the loop's thread.
+  virtual void SetPeriod(uint64_t /*period_ns*/) {}
   // Before the file is closed: a last poll and flush.
   virtual void Stop(SourceSink& sink) = 0;
 };

@@ -36,6 +36,9 @@ uint32_t parmon_x_intern(const char* name, uint32_t category);
 // The session's run mode (0 trace, 1 periodic: shm::RunMode) and period in ns, as the recorder
 // put them in the segment header. Returns 0 and leaves both unchanged when not recorded.
 int parmon_x_session_mode(uint32_t* mode, uint64_t* period_ns);
+// The period in ns as the recorder sets it now (`parmon ctl period`), for periodic aggregation
+// that re-reads it at each period check (relaxed load); null when not recorded.
+const uint64_t* parmon_x_period_flag(void);
 
 #ifdef __cplusplus
 }

@@ -32,4 +32,10 @@ uint32_t Intern(const char* name, uint32_t category);
 // it does not match this library's ABI (segment.cc).
 shm::SegmentHeader* MapSegment();
 
+// Maps seg's control page at `at` (a page-aligned page of libparmon's own), so that what the
+// recorder writes there is read in place; false when the kernel refused (segment.cc).
+bool ShareControlPage(shm::SegmentHeader* seg, shm::ControlPage* at);
+// Puts a private zero page at `at` (parmon_pause(): this process alone stops recording).
+void PrivateControlPage(shm::ControlPage* at);
+
 }  // namespace parmon::runtime

@@ -44,11 +44,18 @@ using shm::RingControl;
 using shm::SegmentHeader;
 using shm::Slot;
 
-// Process-wide state. g_enabled is the hot path's one check: set (release) once the segment is
-// mapped, cleared by pause. Relaxed loads suffice: a thread that sees 1 late records nothing, one
-// that sees 1 early finds the segment already published by the same release store.
-std::atomic<int> g_enabled{0};
+// Process-wide state. g_control_page.enabled is the hot path's one check. The page is alone in
+// its page of .bss (aligned, one page long) and Init replaces it with the segment's ControlPage
+// (mremap of the shared page onto this address), so the flag reads 1 once the segment is mapped
+// and follows `parmon ctl pause/resume` in place; parmon_pause() puts a private zero page there.
+// Relaxed loads suffice: a thread that sees 1 late records nothing, one that sees 1 early finds
+// the segment already published before the page was switched (a system call).
+// constinit: no dynamic initialiser may run after Init mapped the shared page here (it would
+// write zeros into the recorder's page, pausing every process of the session).
+constinit shm::ControlPage g_control_page;
+constexpr std::atomic<int>& g_enabled = g_control_page.enabled;
 SegmentHeader* g_segment = nullptr;
+bool g_api_paused = false;  // parmon_pause() holds this process (private page in place)
 bool g_use_tsc = true;
 pid_t g_announced_pid = 0;
 pthread_key_t g_exit_key;
@@ -425,8 +432,11 @@ void Init() {
   pthread_key_create(&g_exit_key, OnThreadExit);
   pthread_atfork(nullptr, nullptr, AtForkChild);
   g_segment = seg;
-  // Release: a thread that sees enabled also sees g_segment (it reads it in Attach).
-  g_enabled.store(1, std::memory_order_release);
+  // A thread that sees enabled also sees g_segment (it reads it in Attach): the page switch is a
+  // system call after the store.
+  std::atomic_thread_fence(std::memory_order_release);
+  if (!ShareControlPage(seg, &g_control_page))
+    return;
   // The main thread attaches now so the process is announced even if it never emits.
   ThreadRing* r = &t_ring;
   MakeRoom(r, 1, false);
@@ -526,15 +536,17 @@ PARMON_EXPORT void parmon_process_name(const char* name) {
 }
 
 PARMON_EXPORT void parmon_pause(void) {
-  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) == 0)
+  if (g_segment == nullptr || g_api_paused)
     return;
   Emit1(static_cast<uint8_t>(Kind::kPause), 0);
-  g_enabled.store(0, std::memory_order_relaxed);
+  PrivateControlPage(&g_control_page);
+  g_api_paused = true;
 }
 PARMON_EXPORT void parmon_resume(void) {
-  if (g_segment == nullptr || g_enabled.load(std::memory_order_relaxed) != 0)
+  if (g_segment == nullptr || !g_api_paused)
     return;
-  g_enabled.store(1, std::memory_order_relaxed);
+  g_api_paused = false;
+  ShareControlPage(g_segment, &g_control_page);  // unless `parmon ctl pause` holds the session
   Emit1(static_cast<uint8_t>(Kind::kResume), 0);
 }
 
@@ -581,13 +593,6 @@ PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks,
                                    const void* payload,
                                    uint32_t payload_size) {
   return EmitForPreload(&ticks, kind, args, nargs, payload, payload_size);
-}
-PARMON_EXPORT int parmon_x_session_mode(uint32_t* mode, uint64_t* period_ns) {
-  if (g_segment == nullptr)
-    return 0;
-  *mode = g_segment->run_mode;
-  *period_ns = g_segment->period_ns;
-  return 1;
 }
 
 PARMON_EXPORT uint32_t parmon_x_intern(const char* name, uint32_t category) {

@@ -1,5 +1,7 @@
-// libparmon: mapping the recorder's shared segment, named by the environment. Only the checks
-// that the segment is whole and speaks this library's ABI live here; runtime.cc publishes it.
+// libparmon: mapping the recorder's shared segment, named by the environment, and its control
+// page (shm::ControlPage) over the enabled flag of runtime.cc. The checks that the segment is
+// whole and speaks this library's ABI live here; runtime.cc publishes it. Also the preload
+// families' view of the session's mode and period.
 #include <fcntl.h>
 #include <linux/limits.h>
 #include <sys/mman.h>
@@ -7,9 +9,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/emit.h"
 #include "runtime/internal.h"
 
 namespace parmon::runtime {
@@ -40,12 +44,57 @@ SegmentHeader* MapSegment() {
   if (map == MAP_FAILED)
     return nullptr;
   auto* seg = static_cast<SegmentHeader*>(map);
+  if (seg->magic == shm::kSegmentMagic && seg->abi_version != shm::kAbiVersion) {
+    // A parmon of another version started this program: say so rather than record nothing
+    // without a word (the recorder then reports no events from this process).
+    char msg[160];
+    int n = snprintf(msg, sizeof msg,
+                     "parmon: this libparmon speaks shared-memory ABI %u but the recorder "
+                     "speaks ABI %u; process %d is not recorded\n",
+                     shm::kAbiVersion, seg->abi_version, static_cast<int>(getpid()));
+    if (n > 0)
+      syscall(SYS_write, 2, msg, static_cast<size_t>(n) < sizeof msg ? n : sizeof msg - 1);
+  }
   if (seg->magic != shm::kSegmentMagic || seg->abi_version != shm::kAbiVersion ||
-      seg->segment_size != static_cast<uint64_t>(st.st_size)) {
+      seg->segment_size != static_cast<uint64_t>(st.st_size) || seg->control_offset % 4096 != 0 ||
+      seg->control_offset + sizeof(shm::ControlPage) > seg->rings_offset) {
     munmap(map, static_cast<size_t>(st.st_size));
     return nullptr;
   }
   return seg;
 }
 
+bool ShareControlPage(SegmentHeader* seg, shm::ControlPage* at) {
+  // mremap with old size 0 makes a second mapping of a shared mapping's pages.
+  void* got = mremap(shm::Control(seg), 0, sizeof(shm::ControlPage), MREMAP_MAYMOVE | MREMAP_FIXED,
+                     static_cast<void*>(at));
+  return got == static_cast<void*>(at);
+}
+
+void PrivateControlPage(shm::ControlPage* at) {
+  mmap(static_cast<void*>(at), sizeof(shm::ControlPage), PROT_READ | PROT_WRITE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
 }  // namespace parmon::runtime
+
+using parmon::runtime::CurrentSegment;
+
+extern "C" __attribute__((visibility("default"))) int parmon_x_session_mode(uint32_t* mode,
+                                                                            uint64_t* period_ns) {
+  parmon::shm::SegmentHeader* seg = CurrentSegment();
+  if (seg == nullptr)
+    return 0;
+  *mode = seg->run_mode;
+  *period_ns = parmon::shm::Control(seg)->period_ns.load(std::memory_order_relaxed);
+  return 1;
+}
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free &&
+              sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+extern "C" __attribute__((visibility("default"))) const uint64_t* parmon_x_period_flag(void) {
+  parmon::shm::SegmentHeader* seg = CurrentSegment();
+  if (seg == nullptr)
+    return nullptr;
+  return reinterpret_cast<const uint64_t*>(&parmon::shm::Control(seg)->period_ns);
+}

@@ -39,7 +39,9 @@ constexpr uint64_t kSegmentMagic = 0x48534e4f4d524150ull;  // "PARMONSH"
 // 2: the run mode and the aggregation period travel in the header (run_mode, period_ns), no
 // longer in PARMON_MODE / PARMON_PERIOD_NS environment variables.
 // 3: futex words for wake-ups between writers and the recorder (wake_seq .. writers_waiting).
-constexpr uint32_t kAbiVersion = 3;
+// 4: a control page (control_offset, ControlPage) the recorder writes while the program runs:
+// the enabled word of the hot path (pause/resume) and the period (`parmon ctl`).
+constexpr uint32_t kAbiVersion = 4;
 constexpr const char* kEnvSegment = "PARMON_SHM";
 
 struct Slot {
@@ -90,6 +92,28 @@ struct alignas(64) RingControl {
 };
 static_assert(sizeof(RingControl) == 192);
 
+// The page `parmon ctl` steers the program through. It is one whole page of the segment because
+// libparmon maps it (MAP_FIXED | MAP_SHARED) over a page-aligned page of its own .bss that holds
+// its enabled flag: the hot path's one relaxed load of that flag then reads the recorder's word in
+// place, at an address that never changes (preload wrappers cache it before the segment is
+// mapped), and pause costs the program no more than recording off did before ABI 4.
+// A process paused by parmon_pause() puts a private zero page there instead, and maps the shared
+// page back on parmon_resume().
+struct alignas(4096) ControlPage {
+  // 1 while the session records, 0 while `parmon ctl pause` holds it. Written by the recorder
+  // (relaxed: a thread that sees the change a little late records or skips a few more events,
+  // which the paused range's bounds account for, see docs/control.md).
+  std::atomic<int> enabled{0};
+  uint32_t reserved0 = 0;
+  // The aggregation period in ns of periodic mode (`parmon ctl period 5ms`); the preload families
+  // re-read it at each of their period checks. Starts as SegmentHeader::period_ns.
+  std::atomic<uint64_t> period_ns{0};
+  // Bumped by every change the recorder makes here (pause, resume, period).
+  std::atomic<uint64_t> change_seq{0};
+};
+static_assert(sizeof(ControlPage) == 4096);
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free);
+
 enum SessionState : uint32_t { kRecording = 0, kFinishing = 1 };
 
 // `parmon record --mode`: trace keeps every event, periodic asks the sources and the preload
@@ -111,8 +135,11 @@ struct alignas(64) SegmentHeader {
   uint32_t run_mode;  // RunMode, set before the command starts and never changed
   // Events from threads that found no free ring (more threads alive than rings).
   std::atomic<uint64_t> unattached_dropped;
-  // The session's period (`parmon record -t`) in ns: the interval of periodic aggregates.
+  // The session's period (`parmon record -t`) in ns at the start: the interval of periodic
+  // aggregates. Changes while the program runs are in ControlPage::period_ns.
   uint64_t period_ns;
+  // Of the ControlPage from the segment start (a multiple of 4096).
+  uint64_t control_offset;
   // Wake-ups between writers and the recorder, futex words of the shared mapping (FUTEX_WAIT
   // without FUTEX_PRIVATE_FLAG works across processes). Kept on their own cache line: they are
   // written only when a ring is half full or a writer waits, never on the hot path.
@@ -147,6 +174,9 @@ inline void WakeRecorder(SegmentHeader* h) {
     FutexWake(&h->wake_seq, 1);
 }
 
+inline ControlPage* Control(SegmentHeader* h) {
+  return reinterpret_cast<ControlPage*>(reinterpret_cast<char*>(h) + h->control_offset);
+}
 inline RingControl* Rings(SegmentHeader* h) {
   return reinterpret_cast<RingControl*>(reinterpret_cast<char*>(h) + h->rings_offset);
 }

@@ -249,6 +249,7 @@ class ProcSampler : public recorder::RecorderSource {
   Status Start(recorder::SourceSink& recorder) override;
   void Poll(recorder::SourceSink& recorder, uint64_t now_ns) override;
   void Stop(recorder::SourceSink& recorder) override;
+  void SetPeriod(uint64_t period_ns) override;
 
  private:
   void Loop();
@@ -269,7 +270,8 @@ class ProcSampler : public recorder::RecorderSource {
   std::set<uint32_t> known_pids_;           // recorder thread only
   std::atomic<uint64_t> passes_{0};
   std::atomic<uint64_t> overruns_{0};
-  std::atomic<uint64_t> cpu_ns_{0};  // the sampler thread's own CPU time
+  std::atomic<uint64_t> cpu_ns_{0};     // the sampler thread's own CPU time
+  std::atomic<uint64_t> period_ns_{0};  // options_.period_ns, then `parmon ctl period`
 };
 
 }  // namespace parmon::sched

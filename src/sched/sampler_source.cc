@@ -15,7 +15,14 @@ using namespace sampler_internal;  // NOLINT: the sampler's own tuning and helpe
 
 // --- ProcSampler ---
 
-ProcSampler::ProcSampler(SamplerOptions options) : options_(std::move(options)) {}
+ProcSampler::ProcSampler(SamplerOptions options)
+    : options_(std::move(options)), period_ns_(options_.period_ns) {}
+
+void ProcSampler::SetPeriod(uint64_t period_ns) {
+  period_ns_.store(period_ns, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  cv_.notify_all();  // the next pass on the new period's grid, not after the old period
+}
 
 ProcSampler::~ProcSampler() {
   {
@@ -67,16 +74,23 @@ void ProcSampler::Loop() {
     Pass();
     cpu_ns_.store(ClockNs(CLOCK_THREAD_CPUTIME_ID), std::memory_order_relaxed);
     // The next pass on the period's grid; a pass that overran skips the slots it missed.
-    next_ns += options_.period_ns;
+    const uint64_t period = period_ns_.load(std::memory_order_relaxed);
+    if (period != options_.period_ns) {  // `parmon ctl period`: a new grid from now
+      options_.period_ns = period;
+      next_ns = MonotonicNs();
+    }
+    next_ns += period;
     uint64_t mono = MonotonicNs();
     if (next_ns <= mono) {
       overruns_.fetch_add(1, std::memory_order_relaxed);
-      next_ns = mono + options_.period_ns - (mono - next_ns) % options_.period_ns;
+      next_ns = mono + period - (mono - next_ns) % period;
     }
     // steady_clock is CLOCK_MONOTONIC on Linux; waiting on the condition lets Stop end it at once.
     std::unique_lock<std::mutex> lock(mu_);
     auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next_ns));
-    cv_.wait_until(lock, deadline, [&] { return stop_; });
+    cv_.wait_until(lock, deadline, [&] {
+      return stop_ || period_ns_.load(std::memory_order_relaxed) != options_.period_ns;
+    });
     if (stop_)
       break;
   }

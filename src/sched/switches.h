@@ -45,6 +45,7 @@ class SwitchRecorder : public recorder::RecorderSource {
   Status Start(recorder::SourceSink& recorder) override;
   void Poll(recorder::SourceSink& recorder, uint64_t now_ns) override;
   void Stop(recorder::SourceSink& recorder) override;
+  void SetPeriod(uint64_t period_ns) override { options_.period_ns = period_ns; }
 
   // Records read and lost so far (the benchmark's denominator).
   uint64_t records() const { return records_; }

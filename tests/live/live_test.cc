@@ -10,11 +10,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "live/client.h"
 #include "live/fetch.h"
@@ -496,6 +499,44 @@ TEST(LiveE2e, DemoRingStreamedToTheCollectorShowsItsFindingWhileItRuns) {
   }
   EXPECT_TRUE(live_finding) << out.substr(0, 4000);
   ExpectSameSession(dir.File("store/demo.ptrace"), dir.File("local.ptrace"));
+}
+
+// `parmon ctl HOST:PORT SESSION pause|resume` through the collector reaches the recorder (and
+// through the segment, the program's runtime): the stored session has one pause, as long as the
+// test held it (within the time the commands took), nothing lost; a bad command is one sentence.
+TEST(LiveE2e, CtlThroughTheCollectorPausesTheRecording) {
+  TempDir dir;
+  Collector c(dir.File("store"), dir.File("serve.log"));
+  ASSERT_GT(c.port(), 0) << c.Log();
+  auto rec =
+      Record(dir, "rec", c.Addr() + "/steer", {BinDir() + "/duty_cycle", "--seconds", "4", "basic"},
+             {"-o", dir.File("local.ptrace")});
+  ASSERT_TRUE(WaitFor([&] { return SizeOf(dir.File("store/steer.ptrace")) > 1000; }, 60));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto paused = Parmon({"ctl", c.Addr(), "steer", "pause"});
+  const auto t1 = std::chrono::steady_clock::now();
+  ASSERT_EQ(paused.exit_code, 0) << paused.err;
+  EXPECT_NE(paused.out.find("ok: paused"), std::string::npos) << paused.out;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto t2 = std::chrono::steady_clock::now();
+  auto resumed = Parmon({"ctl", c.Addr(), "steer", "resume"});
+  const auto t3 = std::chrono::steady_clock::now();
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto bad = Parmon({"ctl", c.Addr(), "steer", "frobnicate"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unknown command"), std::string::npos) << bad.err;
+  ASSERT_EQ(rec->Wait(120), 0) << rec->Err();
+  ExpectSameSession(dir.File("store/steer.ptrace"), dir.File("local.ptrace"));
+  auto json = Parmon({"report", "--format", "json", dir.File("store/steer.ptrace")});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["summary"]["pauses"].get<int>(), 1) << json.out.substr(0, 2000);
+  // The pause began inside the first command's round trip and ended inside the second's.
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  const double paused_ms = j["summary"]["paused_ns"].get<double>() / 1e6;
+  EXPECT_GE(paused_ms, ms(t2 - t1)) << paused_ms;
+  EXPECT_LE(paused_ms, ms(t3 - t0)) << paused_ms;
+  EXPECT_EQ(j["summary"]["lost_events"].get<uint64_t>(), 0u);
 }
 
 }  // namespace

@@ -274,5 +274,53 @@ TEST(TopE2E, TerminalShowsBarsAndQuitsOnQ) {
   EXPECT_TRUE(gone) << tmux({"capture-pane", "-p", "-t", name}).out;
 }
 
+// p in the terminal pauses the recording itself (through the recorder's control socket, as
+// `parmon ctl` does) and p again resumes it: the trace top wrote holds exactly that one pause.
+TEST(TopE2E, PKeyPausesAndResumesTheRecording) {
+  if (parmon::testing::Run({"sh", "-c", "command -v tmux"}).exit_code != 0)
+    GTEST_SKIP() << "tmux is not installed (apt-get install tmux)";
+  TempDir dir;
+  const std::string sock = "parmon-top-ptest-" + std::to_string(getpid());
+  const std::string name = "top";
+  auto tmux = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"tmux", "-L", sock});
+    return parmon::testing::Run(args, {}, 30);
+  };
+  struct KillServer {
+    std::function<void()> kill;
+    ~KillServer() { kill(); }
+  } guard{[&] { tmux({"kill-server"}); }};
+  const std::string trace = dir.File("top.ptrace");
+  std::string cmd =
+      ParmonBin() + " top -o " + trace + " -- " + BinDir() + "/duty_cycle --seconds 60 basic";
+  RunResult started = tmux({"new-session", "-d", "-x", "160", "-y", "50", "-s", name, cmd});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  std::string screen;
+  auto shows = [&](const std::string& text) {
+    return WaitFor(
+        [&] {
+          screen = tmux({"capture-pane", "-p", "-t", name}).out;
+          return screen.find(text) != std::string::npos;
+        },
+        60);
+  };
+  ASSERT_TRUE(shows("THREAD")) << screen;
+  tmux({"send-keys", "-t", name, "p"});
+  EXPECT_TRUE(shows("recording and display paused")) << screen;
+  usleep(300'000);
+  tmux({"send-keys", "-t", name, "p"});
+  EXPECT_TRUE(shows("resumed")) << screen;
+  tmux({"send-keys", "-t", name, "q"});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return tmux({"has-session", "-t", name}).exit_code != 0;
+      },
+      60))
+      << tmux({"capture-pane", "-p", "-t", name}).out;
+  RunResult json = Parmon({"report", "--format", "json", trace});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"pauses\": 1"), std::string::npos) << json.out.substr(0, 3000);
+}
+
 }  // namespace
 }  // namespace parmon::testing

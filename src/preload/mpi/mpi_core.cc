@@ -54,7 +54,12 @@ __thread Stats* t_stats __attribute__((tls_model("initial-exec")));
 namespace {
 MPI_Comm g_sync_comm;
 uint32_t g_sync_epoch = 0;
-uint64_t g_period_ticks = 0;
+std::atomic<uint64_t> g_period_ticks{0};  // relaxed: a period change may reach threads late
+// `parmon ctl period`: the recorder's current period (libparmon's control page), the period
+// g_period_ticks was computed from, and the clock rate to convert a new one.
+const uint64_t* g_period_flag = nullptr;
+std::atomic<uint64_t> g_period_ns_seen{0};
+double g_ticks_per_ns = 1;
 uint64_t g_init_ticks = 0, g_init_ns = 0;
 pthread_key_t g_stats_key;
 std::atomic<bool> g_finalizing{false};
@@ -100,6 +105,19 @@ void StatsThreadExit(void* p) {
     FlushStats(s, Now());
 }
 }  // namespace
+
+// One relaxed load per MPI call in periodic mode: a new period from `parmon ctl period` is
+// converted once, by whichever thread sees it first.
+static void PeriodChanged() {
+  if (g_period_flag == nullptr)
+    return;
+  const uint64_t ns = __atomic_load_n(g_period_flag, __ATOMIC_RELAXED);
+  if (ns == g_period_ns_seen.load(std::memory_order_relaxed) || ns == 0)
+    return;
+  g_period_ns_seen.store(ns, std::memory_order_relaxed);
+  g_period_ticks.store(static_cast<uint64_t>(static_cast<double>(ns) * g_ticks_per_ns),
+                       std::memory_order_relaxed);
+}
 
 Stats* NewThreadStats() {
   const int n = FunctionCount();
@@ -269,8 +287,10 @@ int End(Call* c, int rc) {
       s->calls[c->fn] += 1;
       s->ticks[c->fn] += now - c->t0;
       s->bytes[c->fn] += c->bytes;
+      PeriodChanged();
       // MPI_Finalize's own time is flushed as it returns: nothing flushes after it.
-      if ((now - s->last_flush >= g_period_ticks && g_period_ticks != 0) ||
+      const uint64_t period_ticks = g_period_ticks.load(std::memory_order_relaxed);
+      if ((now - s->last_flush >= period_ticks && period_ticks != 0) ||
           g_finalizing.load(std::memory_order_relaxed))
         FlushStats(s, now);
     }
@@ -309,7 +329,11 @@ void OnInit(Call& c, int rc) {
   double ticks_per_ns = n1 > n0 ? static_cast<double>(t1 - t0) / static_cast<double>(n1 - n0) : 1;
   if (ticks_per_ns < 0.1 || ticks_per_ns > 100)
     ticks_per_ns = 1;  // too short to measure
-  g_period_ticks = static_cast<uint64_t>(static_cast<double>(period_ns) * ticks_per_ns);
+  g_period_ticks.store(static_cast<uint64_t>(static_cast<double>(period_ns) * ticks_per_ns),
+                       std::memory_order_relaxed);
+  g_ticks_per_ns = ticks_per_ns;
+  g_period_ns_seen.store(period_ns, std::memory_order_relaxed);
+  g_period_flag = parmon_x_period_flag();
   uint64_t a[3] = {static_cast<uint64_t>(g_world_rank), static_cast<uint64_t>(g_world_size),
                    static_cast<uint64_t>(level)};
   EmitAt(Now(), Kind::kMpiInit, a, 3);
