@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -435,8 +436,17 @@ void Init() {
   // A thread that sees enabled also sees g_segment (it reads it in Attach): the page switch is a
   // system call after the store.
   std::atomic_thread_fence(std::memory_order_release);
-  if (!ShareControlPage(seg, &g_control_page))
+  if (!ShareControlPage(seg, &g_control_page)) {
+    // Said, not silent: the recorder would otherwise show this process without a word why.
+    char msg[128];
+    const int n = snprintf(msg, sizeof msg,
+                           "parmon: process %d cannot map the session's control page (errno %d); "
+                           "it is not recorded\n",
+                           static_cast<int>(getpid()), errno);
+    if (n > 0)
+      syscall(SYS_write, 2, msg, static_cast<size_t>(n) < sizeof msg ? n : sizeof msg - 1);
     return;
+  }
   // The main thread attaches now so the process is announced even if it never emits.
   ThreadRing* r = &t_ring;
   MakeRoom(r, 1, false);

@@ -64,16 +64,20 @@ SegmentHeader* MapSegment() {
   return seg;
 }
 
+// Both through syscall(), not libc's wrappers: an MPI library may interpose mremap/mmap with
+// memory hooks that do not pass mremap's fifth argument on (MPICH's ranks got new_address 0x1,
+// EINVAL, and recorded nothing).
 bool ShareControlPage(SegmentHeader* seg, shm::ControlPage* at) {
   // mremap with old size 0 makes a second mapping of a shared mapping's pages.
-  void* got = mremap(shm::Control(seg), 0, sizeof(shm::ControlPage), MREMAP_MAYMOVE | MREMAP_FIXED,
-                     static_cast<void*>(at));
-  return got == static_cast<void*>(at);
+  const long got =
+      syscall(SYS_mremap, static_cast<void*>(shm::Control(seg)), 0ul, sizeof(shm::ControlPage),
+              MREMAP_MAYMOVE | MREMAP_FIXED, static_cast<void*>(at));
+  return got == reinterpret_cast<long>(at);
 }
 
 void PrivateControlPage(shm::ControlPage* at) {
-  mmap(static_cast<void*>(at), sizeof(shm::ControlPage), PROT_READ | PROT_WRITE,
-       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  syscall(SYS_mmap, static_cast<void*>(at), sizeof(shm::ControlPage), PROT_READ | PROT_WRITE,
+          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0l);
 }
 
 }  // namespace parmon::runtime
