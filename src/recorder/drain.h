@@ -54,6 +54,7 @@ class RingDrainer {
   // Slots per run of compact events: the encoder reserves 30 bytes per slot of a run, and the sink
   // checks its chunk size after each run.
   static constexpr uint64_t kRunSlots = 1024;
+  static constexpr uint64_t kPrefetchSlots = 64;  // 16 cache lines ahead
   struct RingKind {  // what the drain loop needs of a kind, for the 256 kinds a ring can carry
     uint8_t nargs;
     bool compact_only;  // one arg, no payload: OnCompact
@@ -82,14 +83,19 @@ size_t RingDrainer::Drain(uint32_t index, const TickConversion& clock, Sink& sin
       // events until the run's end or the first other event.
       const uint64_t end = std::min(head, tail + kRunSlots);
       format::OneArgAppender run(sink.encoder(), end - tail);
+      // Copies the loop keeps in registers (stores of encoded bytes could alias the originals).
+      const TickConversion conv = clock;
+      const RingKind* const kinds = kinds_;
       for (; tail < end; ++tail) {
+        // The slots were written on the producer's CPU: ask for them well before they are read.
+        __builtin_prefetch(&slots[(tail + kPrefetchSlots) & mask]);
         const shm::Slot& s = slots[tail & mask];
         const uint64_t word = s.word;
         const uint8_t kind = shm::WordKind(word);
         if (shm::WordSlots(word) != 1 || (shm::WordFlags(word) & shm::kFlagGeneral) != 0 ||
-            !kinds_[kind].compact_only) [[unlikely]]
+            !kinds[kind].compact_only) [[unlikely]]
           break;
-        run.Put(kind, clock.ToNs(s.tsc), shm::WordField(word));
+        run.Put(kind, conv.ToNs(s.tsc), shm::WordField(word));
       }
       n += run.Done();
       sink.AfterRun();
