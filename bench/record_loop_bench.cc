@@ -10,6 +10,7 @@
 //
 // Several --parmon builds are run interleaved (A B A B ...) so that the machine's load falls on
 // all alike; the default is the parmon beside this benchmark.
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,18 +47,20 @@ std::string RunCapture(const std::vector<std::string>& args, rusage* ru) {
   int fds[2];
   if (pipe(fds) != 0)
     std::exit(1);
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (const auto& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execv(argv[0], argv.data());
-    _exit(127);
+  std::vector<char*> argv;
+  for (const auto& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) {
+    std::fprintf(stderr, "record_loop_bench: cannot run %s\n", argv[0]);
+    std::exit(1);
   }
+  posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   std::string out;
   char buf[4096];
