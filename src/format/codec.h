@@ -74,6 +74,7 @@ class StreamEncoder {
   }
 
  private:
+  friend class OneArgAppender;
   void Note(uint64_t ts) {
     if (count_ == 0)
       first_ts_ = ts;
@@ -90,6 +91,49 @@ class StreamEncoder {
   uint64_t prev_ts_ = 0;
   uint64_t first_ts_ = 0;
   uint64_t last_ts_ = 0;
+};
+
+// Appends a run of one-arg events to a StreamEncoder with the encoder's bookkeeping (buffer room,
+// count, first and last time) done once per run instead of once per event: the recorder's drain of
+// a busy ring (bench/record_loop_bench). The bytes are those AppendOneArg writes. At most
+// `max_events` may be put; Done() commits them (the destructor does not).
+class OneArgAppender {
+ public:
+  OneArgAppender(StreamEncoder* encoder, size_t max_events)
+      : encoder_(encoder),
+        p_(encoder->buf_.Reserve(max_events * kMaxBytes)),
+        prev_ts_(encoder->prev_ts_),
+        last_ts_(encoder->last_ts_) {}
+  void Put(uint16_t kind, uint64_t ts, uint64_t arg) {
+    if (n_ == 0)
+      first_ts_ = ts;
+    uint8_t* p = PutVarint(p_, kind);
+    p = PutVarint(p, ZigZag(static_cast<int64_t>(ts - prev_ts_)));
+    p_ = PutVarint(p, arg);
+    prev_ts_ = ts;
+    last_ts_ = std::max(last_ts_, ts);
+    ++n_;
+  }
+  // Commits the run; returns the number of events put.
+  uint32_t Done() {
+    StreamEncoder& e = *encoder_;
+    e.buf_.Commit(p_);
+    if (n_ > 0) {
+      if (e.count_ == 0)
+        e.first_ts_ = first_ts_;
+      e.prev_ts_ = prev_ts_;
+      e.last_ts_ = last_ts_;
+      e.count_ += n_;
+    }
+    return n_;
+  }
+
+ private:
+  static constexpr size_t kMaxBytes = 3 * kMaxVarintBytes;
+  StreamEncoder* encoder_;
+  uint8_t* p_;
+  uint64_t prev_ts_, last_ts_, first_ts_ = 0;
+  uint32_t n_ = 0;
 };
 
 // Describes kinds while decoding: the compiled-in table, overridden by a file's SCHEMA chunk.

@@ -97,3 +97,42 @@ TEST(EventDecoder, PayloadLongerThanTheChunkFailsOnTheFastPath) {
 
 }  // namespace
 }  // namespace parmon::format
+
+namespace parmon::format {
+namespace {
+
+// The recorder's runs of compact events (OneArgAppender) must write exactly what AppendOneArg
+// writes, with the same count and first/last times, across runs, an event appended between them
+// and a time that goes backwards.
+TEST(OneArgAppender, WritesWhatAppendOneArgWrites) {
+  StreamEncoder one(7, Source::kRuntime), runs(7, Source::kRuntime);
+  const uint16_t enter = static_cast<uint16_t>(Kind::kRegionEnter);
+  const uint16_t leave = static_cast<uint16_t>(Kind::kRegionLeave);
+  uint64_t ts = 5000;
+  for (int r = 0; r < 3; ++r) {
+    OneArgAppender run(&runs, 100);
+    for (int i = 0; i < 100; ++i) {
+      ts += (i == 50 && r == 1) ? -3000 : (i % 9) * 1000 + 1;
+      const uint64_t arg = i % 2 ? 1 : uint64_t{1} << (i % 33);
+      one.AppendOneArg(i % 2 ? leave : enter, ts, arg);
+      run.Put(i % 2 ? leave : enter, ts, arg);
+    }
+    EXPECT_EQ(run.Done(), 100u);
+    Event e;
+    e.kind = static_cast<uint16_t>(Kind::kThreadStates);
+    e.ts = ts;
+    e.nargs = GetKindInfo(e.kind).nargs;
+    one.Append(e);
+    runs.Append(e);
+  }
+  OneArgAppender empty(&runs, 10);
+  EXPECT_EQ(empty.Done(), 0u);
+  ASSERT_EQ(one.raw_size(), runs.raw_size());
+  EXPECT_EQ(0, std::memcmp(one.bytes().data(), runs.bytes().data(), one.raw_size()));
+  EXPECT_EQ(one.count(), runs.count());
+  EXPECT_EQ(one.first_ts(), runs.first_ts());
+  EXPECT_EQ(one.last_ts(), runs.last_ts());
+}
+
+}  // namespace
+}  // namespace parmon::format

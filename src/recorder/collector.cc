@@ -31,6 +31,12 @@ class StreamRouter {
     if (encoder_->raw_size() >= limit_)
       cut_();
   }
+  // RingDrainer's runs of compact events (drain.h: RunSink).
+  format::StreamEncoder* encoder() { return encoder_; }
+  void AfterRun() {
+    if (encoder_->raw_size() >= limit_)
+      cut_();
+  }
 
  private:
   format::StreamEncoder* encoder_;

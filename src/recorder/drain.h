@@ -7,10 +7,13 @@
 #ifndef PARMON_SRC_RECORDER_DRAIN_H_
 #define PARMON_SRC_RECORDER_DRAIN_H_
 
+#include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <vector>
 
 #include "base/clock.h"
+#include "format/codec.h"
 #include "format/event.h"
 #include "recorder/segment.h"
 
@@ -27,6 +30,15 @@ class DrainSink {
   virtual void OnEvent(format::Event& e) = 0;
 };
 
+// A sink that also exposes the stream encoder its compact events go to gets them in runs, straight
+// into that encoder (no call per event); it hears of each run's end through AfterRun(), where it
+// may cut a chunk. Its encoder() may change between runs.
+template <typename Sink>
+concept RunSink = requires(Sink& s) {
+  { s.encoder() } -> std::same_as<format::StreamEncoder*>;
+  s.AfterRun();
+};
+
 class RingDrainer {
  public:
   explicit RingDrainer(const Segment& segment);
@@ -39,6 +51,10 @@ class RingDrainer {
   uint64_t corruptions() const { return corruptions_; }
 
  private:
+  // Slots per run of compact events: the encoder reserves 30 bytes per slot of a run, and the sink
+  // checks its chunk size after each run.
+  static constexpr uint64_t kRunSlots = 1024;
+  static constexpr uint64_t kPrefetchSlots = 64;  // 16 cache lines ahead
   struct RingKind {  // what the drain loop needs of a kind, for the 256 kinds a ring can carry
     uint8_t nargs;
     bool compact_only;  // one arg, no payload: OnCompact
@@ -62,6 +78,32 @@ size_t RingDrainer::Drain(uint32_t index, const TickConversion& clock, Sink& sin
   const uint64_t mask = segment_.ring_slots() - 1;
   size_t n = 0;
   while (tail < head) {
+    if constexpr (RunSink<Sink>) {
+      // The hot case (a thread emitting region enters/leaves as fast as it can): one-slot compact
+      // events until the run's end or the first other event.
+      const uint64_t end = std::min(head, tail + kRunSlots);
+      format::OneArgAppender run(sink.encoder(), end - tail);
+      // Copies the loop keeps in registers (stores of encoded bytes could alias the originals).
+      const TickConversion conv = clock;
+      const RingKind* const kinds = kinds_;
+      for (; tail < end; ++tail) {
+        // The slots were written on the producer's CPU: ask for them well before they are read.
+        __builtin_prefetch(&slots[(tail + kPrefetchSlots) & mask]);
+        const shm::Slot& s = slots[tail & mask];
+        const uint64_t word = s.word;
+        const uint8_t kind = shm::WordKind(word);
+        if (shm::WordSlots(word) != 1 || (shm::WordFlags(word) & shm::kFlagGeneral) != 0 ||
+            !kinds[kind].compact_only) [[unlikely]]
+          break;
+        run.Put(kind, conv.ToNs(s.tsc), shm::WordField(word));
+      }
+      n += run.Done();
+      sink.AfterRun();
+      if (tail == end && tail < head)
+        continue;
+      if (tail >= head)
+        break;
+    }
     const shm::Slot& s = slots[tail & mask];
     const uint64_t word = s.word;
     const uint16_t nslots = shm::WordSlots(word);
