@@ -245,9 +245,15 @@ void Collector::NameAnnouncedProcess(uint32_t pid,
   const bool changed = last_command != e.payload;
   last_command = std::string(e.payload);
   if (comm.empty() && pid == tid && (changed || thread_names_[location].shown.empty())) {
+    // The parent's name now (it usually waits for the child), not the one we hold: a rename
+    // of the parent before the fork may still be on its way from the switch records.
+    if (parents_image)
+      comm = options_.thread_name(ppid, ppid);
     auto parent = thread_locations_.find({ppid, ppid});
-    comm = parents_image && parent != thread_locations_.end() ? thread_names_[parent->second].shown
-                                                              : format::CommandName(e.payload);
+    if (comm.empty() && parents_image && parent != thread_locations_.end())
+      comm = thread_names_[parent->second].shown;
+    if (comm.empty())
+      comm = format::CommandName(e.payload);
   }
   // The rings of two images may drain out of order: RenameThread takes no older name.
   RenameThread(pid, tid, comm, ts);
