@@ -198,6 +198,43 @@ uint64_t CountEvents(const TraceReader& r) {
   return n;
 }
 
+// Names: a location defined again under a new name goes by the last and keeps the first; a
+// main thread defined without a name takes its process's command, in whichever order they come.
+TEST(Definitions, RenamesKeepTheFirstNameAndMainThreadsAreNeverNameless) {
+  auto def = [](Kind kind, std::initializer_list<uint64_t> args, std::string_view payload) {
+    Event e;
+    e.kind = static_cast<uint16_t>(kind);
+    e.nargs = static_cast<uint8_t>(args.size());
+    int i = 0;
+    for (uint64_t a : args)
+      e.args[i++] = a;
+    e.payload = payload;
+    return e;
+  };
+  const uint64_t kThread = static_cast<uint64_t>(LocationType::kThread);
+  Definitions d;
+  d.Apply(def(Kind::kDefLocation, {1, kThread, 10, 10}, "forkexec"));
+  d.Apply(def(Kind::kDefLocation, {1, kThread, 10, 10}, "true"));
+  d.Apply(def(Kind::kDefLocation, {1, kThread, 10, 10}, ""));  // no name: keeps "true"
+  EXPECT_EQ(d.locations[1].name, "true");
+  EXPECT_EQ(d.locations[1].first_name, "forkexec");
+  d.Apply(def(Kind::kDefLocation, {2, kThread, 20, 20}, ""));
+  EXPECT_EQ(d.locations[2].name, "");
+  d.Apply(def(Kind::kDefProcess, {20, 1}, "/usr/bin/python3 -c pass"));
+  EXPECT_EQ(d.locations[2].name, "python3");
+  EXPECT_EQ(d.locations[2].first_name, "") << "a name from the command is no rename";
+  d.Apply(def(Kind::kDefLocation, {2, kThread, 20, 20}, "python3-worker"));
+  EXPECT_EQ(d.locations[2].name, "python3-worker");
+  EXPECT_EQ(d.locations[2].first_name, "");
+  d.Apply(def(Kind::kDefProcess, {30, 1}, "/bin/sleep 1"));  // process first, thread later
+  d.Apply(def(Kind::kDefLocation, {3, kThread, 30, 30}, ""));
+  EXPECT_EQ(d.locations[3].name, "sleep");
+  d.Apply(def(Kind::kDefLocation, {4, kThread, 30, 31}, ""));  // not the main thread
+  EXPECT_EQ(d.locations[4].name, "");
+  EXPECT_EQ(CommandName("a/b/c"), "c");
+  EXPECT_EQ(CommandName(""), "");
+}
+
 TEST(Reader, ReadsWhatWasWrittenInTimeOrder) {
   TempDir dir;
   std::string path = dir.File("t.ptrace");

@@ -122,62 +122,89 @@ void Engine::Impl::FlushChannelBusy() {
 }
 
 void Engine::Impl::AddChannelLinks() {
-  // Channel links: writes on an endpoint reach the readers of its peer endpoint.
+  // Channel links: writes on an endpoint reach the readers of its peer endpoint. Which reader
+  // got which writer's bytes is not recorded (a pipe's bytes are anonymous), but each reader's
+  // own count is: with several readers (a pool reading one pipe) each writer's link to each
+  // reader carries the reader's share of what was read, so every reader is credited with what
+  // it read and none stands for the others. The readers' waits and busy time go on the links
+  // of the writer that wrote most (as with one reader).
   for (auto& [key, ep] : endpoints) {
     if (ep.writers.empty())
       continue;
     auto pit = endpoints.find(key.Peer(ep));
     const Endpoint* peer = pit != endpoints.end() ? &pit->second : nullptr;
-    uint32_t main_reader = UINT32_MAX;
-    uint64_t best = 0;
+    uint64_t read_total = 0;
+    std::vector<uint32_t> readers;
     if (peer)
       for (const auto& [li, u] : peer->readers)
-        if (u.bytes >= best) {
-          best = u.bytes;
-          main_reader = li;
-        }
+        read_total += u.bytes;
+    if (peer)
+      for (const auto& [li, u] : peer->readers)
+        if (u.bytes > 0 || read_total == 0)
+          readers.push_back(li);
+    if (readers.empty())
+      readers.push_back(UINT32_MAX);  // nobody recorded reading: the link ends at the channel
     uint32_t main_writer = ep.writers.begin()->first;
-    best = 0;
+    uint64_t best = 0;
     for (const auto& [li, u] : ep.writers)
       if (u.bytes >= best) {
         best = u.bytes;
         main_writer = li;
       }
-    for (const auto& [wli, u] : ep.writers) {
-      LinkAgg a;
-      a.r.type = LinkKind::kChannel;
-      a.r.kind = "channel";
-      a.r.from = locs[wli].id;
-      a.r.to = main_reader == UINT32_MAX ? -1 : locs[main_reader].id;
-      a.r.from_location = a.r.from;
-      a.r.to_location = a.r.to;
-      a.r.messages = u.calls;
-      a.r.bytes = u.bytes;
-      a.r.sender_wait_ns = u.wait;
-      a.r.closed_loop_messages = u.closed_loop;
-      a.busy.assign(iv_count, 0);
-      a.bytes.assign(iv_count, 0);
-      if (auto bit = endpoint_busy.find({key, true, wli}); bit != endpoint_busy.end())
-        for (size_t i = 0; i < iv_count; ++i)
-          a.busy[i] += bit->second[i];
-      if (wli == main_writer && peer) {
-        for (const auto& [rli, ru] : peer->readers) {
-          a.r.receiver_wait_ns += ru.wait;
-          if (auto bit = endpoint_busy.find({key.Peer(ep), false, rli}); bit != endpoint_busy.end())
-            for (size_t i = 0; i < iv_count; ++i)
-              a.busy[i] += bit->second[i];
-        }
+    for (const auto& [wli, u] : ep.writers)
+      for (uint32_t rli : readers) {
+        const Endpoint::Use* ru = rli == UINT32_MAX ? nullptr : &peer->readers.at(rli);
+        // This reader's share of what was read (1 with one reader; evenly when none read).
+        auto part = [&](uint64_t v) -> uint64_t {
+          if (readers.size() == 1)
+            return v;
+          if (read_total == 0)
+            return v / readers.size();
+          return static_cast<uint64_t>(static_cast<unsigned __int128>(v) * ru->bytes / read_total);
+        };
+        AddChannelLink(key, ep, wli, u, rli, ru, wli == main_writer, part);
       }
-      // Channel calls' time is all blocking: counted as waiting (the copy is negligible).
-      a.r.wait_ns = a.r.sender_wait_ns + a.r.receiver_wait_ns;
-      a.r.time_ns = a.r.wait_ns;
-      a.r.from_label = Label(locs[wli]);
-      a.r.to_label = main_reader == UINT32_MAX
-                         ? (ep.description.empty() ? key.Format() : ep.description)
-                         : Label(locs[main_reader]);
-      links.push_back(std::move(a));
-    }
   }
+}
+
+template <typename Part>
+void Engine::Impl::AddChannelLink(const EndpointKey& key,
+                                  const Endpoint& ep,
+                                  uint32_t wli,
+                                  const Endpoint::Use& u,
+                                  uint32_t rli,
+                                  const Endpoint::Use* ru,
+                                  bool main_writer,
+                                  Part part) {
+  LinkAgg a;
+  a.r.type = LinkKind::kChannel;
+  a.r.kind = "channel";
+  a.r.from = locs[wli].id;
+  a.r.to = ru ? locs[rli].id : -1;
+  a.r.from_location = a.r.from;
+  a.r.to_location = a.r.to;
+  a.r.messages = part(u.calls);
+  a.r.bytes = part(u.bytes);
+  a.r.sender_wait_ns = part(u.wait);
+  a.r.closed_loop_messages = part(u.closed_loop);
+  a.busy.assign(iv_count, 0);
+  a.bytes.assign(iv_count, 0);
+  if (auto bit = endpoint_busy.find({key, true, wli}); bit != endpoint_busy.end())
+    for (size_t i = 0; i < iv_count; ++i)
+      a.busy[i] += part(bit->second[i]);
+  if (main_writer && ru) {
+    a.r.receiver_wait_ns += ru->wait;
+    if (auto bit = endpoint_busy.find({key.Peer(ep), false, rli}); bit != endpoint_busy.end())
+      for (size_t i = 0; i < iv_count; ++i)
+        a.busy[i] += bit->second[i];
+  }
+  // Channel calls' time is all blocking: counted as waiting (the copy is negligible).
+  a.r.wait_ns = a.r.sender_wait_ns + a.r.receiver_wait_ns;
+  a.r.time_ns = a.r.wait_ns;
+  a.r.channel = key.Format();
+  a.r.from_label = Label(locs[wli]);
+  a.r.to_label = ru ? Label(locs[rli]) : (ep.description.empty() ? key.Format() : ep.description);
+  links.push_back(std::move(a));
 }
 
 }  // namespace parmon::analysis

@@ -468,6 +468,17 @@ struct Engine::Impl {
   void FlushChannelBusy();
   // Channel links: writes on an endpoint reach the readers of its peer endpoint.
   void AddChannelLinks();
+  // One link from writer wli to reader rli (ru null: to the channel itself), its writer-side
+  // figures scaled by part() to the reader's share.
+  template <typename Part>
+  void AddChannelLink(const EndpointKey& key,
+                      const Endpoint& ep,
+                      uint32_t wli,
+                      const Endpoint::Use& u,
+                      uint32_t rli,
+                      const Endpoint::Use* ru,
+                      bool main_writer,
+                      Part part);
 
   // --- results builder (results_builder.cc) -----------------------------------------------------
   std::string Label(const Loc& l) const;

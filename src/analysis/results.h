@@ -119,6 +119,9 @@ struct LinkResult {
   // through any chain of messages, of the receiver's latest send: they closed a loop
   // (analysis/loop_clocks.h).
   uint64_t closed_loop_messages = 0;
+  // Channel links: the channel (pipe:<inode>, sock:...); a writer's links to the several readers
+  // of one channel share it, each carrying that reader's share of the bytes.
+  std::string channel;
 };
 
 // One wait-state finding per (location, call) pair: where the time was lost.

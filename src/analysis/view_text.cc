@@ -61,6 +61,27 @@ std::string Cut(const std::string& s, size_t n) {
   return s.size() <= n ? s : s.substr(0, n - 1) + "~";
 }
 
+// A location's label cut to n: a "name (tid)" keeps its tid and loses the name's end, so two
+// rows of one program ("python3 (1992~") can still be told apart: "python3-wo~ (19925)".
+std::string CutLabel(const std::string& s, size_t n) {
+  if (s.size() <= n)
+    return s;
+  size_t open = s.rfind(" (");
+  if (open == std::string::npos || s.back() != ')' || s.size() - open + 2 > n)
+    return Cut(s, n);
+  return s.substr(0, n - (s.size() - open) - 1) + "~" + s.substr(open);
+}
+
+// The width of a column of labels: the longest, from the table's usual width up to kMaxLabel.
+constexpr size_t kMaxLabel = 32;
+template <typename Range, typename Get>
+size_t LabelWidth(const Range& rows, size_t min_width, Get get) {
+  size_t w = min_width;
+  for (const auto& x : rows)
+    w = std::max(w, get(x).size());
+  return std::min(w, std::max(min_width, kMaxLabel));
+}
+
 std::string Sparkline(const std::vector<double>& v, size_t width) {
   static const char* const kBars[] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
                                       "\u2585", "\u2586", "\u2587", "\u2588"};
@@ -234,7 +255,7 @@ void TextCommTable(Out& o, const Results& r) {
       fams +=
           fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family, FormatPercent(f.ns, l.mpi_ns));
     }
-    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", Cut(l.label, 16),
+    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", CutLabel(l.label, 16),
                        FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
                        FormatCount(l.messages_received), FormatBytes(l.bytes_received),
                        FormatDuration(l.mpi_ns), Cut(fams, 13)));
@@ -274,7 +295,7 @@ void TextRegionTable(Out& o, const Results& r) {
   for (const auto& l : r.locations)
     for (size_t i = 0; i < l.top_regions.size(); ++i) {
       const auto& g = l.top_regions[i];
-      o.Line(fmt::format("{:<16} {:<28} {:>9} {:>10} {:>10}", i == 0 ? Cut(l.label, 16) : "",
+      o.Line(fmt::format("{:<16} {:<28} {:>9} {:>10} {:>10}", i == 0 ? CutLabel(l.label, 16) : "",
                          Cut(g.name, 28), FormatCount(g.count), FormatDuration(g.inclusive_ns),
                          FormatDuration(g.exclusive_ns)));
     }
@@ -283,7 +304,9 @@ void TextRegionTable(Out& o, const Results& r) {
 // Section 2: per location states, then its traffic and its top regions when there are any.
 void TextLocations(Out& o, const Results& r, const TextOptions& options) {
   o.Section("Locations");
-  o.Line(fmt::format("{:<16} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}", "LOCATION",
+  const size_t lw = LabelWidth(
+      r.locations, 16, [](const LocationResult& l) -> const std::string& { return l.label; });
+  o.Line(fmt::format("{:<{}} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}", "LOCATION", lw,
                      "WALL", "CPU", "run", "queue", "comm", "lock", "timer", "io", "other"));
   size_t shown = 0;
   for (const auto& l : r.locations) {
@@ -293,8 +316,9 @@ void TextLocations(Out& o, const Results& r, const TextOptions& options) {
       break;
     }
     uint64_t total = Sum(l.states);
-    std::string row = fmt::format("{:<16} {:>8} {:>8}", Cut(l.label, 16), FormatDuration(l.wall_ns),
-                                  l.state_source == "sampled" ? FormatDuration(l.cpu_ns) : "-");
+    std::string row =
+        fmt::format("{:<{}} {:>8} {:>8}", CutLabel(l.label, lw), lw, FormatDuration(l.wall_ns),
+                    l.state_source == "sampled" ? FormatDuration(l.cpu_ns) : "-");
     for (int i = 0; i < kStateCount; ++i)
       row += fmt::format(" {:>5}", FormatPercent(l.states[i], total));
     o.Line(row + (l.state_source == "sampled" ? "" : o.Dim(" *")));
@@ -320,13 +344,20 @@ void TextCommunication(Out& o, const Results& r) {
   if (r.links.empty())
     o.Line("No messages or channel traffic recorded.");
   else {
-    o.Line(fmt::format("{:<14} {:<14} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}", "FROM", "TO", "MSGS",
-                       "BYTES", "TIME", "WAIT", "S.WAIT", "R.WAIT"));
+    // Both columns as wide as the longest label (to a limit): rows of one program's workers
+    // differ only in their tids.
+    const size_t lw =
+        std::max(LabelWidth(r.links, 14,
+                            [](const LinkResult& k) -> const std::string& { return k.from_label; }),
+                 LabelWidth(r.links, 14,
+                            [](const LinkResult& k) -> const std::string& { return k.to_label; }));
+    o.Line(fmt::format("{:<{}} {:<{}} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}", "FROM", lw, "TO", lw,
+                       "MSGS", "BYTES", "TIME", "WAIT", "S.WAIT", "R.WAIT"));
     for (const auto& k : r.links)
-      o.Line(fmt::format("{:<14} {:<14} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}", Cut(k.from_label, 14),
-                         Cut(k.to_label, 14), FormatCount(k.messages), FormatBytes(k.bytes),
-                         FormatDuration(k.time_ns), FormatDuration(k.wait_ns),
-                         FormatPercent(k.sender_wait_ns, k.time_ns),
+      o.Line(fmt::format("{:<{}} {:<{}} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}",
+                         CutLabel(k.from_label, lw), lw, CutLabel(k.to_label, lw), lw,
+                         FormatCount(k.messages), FormatBytes(k.bytes), FormatDuration(k.time_ns),
+                         FormatDuration(k.wait_ns), FormatPercent(k.sender_wait_ns, k.time_ns),
                          FormatPercent(k.receiver_wait_ns, k.time_ns)));
     o.Wrapped("",
               o.Dim("WAIT = waiting for the partner (S. by the sender, R. by the receiver, "
@@ -345,7 +376,7 @@ void TextIntervals(Out& o, const Results& r, const TextOptions& options) {
   for (size_t k = 0; k < iv.location_utilisation.size(); ++k) {
     if (++shown > options.max_locations)
       break;
-    o.Line(fmt::format("{:<16} {:>5} {:>6}  {}", Cut(r.locations[k].label, 16),
+    o.Line(fmt::format("{:<16} {:>5} {:>6}  {}", CutLabel(r.locations[k].label, 16),
                        fmt::format("{:.0f}%", iv.location_mean[k] * 100),
                        fmt::format("{:.0f}%", iv.location_stddev[k] * 100),
                        Sparkline(iv.location_utilisation[k], 50)));
@@ -380,7 +411,7 @@ void TextWaitStates(Out& o, const Results& r) {
         break;
       }
       o.Line(fmt::format("{:<16} {:<16} {:<22} {:>9} {:>10}", Cut(w.pattern, 16),
-                         Cut(w.location_label, 16), Cut(w.call, 22), FormatCount(w.instances),
+                         CutLabel(w.location_label, 16), Cut(w.call, 22), FormatCount(w.instances),
                          FormatDuration(w.ns)));
     }
   }

@@ -96,6 +96,9 @@ struct Selection {
   std::set<uint32_t> Ids(const format::Definitions& defs) const {
     std::set<uint32_t> sel(locations.begin(), locations.end());
     for (const auto& [id, l] : defs.locations) {
+      // A CPU location's number is in its tid field: --tid 1 is thread 1, not cpu1.
+      if (l.type != format::LocationType::kThread)
+        continue;
       if (std::find(tids.begin(), tids.end(), l.tid) != tids.end())
         sel.insert(id);
       if (std::find(pids.begin(), pids.end(), l.pid) != pids.end())

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <ctime>
 #include <map>
 
@@ -140,6 +141,8 @@ void PrintJson(const std::string& path, const model::Session& session, const Inf
       l["pid"] = it->second.pid;
       l["tid"] = it->second.tid;
       l["name"] = it->second.name;
+      if (!it->second.first_name.empty())
+        l["first_name"] = it->second.first_name;
     }
     l["events"] = st.events;
     l["events_by_source"] = st.by_source;
@@ -201,20 +204,29 @@ void PrintText(const std::string& path, const model::Session& session, const Inf
     for (const auto& w : r.warnings())
       fmt::print("  - {}\n", w);
   }
-  fmt::print("\n{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12}\n", "LOC", "PID", "TID", "NAME",
-             "EVENTS", "LOST", "SPAN(s)");
+  // A renamed thread shows both names, "forkexec -> true"; the column fits them (to a limit).
+  auto shown_name = [&](uint32_t id) {
+    auto it = defs.locations.find(id);
+    if (it == defs.locations.end())
+      return std::string();
+    const format::LocationDef& l = it->second;
+    return l.first_name.empty() ? l.name : l.first_name + " -> " + l.name;
+  };
+  size_t width = 16;
+  for (const auto& [id, st] : f.stats)
+    width = std::max(width, std::min<size_t>(shown_name(id).size(), 36));
+  fmt::print("\n{:>5} {:>8} {:>8} {:<{}} {:>12} {:>10} {:>12}\n", "LOC", "PID", "TID", "NAME",
+             width, "EVENTS", "LOST", "SPAN(s)");
   for (const auto& [id, st] : f.stats) {
     auto it = defs.locations.find(id);
     uint32_t pid = 0, tid = 0;
-    std::string name;
     if (it != defs.locations.end()) {
       pid = it->second.pid;
       tid = it->second.tid;
-      name = it->second.name;
     }
     double span = st.last > st.first ? static_cast<double>(st.last - st.first) / 1e9 : 0;
-    fmt::print("{:>5} {:>8} {:>8} {:<16} {:>12} {:>10} {:>12.6f}\n", id, pid, tid,
-               name.substr(0, 16), st.events, st.lost, span);
+    fmt::print("{:>5} {:>8} {:>8} {:<{}} {:>12} {:>10} {:>12.6f}\n", id, pid, tid,
+               shown_name(id).substr(0, width), width, st.events, st.lost, span);
   }
   sched::PrintSummary(session, sched::Summarize(session));
 }

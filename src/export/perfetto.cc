@@ -173,12 +173,6 @@ const std::string& Exporter::Name(uint64_t id) {
   return m->second;
 }
 
-std::string Basename(std::string_view command) {
-  std::string s(command.substr(0, command.find_first_of(std::string_view("\0 ", 2))));
-  size_t slash = s.rfind('/');
-  return slash == std::string::npos ? s : s.substr(slash + 1);
-}
-
 // Process and thread tracks. Pids of different files (ranks on other nodes) can collide; a
 // colliding one is written as pid + (file << 22) (above Linux's pid_max), its threads likewise,
 // so that Perfetto keeps them apart.
@@ -216,7 +210,7 @@ void Exporter::WriteDescriptors() {
         std::string cmd = p->second.command;
         std::replace(cmd.begin(), cmd.end(), '\0', ' ');
         pd->add_cmdline(cmd);
-        name = Basename(p->second.command);
+        name = format::CommandName(p->second.command);
       }
       if (int64_t rank = session_.RankOf(id); rank >= 0)
         name += " [rank " + std::to_string(rank) + "]";

@@ -60,6 +60,23 @@ std::string Definitions::Name(uint32_t id) const {
   return it == strings.end() ? fmt::format("#{}", id) : it->second.text;
 }
 
+void Definitions::NameMainThread(LocationDef& d) {
+  // A main thread whose name the recorder could not read (it had ended) goes by its command.
+  if (!d.name.empty())
+    return;
+  auto p = processes.find(d.pid);
+  if (p == processes.end() || p->second.command.empty())
+    return;
+  d.name = CommandName(p->second.command);
+  d.name_from_command = !d.name.empty();
+}
+
+std::string CommandName(std::string_view command) {
+  std::string_view first = command.substr(0, command.find_first_of(std::string_view("\0 ", 2)));
+  size_t slash = first.rfind('/');
+  return std::string(slash == std::string_view::npos ? first : first.substr(slash + 1));
+}
+
 void Definitions::Apply(const Event& e) {
   switch (e.kind_enum()) {
     case Kind::kDefString:
@@ -78,8 +95,19 @@ void Definitions::Apply(const Event& e) {
       d.type = static_cast<LocationType>(e.args[1]);
       d.pid = static_cast<uint32_t>(e.args[2]);
       d.tid = static_cast<uint32_t>(e.args[3]);
-      if (!e.payload.empty())
+      if (!e.payload.empty() && (e.payload != d.name || d.name_from_command)) {
+        // Defined again under a new name: the last is its name, the first is kept beside it.
+        if (!d.name.empty() && !d.name_from_command && d.first_name.empty())
+          d.first_name = d.name;
         d.name = std::string(e.payload);
+        d.name_from_command = false;
+        if (d.first_name == d.name)
+          d.first_name.clear();  // back to the name it began with: no rename to show
+      }
+      if (d.type == LocationType::kThread && d.pid == d.tid && d.pid != 0) {
+        main_threads[d.pid] = d.id;
+        NameMainThread(d);
+      }
       break;
     }
     case Kind::kDefProcess: {
@@ -88,6 +116,8 @@ void Definitions::Apply(const Event& e) {
       p.ppid = static_cast<uint32_t>(e.args[1]);
       if (!e.payload.empty())
         p.command = std::string(e.payload);
+      if (auto m = main_threads.find(p.pid); m != main_threads.end())
+        NameMainThread(locations[m->second]);
       break;
     }
     case Kind::kControlPeriod:

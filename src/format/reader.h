@@ -72,7 +72,13 @@ struct LocationDef {
   LocationType type = LocationType::kThread;
   uint32_t pid = 0;
   uint32_t tid = 0;
+  // Its final name: a thread defined again under a new name (exec, prctl) is shown by the last.
   std::string name;
+  // The name it had first, when it was renamed since ("forkexec" for a child that ran
+  // /bin/true); empty otherwise.
+  std::string first_name;
+  // The name is its process's command (argv[0]'s base name): the main thread's own was unknown.
+  bool name_from_command = false;
 };
 
 struct ProcessDef {
@@ -89,6 +95,7 @@ struct StringDef {
 struct Definitions {
   std::map<uint32_t, StringDef> strings;
   std::map<uint32_t, std::string> event_names;  // program-chosen event ids (parmon_event_name)
+  std::map<uint32_t, uint32_t> main_threads;  // pid -> location of its main thread (tid == pid)
   std::map<uint32_t, LocationDef> locations;
   std::map<uint32_t, ProcessDef> processes;
   // `parmon ctl pause/resume` (ControlPause/ControlResume, session clock ns): [begin, end), end
@@ -111,7 +118,13 @@ struct Definitions {
   uint64_t PausedWithin(uint64_t begin, uint64_t end) const;
   // Applies one definition event.
   void Apply(const Event& e);
+
+ private:
+  void NameMainThread(LocationDef& d);
 };
+
+// The base name of a command line's first word ("/usr/bin/python3 -c ..." -> "python3").
+std::string CommandName(std::string_view command);
 
 struct DecodedChunk {
   std::vector<uint8_t> raw;  // decompressed payload; events' payload views point here

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "format/reader.h"
+
 namespace parmon::recorder {
 
 using format::Event;
@@ -115,7 +117,37 @@ uint32_t Collector::ThreadLocation(uint32_t pid, uint32_t tid) {
   if (!inserted)
     return it->second;
   std::string name = options_.thread_name ? options_.thread_name(pid, tid) : std::string();
+  // A name read just now is newer than any rename a source still holds; none is older than any.
+  thread_names_[it->second] = {name, name, name.empty() ? 0 : clock_.NowNs()};
   return DefineLocation(format::LocationType::kThread, pid, tid, std::move(name));
+}
+
+void Collector::RenameThread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t ts) {
+  if (name.empty())
+    return;
+  const uint32_t loc = ThreadLocation(pid, tid);
+  // The sources deliver late and out of order (switch records 20 ms behind, rings in index
+  // order): a name older than the one the location has is not taken.
+  // A kernel name it had already is no change: the name the program chose with
+  // parmon_thread_name stays.
+  NameAt& known = thread_names_[loc];
+  if (ts < known.ts || known.kernel == name)
+    return;
+  known.ts = ts;
+  known.kernel = name;
+  if (known.shown == name)
+    return;
+  known.shown = name;
+  Event d;
+  d.kind = static_cast<uint16_t>(Kind::kDefLocation);
+  d.nargs = 4;
+  d.args[0] = loc;
+  d.args[1] = static_cast<uint64_t>(format::LocationType::kThread);
+  d.args[2] = pid;
+  d.args[3] = tid;
+  d.payload = name;
+  d.ts = clock_.NowNs();
+  AppendDefinition(d);
 }
 
 uint32_t Collector::CpuLocation(uint32_t cpu) {
@@ -222,6 +254,38 @@ void Collector::FlushAll() {
     FlushEncoder(enc.get());
 }
 
+void Collector::NameAnnouncedProcess(uint32_t pid,
+                                     uint32_t tid,
+                                     uint32_t location,
+                                     const Event& e) {
+  // A process is announced at fork and again after each exec, under a new name: the kernel's
+  // name now (never an older one). One already gone is named by what it was running: in its
+  // parent's image (its command line is the parent's) by the name it inherited, the parent's;
+  // after an exec by its command.
+  if (!options_.thread_name)
+    return;
+  std::string comm = options_.thread_name(pid, tid);
+  const uint64_t ts = comm.empty() ? e.ts : clock_.NowNs();  // when the name was true
+  const uint32_t ppid = static_cast<uint32_t>(e.args[1]);
+  const bool parents_image = commands_.count(ppid) && commands_[ppid] == e.payload;
+  std::string& last_command = commands_[pid];
+  const bool changed = last_command != e.payload;
+  last_command = std::string(e.payload);
+  if (comm.empty() && pid == tid && (changed || thread_names_[location].shown.empty())) {
+    // The parent's name now (it usually waits for the child), not the one we hold: a rename
+    // of the parent before the fork may still be on its way from the switch records.
+    if (parents_image)
+      comm = options_.thread_name(ppid, ppid);
+    auto parent = thread_locations_.find({ppid, ppid});
+    if (comm.empty() && parents_image && parent != thread_locations_.end())
+      comm = thread_names_[parent->second].shown;
+    if (comm.empty())
+      comm = format::CommandName(e.payload);
+  }
+  // The rings of two images may drain out of order: RenameThread takes no older name.
+  RenameThread(pid, tid, comm, ts);
+}
+
 void Collector::HandleSpecial(RingCursor& cur, shm::RingControl& ctl, Event& e) {
   switch (e.kind_enum()) {
     case Kind::kDefString:
@@ -238,12 +302,15 @@ void Collector::HandleSpecial(RingCursor& cur, shm::RingControl& ctl, Event& e) 
       d.payload = e.payload;
       d.ts = e.ts;
       AppendDefinition(d);
+      thread_names_[cur.location].shown = std::string(e.payload);
+      thread_names_[cur.location].ts = std::max(thread_names_[cur.location].ts, e.ts);
       cur.encoder->Append(e);
       break;
     }
     case Kind::kProcessBegin:
       NoteProcess(static_cast<uint32_t>(e.args[0]), static_cast<uint32_t>(e.args[1]),
                   std::string(e.payload));
+      NameAnnouncedProcess(ctl.pid, ctl.tid, cur.location, e);
       cur.encoder->Append(e);
       break;
     case Kind::kLost:

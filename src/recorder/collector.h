@@ -61,6 +61,11 @@ class Collector {
   void AppendDefinition(const format::Event& e) { defs_.Append(e); }
   const std::map<uint32_t, uint32_t>& processes() const { return processes_; }
   void NoteProcess(uint32_t pid, uint32_t ppid, const std::string& command);
+  // The kernel's name of the thread was `name` at `ts` (it may have changed by exec, prctl,
+  // pthread_setname_np): when that is a change, the location is defined again with the new name,
+  // which readers take as its name (docs/events.md). An empty name, the kernel name it had, or a
+  // name older than the one it has changes nothing.
+  void RenameThread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t ts);
 
   // Cuts a chunk of every stream with events (definitions first).
   void FlushAll();
@@ -103,6 +108,8 @@ class Collector {
   format::StreamEncoder* EncoderFor(uint32_t location, format::Source source);
   void FlushEncoder(format::StreamEncoder* enc);
   void HandleSpecial(RingCursor& cur, shm::RingControl& ctl, format::Event& e);
+  // Names a thread from its process's ProcessBegin (at fork and after each exec).
+  void NameAnnouncedProcess(uint32_t pid, uint32_t tid, uint32_t location, const format::Event& e);
   void RetireRing(uint32_t index);
   uint32_t DefineLocation(format::LocationType type, uint32_t pid, uint32_t id, std::string name);
 
@@ -125,7 +132,14 @@ class Collector {
   format::StreamEncoder defs_{0, format::Source::kDefinitions};
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> thread_locations_;  // (pid,tid) -> location
   std::map<uint32_t, uint32_t> cpu_locations_;
-  std::map<uint32_t, uint32_t> processes_;  // pid -> ppid
+  struct NameAt {
+    std::string shown;   // the name defined last (the kernel's, or the program's own choice)
+    std::string kernel;  // the kernel's name as last known
+    uint64_t ts = 0;     // when the thread had it (session ns)
+  };
+  std::map<uint32_t, NameAt> thread_names_;   // location -> the name defined last
+  std::map<uint32_t, std::string> commands_;  // pid -> the command line it announced last
+  std::map<uint32_t, uint32_t> processes_;    // pid -> ppid
   uint32_t next_location_ = 1;
   uint64_t chunk_bytes_ = 256u << 10;  // encoded bytes per stream before a chunk is cut
   uint64_t events_seen_ = 0;

@@ -133,6 +133,10 @@ const std::map<uint32_t, uint32_t>& Recorder::processes() const {
 void Recorder::NoteProcess(uint32_t pid, uint32_t ppid, const std::string& command) {
   collector_->NoteProcess(pid, ppid, command);
 }
+
+void Recorder::RenameThread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t ts) {
+  collector_->RenameThread(pid, tid, name, ts);
+}
 void Recorder::AddEndValue(std::string key, std::string value) {
   end_values_.emplace_back(std::move(key), std::move(value));
 }

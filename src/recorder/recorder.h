@@ -90,6 +90,7 @@ class Recorder final : public SourceSink {
   void AppendDefinition(const format::Event& e) override;
   const std::map<uint32_t, uint32_t>& processes() const override;
   void NoteProcess(uint32_t pid, uint32_t ppid, const std::string& command) override;
+  void RenameThread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t ts) override;
   void AddEndValue(std::string key, std::string value) override;
 
  private:

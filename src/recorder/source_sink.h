@@ -39,6 +39,12 @@ class SourceSink {
   // Processes known to be part of the session: pid -> ppid.
   virtual const std::map<uint32_t, uint32_t>& processes() const = 0;
   virtual void NoteProcess(uint32_t pid, uint32_t ppid, const std::string& command) = 0;
+  // The kernel's name of a thread was `name` at session time ts (after an exec or a prctl): its
+  // location takes it, unless it already has a name from later.
+  virtual void RenameThread(uint32_t /*pid*/,
+                            uint32_t /*tid*/,
+                            const std::string& /*name*/,
+                            uint64_t /*ts*/) {}
   // A key/value for the session's END record (a source's totals).
   virtual void AddEndValue(std::string key, std::string value) = 0;
 };

@@ -87,8 +87,10 @@ bool ToNumber(std::string_view s, T* out, int base = 10) {
 bool ParseTaskStat(std::string_view text, TaskStat* out) {
   // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
   size_t close = text.rfind(')');
-  if (close == std::string_view::npos)
+  size_t open = text.find('(');
+  if (close == std::string_view::npos || open == std::string_view::npos || open > close)
     return false;
+  out->comm.assign(text.substr(open + 1, close - open - 1));
   std::string_view rest = text.substr(close + 1);
   std::string_view f[37];  // fields 3..39
   for (auto& x : f) {

@@ -45,6 +45,7 @@ struct TaskStat {
   uint64_t num_threads = 0;
   uint64_t start_ticks = 0;  // since boot, in clock ticks
   int32_t processor = -1;    // the CPU it last ran on
+  std::string comm;          // field 2, the kernel's name of the thread (15 bytes at most)
 };
 bool ParseTaskStat(std::string_view text, TaskStat* out);
 

@@ -414,6 +414,11 @@ bool SamplerCore::SampleThread(uint32_t pid,
         return false;
       t.state = ts.state;
       t.cpu = ts.processor;
+      if (ts.comm != t.comm) {
+        // A process found by the sampler may have been listed before its exec: its own name.
+        t.comm = ts.comm;
+        out->push_back({pid, tid, -1, MakeEvent(Kind::kThreadName, now_ns, {}), t.comm});
+      }
       if (!t.syscall_readable)
         t.syscall_nr = kNoSyscall;
       if (is_new) {

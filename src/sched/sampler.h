@@ -96,6 +96,7 @@ class SamplerCore {
     uint32_t tid = 0;  // 0 with cpu >= 0: a CPU event
     int32_t cpu = -1;
     format::Event event;
+    std::string name;  // not empty: a rename (exec, prctl) at event.ts, not an event to record
   };
 
   explicit SamplerCore(SamplerOptions options, uint64_t session_start_ns);
@@ -112,6 +113,7 @@ class SamplerCore {
   struct Thread {
     ProcFile schedstat, stat, syscall, status;
     bool syscall_readable = true;  // false: no ptrace access (Yama), the stat letter only
+    std::string comm;              // its name in stat when last read
     ThreadAccount account;
     SwitchCounters switches;
     bool switches_known = false;

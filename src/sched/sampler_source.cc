@@ -106,6 +106,10 @@ void ProcSampler::Deliver(recorder::SourceSink& recorder) {
         new_pids_.insert(pid);
   }
   for (const auto& o : batch) {
+    if (!o.name.empty()) {
+      recorder.RenameThread(o.pid, o.tid, o.name, o.event.ts);
+      continue;
+    }
     uint32_t loc = o.tid != 0 ? recorder.ThreadLocation(o.pid, o.tid)
                               : recorder.CpuLocation(static_cast<uint32_t>(o.cpu));
     recorder.Append(loc, format::Source::kSampler, o.event);

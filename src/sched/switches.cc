@@ -94,6 +94,7 @@ Status SwitchRecorder::Open(const std::vector<pid_t>& tasks,
   attr.sample_id_all = 1;
   attr.context_switch = 1;  // Linux 4.3
   attr.task = 1;
+  attr.comm = 1;  // COMM records: a thread renamed by exec or prctl(PR_SET_NAME) takes the name
   attr.inherit = inherit ? 1 : 0;
   attr.exclude_kernel = 1;  // what perf_event_paranoid 2 allows; switch records still come
   attr.exclude_hv = 1;
@@ -227,6 +228,22 @@ void SwitchRecorder::ReadBuffer(Buffer& b) {
         r.b = v[3];
         break;
       }
+      case PERF_RECORD_COMM: {
+        // pid, tid, then the name (at most 16 bytes with its NUL, padded to 8): carried in a, b.
+        const size_t body_size = hdr.size - sizeof hdr - sizeof(SampleId);
+        if (body_size < 8)
+          continue;
+        uint32_t v[2];
+        std::memcpy(v, body, sizeof v);
+        r.pid = v[0];
+        r.tid = v[1];
+        char name[16] = {};
+        std::memcpy(name, body + 8, std::min(sizeof name, body_size - 8));
+        std::memcpy(&r.a, name, 8);
+        std::memcpy(&r.b, name + 8, 8);
+        pending_.push_back(r);  // not a switch: neither counted nor the sampler's business
+        continue;
+      }
       default:
         continue;
     }
@@ -328,6 +345,14 @@ void SwitchRecorder::Handle(recorder::SourceSink* recorder, const Record& r) {
   }
   if (r.type == PERF_RECORD_EXIT) {
     emit(r.pid, r.tid, MakeEvent(Kind::kTaskExit, r.ts, {0}));
+    return;
+  }
+  if (r.type == PERF_RECORD_COMM) {
+    char name[17] = {};
+    std::memcpy(name, &r.a, 8);
+    std::memcpy(name + 8, &r.b, 8);
+    if (recorder)
+      recorder->RenameThread(r.pid, r.tid, name, r.ts);
     return;
   }
   ThreadTrack& t = threads_[r.tid];

@@ -24,6 +24,53 @@ struct LinkWait {
   std::vector<PartyId> chain;
 };
 
+// A writer's links to the several readers of one channel (a pool fed through a pipe): the
+// key of each such link, (writer, channel), with the number of readers.
+std::map<std::pair<PartyId, std::string>, size_t> SharedChannels(const Results& r, const Graph& g) {
+  std::map<std::pair<PartyId, std::string>, size_t> n;
+  for (const auto& k : r.links)
+    if (!k.channel.empty() && k.to_location >= 0)
+      ++n[{g.From(r, k), k.channel}];
+  std::erase_if(n, [](const auto& kv) { return kv.second < 2; });
+  return n;
+}
+
+// A writer blocked on a channel that several readers drain waits for them together: one
+// finding names them all, each with the bytes it read, none of them as the others' bottleneck.
+void ReadersWaitFindings(const Results& r,
+                         const Graph& g,
+                         const std::map<std::pair<PartyId, std::string>, size_t>& shared,
+                         std::vector<Finding>* out) {
+  for (const auto& [key, count] : shared) {
+    const Node* n = g.Find(key.first);
+    uint64_t wait = 0, bytes = 0, messages = 0;
+    std::string readers;
+    for (const auto& k : r.links) {
+      if (k.channel != key.second || g.From(r, k) != key.first || k.to_location < 0)
+        continue;
+      wait += k.sender_wait_ns;
+      bytes += k.bytes;
+      messages += k.messages;
+      readers +=
+          fmt::format("{}{} {}", readers.empty() ? "" : ", ", k.to_label, FormatBytes(k.bytes));
+    }
+    if (!n || !n->wall || static_cast<double>(wait) < kWaitThreshold * static_cast<double>(n->wall))
+      continue;
+    Finding f;
+    f.id = "link-wait-send";
+    f.text = fmt::format(
+        "{} waits {} of the run sending to the {} readers of one channel: together they are the "
+        "bottleneck (each read its share: {})",
+        g.Name(key.first), FormatPercent(wait, n->wall), count, readers);
+    f.evidence = fmt::format("channel {}: {} writes, {}, {} waiting", key.second,
+                             FormatCount(messages), FormatBytes(bytes), FormatDuration(wait));
+    f.time_at_stake_ns = f.thread_time_ns = wait;
+    f.percent_of_run = Percent(wait, n->wall);
+    f.subjects = {g.Name(key.first), key.second};
+    out->push_back(std::move(f));
+  }
+}
+
 }  // namespace
 
 void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
@@ -31,11 +78,15 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
   size_t serialised_index = out->size();
   if (serialised)
     out->push_back(SerialisedFinding(g, *serialised));
+  const auto shared = SharedChannels(r, g);
+  ReadersWaitFindings(r, g, shared, out);
   // One finding per bottleneck, named by the link that waits most; the other links whose waits
   // end at the same bottleneck are its evidence.
   for (bool as_sender : {true, false}) {
     std::map<PartyId, std::vector<LinkWait>> by_bottleneck;
     for (const auto& k : r.links) {
+      if (as_sender && !k.channel.empty() && shared.count({g.From(r, k), k.channel}))
+        continue;  // a writer's wait for several readers: ReadersWaitFindings
       uint64_t wait = as_sender ? k.sender_wait_ns : k.receiver_wait_ns;
       PartyId who = as_sender ? g.From(r, k) : g.To(r, k);
       PartyId partner = as_sender ? g.To(r, k) : g.From(r, k);
