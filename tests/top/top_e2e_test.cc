@@ -225,6 +225,21 @@ TEST(TopE2E, BatchEndsWhenTheRecorderIsKilled) {
   EXPECT_NE(top.out.find("sleep"), std::string::npos) << top.out;
 }
 
+// A tmux server of the test's own (-L), so that the user's sessions are not touched; whatever
+// fails, the server and the top in it do not outlive the test.
+class Tmux {
+ public:
+  explicit Tmux(const std::string& tag) : sock_("parmon-" + tag + "-" + std::to_string(getpid())) {}
+  ~Tmux() { (*this)({"kill-server"}); }
+  RunResult operator()(std::vector<std::string> args) const {
+    args.insert(args.begin(), {"tmux", "-L", sock_});
+    return parmon::testing::Run(args, {}, 30);
+  }
+
+ private:
+  std::string sock_;
+};
+
 // (d) top -- CMD in a terminal: the bars and thread names on the screen, q ends it.
 TEST(TopE2E, TerminalShowsBarsAndQuitsOnQ) {
   if (parmon::testing::Run({"sh", "-c", "command -v tmux"}).exit_code != 0)
@@ -232,18 +247,8 @@ TEST(TopE2E, TerminalShowsBarsAndQuitsOnQ) {
   if (!HavePipeRing())
     GTEST_SKIP() << "needs libparmon_posix and the ring_search_pipes example";
   TempDir dir;
-  // A tmux server of its own (-L), so that the user's sessions are not touched.
-  const std::string sock = "parmon-top-test-" + std::to_string(getpid());
+  const Tmux tmux("top-test");
   const std::string name = "top";
-  auto tmux = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"tmux", "-L", sock});
-    return parmon::testing::Run(args, {}, 30);
-  };
-  // Whatever fails below, the server and the top in it do not outlive the test.
-  struct KillServer {
-    std::function<void()> kill;
-    ~KillServer() { kill(); }
-  } guard{[&] { tmux({"kill-server"}); }};
   std::string cmd = ParmonBin() + " top -o " + dir.File("top.ptrace") + " --";
   for (const auto& a : PipeRing())
     cmd += " " + a;
@@ -280,16 +285,8 @@ TEST(TopE2E, PKeyPausesAndResumesTheRecording) {
   if (parmon::testing::Run({"sh", "-c", "command -v tmux"}).exit_code != 0)
     GTEST_SKIP() << "tmux is not installed (apt-get install tmux)";
   TempDir dir;
-  const std::string sock = "parmon-top-ptest-" + std::to_string(getpid());
+  const Tmux tmux("top-ptest");
   const std::string name = "top";
-  auto tmux = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"tmux", "-L", sock});
-    return parmon::testing::Run(args, {}, 30);
-  };
-  struct KillServer {
-    std::function<void()> kill;
-    ~KillServer() { kill(); }
-  } guard{[&] { tmux({"kill-server"}); }};
   const std::string trace = dir.File("top.ptrace");
   std::string cmd =
       ParmonBin() + " top -o " + trace + " -- " + BinDir() + "/duty_cycle --seconds 60 basic";
@@ -309,7 +306,15 @@ TEST(TopE2E, PKeyPausesAndResumesTheRecording) {
   EXPECT_TRUE(shows("recording and display paused")) << screen;
   usleep(300'000);
   tmux({"send-keys", "-t", name, "p"});
-  EXPECT_TRUE(shows("resumed")) << screen;
+  // Resumed: the display runs again (its "resumed" note may last one frame only).
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        screen = tmux({"capture-pane", "-p", "-t", name}).out;
+        return screen.find("THREAD") != std::string::npos &&
+               screen.find("[display paused]") == std::string::npos;
+      },
+      60))
+      << screen;
   tmux({"send-keys", "-t", name, "q"});
   ASSERT_TRUE(WaitFor(
       [&] {
