@@ -25,12 +25,29 @@
 
 namespace {
 
-const char* const kTokens[] = {
-    "--format", "text", "json", "csv", "html", "--json", "--partial", "--absolute", "--from", "--to",
-    "--interval", "--color", "auto", "always", "never", "--tid", "--pid", "--location", "1ns",
-    "10ns", "1us", "1ms", "0", "-5", "1e30", "18446744073709551616", "1.5s", "abc", "0s", "100h",
-    "1", "2", "--help", "--", "-", "TRACE", "TRACE", "SESSION", "MISSING", "-o", "--output",
-    "--interval=1ns", "--from=5s", "--to=1ns", "--top", "--what"};
+const char* const kTokens[] = {"--format",   "text",
+                               "json",       "csv",
+                               "html",       "--json",
+                               "--partial",  "--absolute",
+                               "--from",     "--to",
+                               "--interval", "--color",
+                               "auto",       "always",
+                               "never",      "--tid",
+                               "--pid",      "--location",
+                               "1ns",        "10ns",
+                               "1us",        "1ms",
+                               "0",          "-5",
+                               "1e30",       "18446744073709551616",
+                               "1.5s",       "abc",
+                               "0s",         "100h",
+                               "1",          "2",
+                               "--help",     "--",
+                               "-",          "TRACE",
+                               "TRACE",      "SESSION",
+                               "MISSING",    "-o",
+                               "--output",   "--interval=1ns",
+                               "--from=5s",  "--to=1ns",
+                               "--top",      "--what"};
 
 }  // namespace
 

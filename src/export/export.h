@@ -20,21 +20,25 @@ struct ExportOptions {
 
 // What an export wrote, for the one-line summary `parmon export` prints.
 struct ExportStats {
-  uint64_t events_read = 0;     // events of the session in the window
-  uint64_t records_written = 0; // records of the output format
+  uint64_t events_read = 0;      // events of the session in the window
+  uint64_t records_written = 0;  // records of the output format
 };
 
 // OTF2 archive: out is the archive's directory (created), holding out/traces.otf2.
-StatusOr<ExportStats> ExportOtf2(const model::Session& session, const ExportOptions& options,
+StatusOr<ExportStats> ExportOtf2(const model::Session& session,
+                                 const ExportOptions& options,
                                  const std::string& out);
 // Perfetto protobuf trace (a file ui.perfetto.dev and trace_processor open).
-StatusOr<ExportStats> ExportPerfetto(const model::Session& session, const ExportOptions& options,
+StatusOr<ExportStats> ExportPerfetto(const model::Session& session,
+                                     const ExportOptions& options,
                                      const std::string& out);
 // Chrome trace event format (JSON), for small traces and chrome://tracing.
-StatusOr<ExportStats> ExportChromeJson(const model::Session& session, const ExportOptions& options,
+StatusOr<ExportStats> ExportChromeJson(const model::Session& session,
+                                       const ExportOptions& options,
                                        const std::string& out);
 // One CSV row per event.
-StatusOr<ExportStats> ExportCsv(const model::Session& session, const ExportOptions& options,
+StatusOr<ExportStats> ExportCsv(const model::Session& session,
+                                const ExportOptions& options,
                                 const std::string& out);
 
 }  // namespace parmon::exporter

@@ -95,7 +95,7 @@ struct StringDef {
 struct Definitions {
   std::map<uint32_t, StringDef> strings;
   std::map<uint32_t, std::string> event_names;  // program-chosen event ids (parmon_event_name)
-  std::map<uint32_t, uint32_t> main_threads;  // pid -> location of its main thread (tid == pid)
+  std::map<uint32_t, uint32_t> main_threads;    // pid -> location of its main thread (tid == pid)
   std::map<uint32_t, LocationDef> locations;
   std::map<uint32_t, ProcessDef> processes;
   // `parmon ctl pause/resume` (ControlPause/ControlResume, session clock ns): [begin, end), end
