@@ -83,11 +83,11 @@ struct Recorded {
   double stolen_share = 0;  // of the CPUs over the run
 };
 
-// `env`: for mpirun (OMPI_MCA_mpi_yield_when_idle=0: the waiting ranks spin instead of yielding).
-Recorded Record(const std::string& mode, const std::vector<std::string>& env = {}) {
-  Recorded r;
-  TempDir dir;
-  std::string trace = dir.File("run.ptrace");
+// `parmon record -q --mode MODE -o TRACE -- mpirun ... -np NP PROGRAM ARGS...` as arguments.
+std::vector<std::string> RecordMpirun(const std::string& mode,
+                                      const std::string& trace,
+                                      int np,
+                                      std::vector<std::string> program) {
   std::vector<std::string> args = {"record",
                                    "-q",
                                    "--mode",
@@ -99,11 +99,18 @@ Recorded Record(const std::string& mode, const std::vector<std::string>& env = {
                                    "--allow-run-as-root",
                                    "--oversubscribe",
                                    "-np",
-                                   std::to_string(kRanks),
-                                   BinDir() + "/mpi_truth",
-                                   "25",
-                                   "60",
-                                   "8192"};
+                                   std::to_string(np)};
+  args.insert(args.end(), program.begin(), program.end());
+  return args;
+}
+
+// `env`: for mpirun (OMPI_MCA_mpi_yield_when_idle=0: the waiting ranks spin instead of yielding).
+Recorded Record(const std::string& mode, const std::vector<std::string>& env = {}) {
+  Recorded r;
+  TempDir dir;
+  std::string trace = dir.File("run.ptrace");
+  std::vector<std::string> args =
+      RecordMpirun(mode, trace, kRanks, {BinDir() + "/mpi_truth", "25", "60", "8192"});
   double steal0 = StealNs();
   args.insert(args.begin(), ParmonBin());
   r.rec = Run(args, env, 300);
@@ -239,25 +246,9 @@ TEST(ReportMpiTimeE2E, RingSearchExampleSameCountsInBothModes) {
   for (const std::string mode : {"trace", "periodic"}) {
     TempDir dir;
     std::string trace = dir.File("run.ptrace");
-    std::vector<std::string> args = {"record",
-                                     "-q",
-                                     "--mode",
-                                     mode,
-                                     "-o",
-                                     trace,
-                                     "--",
-                                     "mpirun",
-                                     "--allow-run-as-root",
-                                     "--oversubscribe",
-                                     "-np",
-                                     "4",
-                                     BinDir() + "/ring_search",
-                                     "--form",
-                                     "fixed",
-                                     "--words",
-                                     "40",
-                                     "--db-kb",
-                                     "1024"};
+    std::vector<std::string> args = RecordMpirun(
+        mode, trace, 4,
+        {BinDir() + "/ring_search", "--form", "fixed", "--words", "40", "--db-kb", "1024"});
     RunResult rec = Parmon(args, 300);
     ASSERT_EQ(rec.exit_code, 0) << rec.err;
     RunResult rep = Parmon({"report", trace, "--format", "json"});
