@@ -127,6 +127,11 @@ StateSplit ThreadAccount::Update(const Reading& r,
   if (r.sched.cpu_ns < last_.cpu_ns || r.sched.run_delay_ns < last_.run_delay_ns) {
     Begin(last_ns_, SchedStat{});
   }
+  // Counted by a Reread and never booked by the records it was prepaid for: CPU time and delay
+  // not yet booked, like the carries.
+  cpu_carry_ += cpu_prepaid_;
+  delay_carry_ += runnable_prepaid_;
+  cpu_prepaid_ = runnable_prepaid_ = 0;
   uint64_t cpu = r.sched.cpu_ns - last_.cpu_ns + cpu_carry_;
   uint64_t repaid = std::min(cpu, cpu_credit_);  // running already booked ahead of the counter
   cpu -= repaid;
@@ -197,14 +202,18 @@ StateSplit ThreadAccount::Assume(uint64_t now_ns, ThreadState state) {
 void ThreadAccount::Book(uint64_t now_ns, const StateSplit& split, uint64_t counted_runnable) {
   if (now_ns <= last_ns_)
     return;
-  auto pay = [](uint64_t amount, uint64_t* carry, uint64_t* credit) {
+  auto pay = [](uint64_t amount, uint64_t* carry, uint64_t* prepaid, uint64_t* credit) {
     uint64_t paid = std::min(*carry, amount);
     *carry -= paid;
+    amount -= paid;
+    paid = std::min(*prepaid, amount);
+    *prepaid -= paid;
     *credit += amount - paid;
   };
-  pay(split[static_cast<int>(ThreadState::kRunning)], &cpu_carry_, &cpu_credit_);
+  pay(split[static_cast<int>(ThreadState::kRunning)], &cpu_carry_, &cpu_prepaid_, &cpu_credit_);
   const uint64_t runnable = split[static_cast<int>(ThreadState::kRunnable)];
-  pay(runnable - std::min(runnable, counted_runnable), &delay_carry_, &runnable_credit_);
+  pay(runnable - std::min(runnable, counted_runnable), &delay_carry_, &runnable_prepaid_,
+      &runnable_credit_);
   uint64_t most = 0;
   for (int i = static_cast<int>(ThreadState::kCommWait); i < kThreadStateCount; ++i)
     if (split[i] > most) {
@@ -220,26 +229,37 @@ void ThreadAccount::Owe(uint64_t cpu_ns) {
   cpu_carry_ += cpu_ns;
 }
 
-uint64_t ThreadAccount::Reread(const SchedStat& s, uint64_t max_owed) {
+uint64_t ThreadAccount::Reread(const SchedStat& s,
+                               uint64_t max_owed,
+                               uint64_t pending_running,
+                               uint64_t pending_runnable) {
   if (s.cpu_ns < last_.cpu_ns || s.run_delay_ns < last_.run_delay_ns) {
     // Not the task we knew (a reused tid): a new baseline, nothing to repay.
     last_ = s;
     cpu_credit_ = runnable_credit_ = cpu_carry_ = delay_carry_ = 0;
+    cpu_prepaid_ = runnable_prepaid_ = 0;
     return 0;
   }
   // The counter catches up with the records' running time but for its lag (a tick at most for a
   // thread on a CPU), which stays as credit. It also counts what the records miss: each switch
   // costs the thread a few microseconds of kernel time between its switch records, 30% of the
   // CPU time of a thread switching 50,000 times a second. That is owed as running (carry).
+  // What the caller's records hold and have not booked yet is counted too: that was neither
+  // missed by the records nor a wake-up delay (owing it made a spinner's queued time running
+  // and a blocked thread's sleep queued, by the records' own figures of the pass).
   const uint64_t counted = s.cpu_ns - last_.cpu_ns;
   const uint64_t repaid = std::min(counted, cpu_credit_);
   cpu_credit_ -= repaid;
-  cpu_carry_ += std::min(counted - repaid, max_owed);
+  const uint64_t covered = std::min(counted - repaid, pending_running);
+  cpu_prepaid_ += covered;
+  cpu_carry_ += std::min(counted - repaid - covered, max_owed);
   uint64_t delay = s.run_delay_ns - last_.run_delay_ns;
   uint64_t credited = std::min(delay, runnable_credit_);
   runnable_credit_ -= credited;
+  const uint64_t queued = std::min(delay - credited, pending_runnable);
+  runnable_prepaid_ += queued;
   last_ = s;
-  return delay - credited;
+  return delay - credited - queued;
 }
 
 }  // namespace parmon::sched

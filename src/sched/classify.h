@@ -72,8 +72,13 @@ class ThreadAccount {
   // records book as blocked). CPU time the counter shows beyond the running booked is owed (see
   // cpu_owed), up to max_owed: the records miss a few microseconds of each switch, so the caller
   // allows that much per switch since the last reading; more is running whose records have not
-  // been collected yet, which they will book. The baseline moves to s.
-  uint64_t Reread(const SchedStat& s, uint64_t max_owed = 0);
+  // been collected yet, which they will book. pending_running and pending_runnable: what the
+  // caller's records hold and will Book after this reading (the counters count them already):
+  // prepaid, neither owed now nor ahead of the counter when booked. The baseline moves to s.
+  uint64_t Reread(const SchedStat& s,
+                  uint64_t max_owed = 0,
+                  uint64_t pending_running = 0,
+                  uint64_t pending_runnable = 0);
   // CPU time counted (or estimated with Owe) and not yet booked as running: the caller books it
   // as running in its next intervals, out of what the records booked as waiting. (Running booked
   // beyond the counter, its lag, is credit instead, repaid by the next reading.)
@@ -96,6 +101,10 @@ class ThreadAccount {
   uint64_t cpu_credit_ = 0;       // running booked ahead of the CPU counter (it lagged)
   uint64_t delay_carry_ = 0;      // run-queue delay not yet booked
   uint64_t runnable_credit_ = 0;  // runnable booked before the kernel added it to the delay
+  // Counted by a Reread before the records that hold it were booked (see Reread): Book pays
+  // for them from these before anything is ahead of the counters.
+  uint64_t cpu_prepaid_ = 0;
+  uint64_t runnable_prepaid_ = 0;
   ThreadState last_wait_ = ThreadState::kOtherWait;
 };
 

@@ -60,6 +60,7 @@ void SamplerCore::DiscoverChildren() {
 
 void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
   ++pass_;
+  pass_mono_ns_ = ClockNs(CLOCK_MONOTONIC);
   // Collected before any thread is read, so a switch after this shows up at the next pass and
   // the thread is read then: no switch between two collections means the state a read saw
   // between them held all along.
@@ -68,19 +69,32 @@ void SamplerCore::Sample(uint64_t now_ns, std::vector<Output>* out) {
   if (!options_.activity)
     last_unlive_pass_ = pass_;
   if (options_.activity) {
+    // Records stamped after now_ns wait for the next pass: the sampler's thread may be held up
+    // between taking now_ns and collecting (12 ms under load), and records booked at now_ns
+    // instead of their time lost whatever they timed in between (a spinner's 8 ms on a CPU).
     changes_.clear();
+    changes_.swap(later_);
+    const size_t held = changes_.size();
     switches_live_ = options_.activity->Collect(&changes_);
     if (!switches_live_) {
+      changes_.clear();
       switches_.clear();  // records lost: what we knew may be stale
       last_unlive_pass_ = pass_;
     }
+    auto by_ts = [](const SwitchChange& x, const SwitchChange& y) { return x.ts < y.ts; };
+    if (held > 0 && held < changes_.size())
+      std::inplace_merge(changes_.begin(), changes_.begin() + static_cast<ptrdiff_t>(held),
+                         changes_.end(), by_ts);
+    auto later = std::upper_bound(changes_.begin(), changes_.end(), now_ns,
+                                  [](uint64_t ts, const SwitchChange& c) { return ts < c.ts; });
+    later_.assign(later, changes_.end());
+    changes_.erase(later, changes_.end());
     // Events opened with enable_on_exec record nothing before the exec: a read before the first
     // record may predate them.
     if (switches_live_ && !changes_.empty() && flowing_pass_ == 0)
       flowing_pass_ = pass_;
-    // One walk over the records. A thread timed from them books the time up to each (a record
-    // stamped after now_ns, taken just before the Collect, counts from now_ns); for the others
-    // the latest record is kept for CanAssume and StartTiming.
+    // One walk over the records, all stamped up to now_ns. A thread timed from them books the
+    // time up to each; for the others the latest record is kept for CanAssume and StartTiming.
     uint32_t last_pid = 0;
     Process* last_process = nullptr;
     for (const SwitchChange& c : changes_) {
@@ -176,8 +190,13 @@ void SamplerCore::SampleProcess(uint32_t pid,
   // A thread listed for the first time while the records flow was most likely created since
   // the last collection: its FORK record comes with the next one, and it is timed from that
   // rather than from a guess (see Born). One made before the records began (rare after the
-  // first pass) waits that one pass and is then read as new.
+  // first pass) waits that one pass and is then read as new. At the first pass of a program
+  // parmon started, every thread but the main one was created after the exec that enabled the
+  // records, so it has a FORK record too: one created between this pass's collection and its
+  // listing (a late first pass on a loaded machine) would otherwise be booked from a start
+  // time in clock ticks, before it existed.
   const bool fork_coming = switches_live_ && flowing_pass_ != 0 && pass_ > 1;
+  const bool first_fork_coming = switches_live_ && pass_ == 1 && !options_.attached;
   if (relist) {
     std::vector<uint32_t> tids = ListTasks(pid);
     p.listed = tids.size();
@@ -189,7 +208,7 @@ void SamplerCore::SampleProcess(uint32_t pid,
       if (inserted) {
         it->second.fresh = true;
         it->second.born_pass = pass_;
-        it->second.await_fork = fork_coming;
+        it->second.await_fork = fork_coming || (first_fork_coming && tid != pid);
         it->second.schedstat = ProcFile(TaskPath(pid, tid, "schedstat"));
         it->second.stat = ProcFile(TaskPath(pid, tid, "stat"));
       }

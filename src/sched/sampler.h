@@ -233,11 +233,13 @@ class SamplerCore {
   uint64_t cpu_prev_ns_ = 0;
   uint64_t pass_ = 0;
   uint64_t prev_pass_ns_ = 0;
+  uint64_t pass_mono_ns_ = 0;      // CLOCK_MONOTONIC when this pass began (how late a read comes)
   bool switches_live_ = false;     // this pass's switch records are complete
   uint64_t flowing_pass_ = 0;      // the first pass that collected a record: the events are enabled
   bool scan_children_ = true;      // children may have been created unseen since the last scan
   uint64_t last_unlive_pass_ = 0;  // the latest pass without complete switch records
   std::vector<SwitchChange> changes_;
+  std::vector<SwitchChange> later_;  // collected records stamped after their pass: the next one's
   std::unordered_map<uint32_t, SwitchSeen> switches_;  // by tid
   uint64_t reads_ = 0;
   uint64_t assumed_ = 0;

@@ -52,14 +52,19 @@ uint64_t SamplerCore::BookExit(uint32_t pid,
   const uint64_t end = std::max(std::min(t.exit_ns, now_ns), t.account.last_ns());
   // Its counters are gone: what the records missed since the last reading is estimated at the
   // rate the counter showed until then (never below the records: steal can make the counter
-  // fall short of them, which is no CPU time to take back).
+  // fall short of them, which is no CPU time to take back), and no more than a reading would
+  // have owed for the switches since (see Reread): the counter read while the thread was on a
+  // CPU runs ahead of the records booked up to the pass by up to the time the read took, and
+  // a ratio from 20 ms of running magnified that into milliseconds of queued time booked as
+  // running.
   const uint64_t kernel_run =
       t.account.last().cpu_ns - std::min(t.account.last().cpu_ns, t.cpu_at_timing);
   if (t.rec_run_at_read >= kMinRunForRatio && kernel_run > t.rec_run_at_read) {
     const double ratio = std::min(
         kMaxCpuRatio, static_cast<double>(kernel_run) / static_cast<double>(t.rec_run_at_read));
     const uint64_t since_read = t.rec_run_ns + t.run_ns - t.rec_run_at_read;
-    t.account.Owe(static_cast<uint64_t>(static_cast<double>(since_read) * (ratio - 1.0)));
+    const auto estimate = static_cast<uint64_t>(static_cast<double>(since_read) * (ratio - 1.0));
+    t.account.Owe(std::min(estimate, t.switches_since_read * kMaxMissPerSwitchNs));
   }
   uint64_t wake = 0;
   const StateSplit split = SplitFromRecords(t, false, &wake);
@@ -129,7 +134,14 @@ bool SamplerCore::BookFromRecords(uint32_t pid,
     t.active_since_read = false;
     if (!ParseSchedStat(t.schedstat.Read(), &sched))
       return false;
-    t.wake_delay_ns += t.account.Reread(sched, t.switches_since_read * kMaxMissPerSwitchNs);
+    // The counters hold this pass's records too, which are booked below, after the reading;
+    // and a thread on a CPU went on running from the pass to the reading, which the next
+    // pass's records book.
+    const uint64_t read_ns = ClockNs(CLOCK_MONOTONIC);
+    const uint64_t late = read_ns - std::min(read_ns, pass_mono_ns_);
+    const uint64_t pending_run = t.run_ns + (t.rec_state == LastSwitch::kIn ? late : 0);
+    t.wake_delay_ns += t.account.Reread(sched, t.switches_since_read * kMaxMissPerSwitchNs,
+                                        pending_run, t.queue_ns);
     t.switches_since_read = 0;
     t.rec_run_at_read = t.rec_run_ns + t.run_ns;
     t.read_pass = pass_;

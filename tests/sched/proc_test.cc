@@ -322,6 +322,7 @@ TEST(SchedSamplerWithSwitches, UnswitchedThreadsAreBookedWithoutReadingAndStayRi
   }
   SamplerOptions options;
   options.activity = rec.activity();
+  options.attached = true;  // its threads were running before the records began
   SamplerCore core(options, MonotonicNs());
   core.AddProcess(static_cast<uint32_t>(getpid()));
   std::map<uint32_t, StateSplit> sums;

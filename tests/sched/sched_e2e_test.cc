@@ -371,9 +371,25 @@ TEST(SchedE2E, ShortLivedThreadsAreBookedFromBirthToExit) {
     SCOPED_TRACE("tid " + std::to_string(t.tid));
     uint64_t born = 0, gone = 0, cpu_at_exit = 0;
     std::array<uint64_t, 8> booked{};
+    // The last block before the exit that no reading of the counters followed: whether the
+    // thread slept all of it or was woken early and queued only its counters tell, and they are
+    // gone with it (a thread that blocked while reading its /proc files waited for a CPU for
+    // 3.7 ms after its wake-up and ended 0.15 ms after it ran again).
+    uint64_t out_ts = 0, unread_gap = 0;
+    bool blocked_out = false;
     for (const Event& e : r.trace.by_tid.at(t.tid)) {
       if (e.source == format::Source::kSampler && e.kind_enum() == Kind::kTaskExit)
         cpu_at_exit = e.args[0];
+      if (e.kind_enum() == Kind::kSwitchOut) {
+        out_ts = e.ts;
+        blocked_out = e.args[1] == 0;
+      } else if (e.kind_enum() == Kind::kSwitchIn && blocked_out) {
+        unread_gap = e.ts - out_ts;
+        blocked_out = false;
+      } else if (e.source == format::Source::kSampler && e.kind_enum() == Kind::kThreadSample &&
+                 e.args[3] != 'X') {
+        unread_gap = 0;  // read since: the wake-up delay came out of the blocked time
+      }
       if (e.source == format::Source::kSched && e.kind_enum() == Kind::kTaskStart)
         born = e.ts;
       if (e.source == format::Source::kSched && e.kind_enum() == Kind::kTaskExit)
@@ -398,7 +414,6 @@ TEST(SchedE2E, ShortLivedThreadsAreBookedFromBirthToExit) {
         life / 1e6, static_cast<double>(total) / 1e6, running / 1e6, cpu / 1e6,
         static_cast<double>(booked[kRunnable]) / 1e6, waiting / 1e6);
     EXPECT_NEAR(static_cast<double>(total), life, 0.01 * life);
-    EXPECT_NEAR(running, cpu, std::max(0.02 * cpu, 1e6) + stolen);
     // A spinner blocks only where the kernel makes it (a page fault waiting for the address
     // space lock while its siblings are being created, the exit path): on a loaded machine that
     // reached 4 ms of a 67 ms life. The kernel's own figure is what the thread's schedstat leaves
@@ -413,10 +428,21 @@ TEST(SchedE2E, ShortLivedThreadsAreBookedFromBirthToExit) {
     std::printf("  kernel: on a CPU %.2f ms, queued %.2f ms, blocked %.2f ms up to the read\n",
                 static_cast<double>(t.sched_run) / 1e6, static_cast<double>(t.sched_delay) / 1e6,
                 kernel_blocked / 1e6);
-    EXPECT_LT(waiting, 0.02 * life + kernel_blocked);
+    EXPECT_LT(waiting, 0.02 * life + kernel_blocked + static_cast<double>(unread_gap))
+        << "unread last block " << static_cast<double>(unread_gap) / 1e6 << " ms";
+    // Running is the thread's CPU time. Time the hypervisor took its virtual CPU away while it
+    // was switched in is running to the records and CPU time to nobody: the kernel's schedstat
+    // leaves it out of both its time on a CPU and its time queued, so it is part of what that
+    // leaves of the life (kernel_blocked); /proc/stat's steal counter, in 10 ms ticks, often
+    // does not move for it. parmon takes such time back from running only when it reads the
+    // counters, which a thread of a few sampling periods may not live to see.
+    const double tolerance = std::max(0.02 * cpu, 1e6);
+    EXPECT_GE(running, cpu - tolerance);
+    EXPECT_LE(running, cpu + tolerance + std::max(stolen, kernel_blocked));
     // The CPU time the sampler gives the thread when it ends (the ThreadSample `parmon info`
     // shows): the records' running time, its counters being gone by then.
-    EXPECT_NEAR(static_cast<double>(cpu_at_exit), cpu, std::max(0.02 * cpu, 1e6) + stolen);
+    EXPECT_GE(static_cast<double>(cpu_at_exit), cpu - tolerance);
+    EXPECT_LE(static_cast<double>(cpu_at_exit), cpu + tolerance + std::max(stolen, kernel_blocked));
   }
 }
 
