@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -156,6 +157,41 @@ Status CheckAttachable(pid_t pid) {
   if (!ProcessAlive(pid))
     return Status::Error(fmt::format("process {} has already exited", pid));
   return Status::Ok();
+}
+
+AttachedProcess DescribeProcess(pid_t pid) {
+  AttachedProcess a;
+  auto slurp = [](const std::string& path) {
+    std::string text;
+    if (FILE* f = fopen(path.c_str(), "re")) {
+      char buf[4096];
+      size_t n;
+      // Bounded: a command line longer than this is cut (the kernel itself caps what it shows).
+      while (text.size() < (1u << 20) && (n = fread(buf, 1, sizeof buf, f)) > 0)
+        text.append(buf, n);
+      fclose(f);
+    }
+    return text;
+  };
+  const std::string cmdline = slurp(fmt::format("/proc/{}/cmdline", pid));
+  for (size_t at = 0; at < cmdline.size();) {
+    size_t end = cmdline.find('\0', at);
+    if (end == std::string::npos)
+      end = cmdline.size();
+    a.argv.push_back(cmdline.substr(at, end - at));
+    at = end + 1;
+  }
+  // stat: "pid (comm) state ppid ...": the comm may hold spaces and parentheses, so after the
+  // last ')'.
+  const std::string stat = slurp(fmt::format("/proc/{}/stat", pid));
+  const size_t paren = stat.rfind(')');
+  if (paren != std::string::npos) {
+    char state = 0;
+    int ppid = 0;
+    if (sscanf(stat.c_str() + paren + 1, " %c %d", &state, &ppid) == 2)
+      a.ppid = ppid;
+  }
+  return a;
 }
 
 int OpenSignalChannel() {

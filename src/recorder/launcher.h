@@ -31,6 +31,13 @@ StatusOr<pid_t> StartCommand(const std::vector<std::string>& argv,
                              const std::function<void(pid_t)>& on_created);
 // Whether -p PID names a process we may follow (exists, ours, not a zombie, not us).
 Status CheckAttachable(pid_t pid);
+// The command line (/proc/PID/cmdline, one entry per argument) and parent of a running process,
+// for a session attached to it; empty and 0 when they cannot be read (it ended, a kernel thread).
+struct AttachedProcess {
+  std::vector<std::string> argv;
+  pid_t ppid = 0;
+};
+AttachedProcess DescribeProcess(pid_t pid);
 // A process we did not start: alive until it is gone (or a zombie nobody reaped yet).
 bool ProcessAlive(pid_t pid);
 

@@ -436,6 +436,17 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
 
   SessionFacts facts;
   facts.argv = argv;
+  if (options_.attach_pid > 0) {
+    // No library in it announces the process: the session names it from /proc, as it was
+    // started (its command line, parent), so that info and report say what was followed.
+    AttachedProcess attached = DescribeProcess(options_.attach_pid);
+    std::string command;
+    for (const auto& a : attached.argv)
+      command += (command.empty() ? "" : " ") + a;
+    collector_->NoteProcess(static_cast<uint32_t>(options_.attach_pid),
+                            static_cast<uint32_t>(attached.ppid), command);
+    facts.argv = std::move(attached.argv);
+  }
   facts.start_realtime_ns = start_realtime_ns_;
   facts.start_ns = start_ns_;
   facts.clock = &clock_;

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include "model/merge.h"
 #include "sched/classify.h"
 
@@ -11,10 +15,16 @@ using format::Kind;
 
 SchedSummary Summarize(const model::Session& session) {
   SchedSummary s;
+  // Attached to a running process: a thread that was there before gets its CPU time of the
+  // recorded window (its last reading less its first), as the report's states give it, not of
+  // its whole life. One started while recorded has a TaskStart before its first reading.
+  const bool attached = session.info().extra.count("attached_pid") != 0;
+  std::map<uint32_t, uint64_t> first_cpu;  // by location: the first reading, when pre-existing
+  std::set<uint32_t> born;                 // locations with a TaskStart before any reading
   model::MergeFilter f;
   f.sources = std::set<format::Source>{format::Source::kSched, format::Source::kSampler};
   model::Merge merge(session, f);
-  merge.Run([&s](const format::Event& e, model::StreamIndex) {
+  merge.Run([&](const format::Event& e, model::StreamIndex) {
     switch (e.kind_enum()) {
       case Kind::kThreadStates: {
         auto& t = s.threads[e.location];
@@ -22,8 +32,16 @@ SchedSummary Summarize(const model::Session& session) {
           t.state_ns[i] += e.args[i];
         break;
       }
-      case Kind::kThreadSample:
-        s.threads[e.location].cpu_time_ns = e.args[0];
+      case Kind::kThreadSample: {
+        uint64_t base = 0;
+        if (attached && !born.count(e.location))
+          base = first_cpu.emplace(e.location, e.args[0]).first->second;
+        s.threads[e.location].cpu_time_ns = e.args[0] - std::min(e.args[0], base);
+        break;
+      }
+      case Kind::kTaskStart:
+        if (!first_cpu.count(e.location))
+          born.insert(e.location);
         break;
       case Kind::kSwitchOut:
         ++(e.args[1] ? s.threads[e.location].switches_preempted

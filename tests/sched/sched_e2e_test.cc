@@ -722,6 +722,51 @@ TEST(SchedE2E, AttachWithDurationAndThreadsRecordsOnlyThoseThreads) {
   EXPECT_GT(t.Count(chosen, Kind::kThreadStates), 30u);
 }
 
+// Attached to a process whose spinner has run for a second already: info says what was followed
+// (its command line, read from /proc, and one process; it showed an empty command and
+// "processes 0") and gives the spinner the CPU time of the recorded window, which is what the
+// report's states add up to, not its whole life (4.37 s in a 3 s window).
+TEST(SchedE2E, AttachedSessionNamesTheProcessAndCountsTheWindowsCpu) {
+  TempDir dir;
+  pid_t pid = Spawn({DutyCycle(), "--seconds", "4", "spin"}, dir.File("out"));
+  ASSERT_GT(pid, 0);
+  ASSERT_GE(Tasks(pid).size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  RunResult run = Parmon(
+      {"record", "-q", "-o", dir.File("a.ptrace"), "-p", std::to_string(pid), "--duration", "1s"});
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto truth = ParseTruth(ReadFile(dir.File("out")));
+  ASSERT_EQ(truth.size(), 1u);
+  RunResult info = Parmon({"info", dir.File("a.ptrace")});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("command     " + DutyCycle() + " --seconds 4 spin\n"), std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find("processes   1\n"), std::string::npos) << info.out;
+  // The spinner's row of the thread-state table: CPU(s) is its third field from the end.
+  double info_cpu = -1;
+  std::istringstream lines(info.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> f;
+    std::istringstream words(line);
+    for (std::string w; words >> w;)
+      f.push_back(w);
+    if (f.size() > 5 && f[1] == std::to_string(truth[0].tid) && line.find('/') != std::string::npos)
+      info_cpu = std::stod(f[f.size() - 3]) * 1e9;
+  }
+  ASSERT_GE(info_cpu, 0) << info.out;
+  Trace t = Load(dir.File("a.ptrace"));
+  uint64_t running = 0;
+  for (const Event& e : t.by_tid.at(truth[0].tid))
+    if (e.source == format::Source::kSampler && e.kind_enum() == Kind::kThreadStates)
+      running += e.args[kRunning];
+  ASSERT_GT(running, 0u);
+  // Its last reading may come up to 8 sampling periods (80 ms) before the end of the window.
+  EXPECT_NEAR(info_cpu, static_cast<double>(running), 0.05 * static_cast<double>(running) + 100e6)
+      << "whole life at the end: " << static_cast<double>(truth[0].cpu_at_read) / 1e9 << " s";
+}
+
 TEST(SchedE2E, RefusedPerfEventOpenIsSaidOnceAndSamplingGoesOn) {
   TempDir dir;
   RunResult run =
