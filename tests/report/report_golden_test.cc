@@ -653,14 +653,19 @@ TEST(SampledGolden, QueuedFoundAndCpuUtilisation) {
   EXPECT_EQ(r.locations[4].kind, "cpu");
   EXPECT_NEAR(r.intervals.location_mean[4], 1.0, 1e-9);
   EXPECT_NEAR(r.intervals.location_mean[0], 0.5, 1e-9);
-  ASSERT_FALSE(r.findings.empty());
-  EXPECT_EQ(r.findings[0].id, "queued");
+  // The four keep both CPUs computing all the time: CPU-bound, which bounds the whole run.
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].id, "cpu-bound");
   EXPECT_EQ(r.findings[0].text,
+            "the program is CPU-bound on 2 CPUs: its threads computed 100% of the CPUs' time");
+  EXPECT_EQ(r.findings[0].time_at_stake_ns, 100 * kMs);
+  EXPECT_EQ(r.findings[1].id, "queued");
+  EXPECT_EQ(r.findings[1].text,
             "4 runnable threads on 2 CPUs: 50% of thread time is spent queued, waiting for a CPU");
   // 200 ms of thread time queued in a 100 ms run: with a CPU each, the four would each have
   // run 50 ms sooner, which is what the run's wall time could save (issue 12: never the sum).
-  EXPECT_EQ(r.findings[0].time_at_stake_ns, 50 * kMs);
-  EXPECT_EQ(r.findings[0].thread_time_ns, 200 * kMs);
+  EXPECT_EQ(r.findings[1].time_at_stake_ns, 50 * kMs);
+  EXPECT_EQ(r.findings[1].thread_time_ns, 200 * kMs);
 }
 
 // A three-stage pipeline over pipes: A -> B -> C, C is slow. A's writes block 60% of the run on

@@ -18,7 +18,7 @@ const std::vector<Rule>& Registry() {
       {"link-wait", LinkWaitRule},   {"queued", QueuedRule},
       {"imbalance", ImbalanceRule},  {"collective-wait", CollectiveWaitRule},
       {"lock-wait", LockWaitRule},   {"io-wait", IoWaitRule},
-      {"timer-wait", TimerWaitRule},
+      {"timer-wait", TimerWaitRule}, {"cpu-bound", CpuBoundRule},
   };
   return kRules;
 }

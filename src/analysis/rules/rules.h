@@ -93,6 +93,10 @@ void CollectiveWaitRule(const Results& r, const Graph& g, std::vector<Finding>* 
 void LockWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out);
 void IoWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out);
 void TimerWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out);
+void CpuBoundRule(const Results& r, const Graph& g, std::vector<Finding>* out);
+// The part of location `who`'s time in state s that fell in intervals where the other threads
+// were runnable on every CPU (bound.cc): waiting then delayed nothing, there was no CPU free.
+uint64_t SaturatedWait(const Results& r, size_t who, State s);
 
 // Every rule, in the order they run (findings are ranked afterwards; ties keep this order).
 const std::vector<Rule>& Registry();

@@ -55,7 +55,49 @@ TEST(Rules, RegistryHoldsEveryRuleOnce) {
   for (const Rule& rule : Registry())
     names.push_back(rule.name);
   EXPECT_EQ(names, (std::vector<std::string>{"link-wait", "queued", "imbalance", "collective-wait",
-                                             "lock-wait", "io-wait", "timer-wait"}));
+                                             "lock-wait", "io-wait", "timer-wait", "cpu-bound"}));
+}
+
+// Two workers computing 95% of the run on 2 CPUs beside a writer parked on a lock (pigz -p 2):
+// the program is CPU-bound, and the writer's wait, all of it while the workers kept both CPUs
+// busy, is idle time, not a finding. With one worker only, a CPU is free: the wait is one.
+TEST(Rules, CpuBoundProgramIsSaidAndItsIdleWaiterIsNoBottleneck) {
+  Results r;
+  r.summary.cpus = 2;
+  r.summary.duration_ns = 100 * kMs;
+  r.intervals.interval_ns = 10 * kMs;
+  r.intervals.count = 10;
+  auto add = [&](uint32_t tid, const char* name, State s, uint64_t per_interval) {
+    LocationResult l = Thread(tid, name);
+    l.sampled = true;
+    l.states = {};
+    l.states[static_cast<int>(State::kRunning)] = 100 * kMs - 10 * per_interval;
+    l.states[static_cast<int>(s)] += 10 * per_interval;
+    l.compute_ns = l.states[static_cast<int>(State::kRunning)];
+    r.locations.push_back(l);
+    StateTimes st{};
+    st[static_cast<int>(State::kRunning)] = 10 * kMs - per_interval;
+    st[static_cast<int>(s)] += per_interval;
+    r.intervals.location_states.push_back(std::vector<StateTimes>(10, st));
+  };
+  add(1, "pigz-writer", State::kLockWait, 10 * kMs);
+  add(2, "pigz-worker-1", State::kRunning, 0);
+  add(3, "pigz-worker-2", State::kRunnable, kMs / 2);
+  Diagnose(&r);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].id, "cpu-bound");
+  EXPECT_EQ(r.findings[0].text,
+            "the program is CPU-bound on 2 CPUs: its threads computed 98% of the CPUs' time");
+  for (const Finding& f : r.findings)
+    EXPECT_NE(f.id, "lock-wait") << f.text;
+  r.locations.pop_back();
+  r.intervals.location_states.pop_back();
+  r.findings.clear();
+  Diagnose(&r);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].id, "lock-wait");
+  for (const Finding& f : r.findings)
+    EXPECT_NE(f.id, "cpu-bound") << f.text;
 }
 
 TEST(Rules, LinkWaitNamesTheBottleneckAtTheEndOfTheChain) {
@@ -155,10 +197,10 @@ TEST(Rules, StateWaits) {
 
 // Four threads queued 20 ms each (80 ms of thread time, 20 ms of the run's wall time to save)
 // and one thread waiting 50 ms on a lock: the lock comes first, and no finding puts more than
-// the run's wall time at stake.
+// the run's wall time at stake. (On 8 CPUs, which they keep 46% busy: not CPU-bound.)
 TEST(Rules, DiagnoseRanksByWallTimeToSave) {
   Results r;
-  r.summary.cpus = 4;
+  r.summary.cpus = 8;
   r.summary.duration_ns = 100 * kMs;
   for (uint32_t i = 1; i <= 4; ++i) {
     LocationResult l = Thread(i, "t" + std::to_string(i));

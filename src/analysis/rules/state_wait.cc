@@ -20,20 +20,26 @@ void StateFinding(const Results& r,
                   const char* id,
                   const char* what,
                   std::vector<Finding>* out) {
-  uint64_t total = 0, wall = 0;
+  // The worst thread by the wait that cost something: not the part spent while the other threads
+  // kept every CPU busy (a pool's idle worker, a main thread joining: idle, not a bottleneck).
+  uint64_t total = 0, wall = 0, worst_cost = 0, worst_idle = 0;
   const LocationResult* worst = nullptr;
-  for (const auto& l : r.locations) {
+  for (size_t i = 0; i < r.locations.size(); ++i) {
+    const LocationResult& l = r.locations[i];
     if (l.type != LocationKind::kThread)
       continue;
     uint64_t v = l.states[static_cast<int>(s)];
     total += v;
     wall += l.wall_ns;
-    if (!worst || v > worst->states[static_cast<int>(s)])
+    const uint64_t idle = std::min(v, SaturatedWait(r, i, s));
+    if (!worst || v - idle > worst_cost) {
       worst = &l;
+      worst_cost = v - idle;
+      worst_idle = idle;
+    }
   }
   if (!worst || !worst->wall_ns ||
-      static_cast<double>(worst->states[static_cast<int>(s)]) <
-          kWaitThreshold * static_cast<double>(worst->wall_ns))
+      static_cast<double>(worst_cost) < kWaitThreshold * static_cast<double>(worst->wall_ns))
     return;
   uint64_t v = worst->states[static_cast<int>(s)];
   Finding f;
@@ -43,8 +49,12 @@ void StateFinding(const Results& r,
   f.evidence =
       fmt::format("{} {} of {}; all threads: {} of {}", FormatDuration(v), what,
                   FormatDuration(worst->wall_ns), FormatDuration(total), FormatDuration(wall));
-  // The wall time to save is at most the worst thread's wait (the others wait beside it).
-  f.time_at_stake_ns = v;
+  if (worst_idle > 0)
+    f.evidence += fmt::format("; {} of it while the other threads kept every CPU busy",
+                              FormatDuration(worst_idle));
+  // The wall time to save is at most the worst thread's wait (the others wait beside it), less
+  // what it waited while no CPU was free.
+  f.time_at_stake_ns = worst_cost;
   f.thread_time_ns = total;
   f.percent_of_run = Percent(total, wall);
   f.subjects = {worst->label};
