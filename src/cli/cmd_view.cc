@@ -42,6 +42,7 @@ int RunView(int argc, char** argv) {
     fmt::print(stderr, "parmon view: {}\n", results.status().message());
     return usage_error ? kUsageExit : 1;
   }
+  const auto analysed = std::chrono::steady_clock::now();
   model::SessionOptions so;
   auto session = model::Session::Open(path, so);
   if (!session.ok()) {
@@ -66,10 +67,13 @@ int RunView(int argc, char** argv) {
   }
   const double ready_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
-  fmt::print(
-      stderr, "parmon view: {} events, {} rows, {} CPUs, {} messages indexed in {:.2f} s{}\n",
-      (*index)->events(), api.rows().size(), (*index)->cpus().size(), (*index)->messages().size(),
-      ready_s, web::UiBuilt() ? "" : " (this parmon has no web UI built in: only the API)");
+  const double analysed_s = std::chrono::duration<double>(analysed - begun).count();
+  fmt::print(stderr,
+             "parmon view: {} events, {} rows, {} CPUs, {} messages; analysed in {:.2f} s, "
+             "indexed in {:.2f} s{}\n",
+             (*index)->events(), api.rows().size(), (*index)->cpus().size(),
+             (*index)->messages().size(), analysed_s, ready_s - analysed_s,
+             web::UiBuilt() ? "" : " (this parmon has no web UI built in: only the API)");
   const std::string host =
       http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
   fmt::print("parmon view: http://{}:{}/\n", host, (*server)->port());

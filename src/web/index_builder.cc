@@ -90,8 +90,12 @@ class IndexBuilder {
       index_->names_.push_back(s);
     return it->second;
   }
+  // A defined string's name index, looked up once per string id (it is asked for per event).
   uint32_t DefName(uint64_t id) {
-    return Name(session_.definitions().Name(static_cast<uint32_t>(id)));
+    auto [it, added] = def_names_.try_emplace(id, 0);
+    if (added)
+      it->second = Name(session_.definitions().Name(static_cast<uint32_t>(id)));
+    return it->second;
   }
   int64_t RankOf(uint32_t id, RawLoc& l) {
     if (l.rank == INT64_MIN)
@@ -122,6 +126,9 @@ class IndexBuilder {
   TraceIndex* index_;
   std::map<uint32_t, RawLoc> raw_;
   std::map<std::string, uint32_t> name_ids_;
+  std::unordered_map<uint64_t, uint32_t> def_names_;
+  uint32_t last_id_ = 0;  // the location of the previous event (the merge hands out runs)
+  RawLoc* last_ = nullptr;
   std::map<uint32_t, std::vector<Slice>> cpu_runs_;
   std::map<MatchKey, std::pair<std::vector<SendRec>, std::vector<RecvRec>>> p2p_;
 };
@@ -130,7 +137,11 @@ void IndexBuilder::Consume(const format::Event& e) {
   ++index_->events_;
   if (e.location == 0)
     return;
-  RawLoc& l = raw_[e.location];
+  if (!last_ || e.location != last_id_) {
+    last_ = &raw_[e.location];  // std::map: the pointer stays valid
+    last_id_ = e.location;
+  }
+  RawLoc& l = *last_;
   l.first = std::min(l.first, e.ts);
   l.last = std::max(l.last, e.ts);
   switch (e.kind_enum()) {
