@@ -24,7 +24,9 @@ void SliceSet::Add(const Slice& s) {
 
 void SliceSet::Finish() {
   for (auto& v : by_class_) {
-    std::sort(v.begin(), v.end(), [](const Slice& a, const Slice& b) { return a.begin < b.begin; });
+    auto by_begin = [](const Slice& a, const Slice& b) { return a.begin < b.begin; };
+    if (!std::is_sorted(v.begin(), v.end(), by_begin))  // MPI calls and CPU runs come sorted
+      std::sort(v.begin(), v.end(), by_begin);
     v.shrink_to_fit();
   }
 }
