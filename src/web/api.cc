@@ -15,7 +15,8 @@ using nlohmann::json;
 
 ApiResponse Json(const json& j) {
   ApiResponse r;
-  r.body = j.dump();
+  r.body = j.dump(-1, ' ', false,
+                  json::error_handler_t::replace);  // names from a trace may be bad UTF-8
   return r;
 }
 
@@ -146,7 +147,7 @@ json StateRuns(const StateSeries& series, uint64_t origin, uint64_t t0, uint64_t
 ApiResponse ErrorResponse(int status, const std::string& sentence) {
   ApiResponse r;
   r.status = status;
-  r.body = json{{"error", sentence}}.dump();
+  r.body = json{{"error", sentence}}.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 

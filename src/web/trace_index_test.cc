@@ -24,13 +24,14 @@ using nlohmann::json;
 using testing::kMs;
 using testing::TraceBuilder;
 
-constexpr uint32_t kSend = 1, kRecv = 2, kCompute = 10, kInner = 11;
+constexpr uint32_t kSend = 1, kRecv = 2, kCompute = 10, kInner = 11, kBadName = 12;
 constexpr int kRun = 0, kQueued = 1, kComm = 2, kLock = 3;
 
 // Location 1 (rank 0): sampled, 10 ms running, MPI_Send 4-6 ms inside region compute (0-8 ms)
 // with inner (1-1.5 ms) nested; ran on CPU 0 from 0 to 3 ms (preempted) and 5 to 9 ms.
 // Location 2 (rank 1): sampled 6 ms running, 2 queued, 2 lock wait over 0-10 ms, and MPI_Recv
-// 5-7 ms (the message sent at 4 ms, received at 7 ms); ran on CPU 1 from 1 to 2 ms.
+// 5-7 ms (the message sent at 4 ms, received at 7 ms), a region named in bad UTF-8 (8-9 ms);
+// ran on CPU 1 from 1 to 2 ms.
 std::unique_ptr<model::Session> Build(const std::string& path) {
   TraceBuilder b(path);
   b.Session({{"command", "t"}, {"start_ts", std::to_string(testing::kT0)}});
@@ -38,6 +39,7 @@ std::unique_ptr<model::Session> Build(const std::string& path) {
   b.String(kRecv, StringCategory::kFunction, "MPI_Recv");
   b.String(kCompute, StringCategory::kRegion, "compute");
   b.String(kInner, StringCategory::kRegion, "inner");
+  b.String(kBadName, StringCategory::kRegion, "bad\xff\xfe");  // not UTF-8
   for (uint32_t rank = 0; rank < 2; ++rank) {
     const uint32_t loc = rank + 1, pid = 100 * loc;
     b.Process(pid, 1, "t");
@@ -55,6 +57,8 @@ std::unique_ptr<model::Session> Build(const std::string& path) {
   b.Ev(2, 5 * kMs, Kind::kMpiEnter, {kRecv});
   b.Ev(2, 7 * kMs, Kind::kMpiRecv, {0, 7, 1, 1000, 0, TraceBuilder::At(5 * kMs)});
   b.Ev(2, 7 * kMs, Kind::kMpiLeave, {kRecv});
+  b.Ev(2, 8 * kMs, Kind::kRegionEnter, {kBadName});
+  b.Ev(2, 9 * kMs, Kind::kRegionLeave, {kBadName});
   b.Ev(2, 10 * kMs, Kind::kThreadEnd);
   b.Ev(1, 10 * kMs, Kind::kThreadStates, {10 * kMs, 0, 0, 0, 0, 0, 0, 0}, "",
        format::Source::kSampler);
@@ -182,6 +186,10 @@ TEST_F(TraceIndexTest, MessagesAndCpus) {
 TEST_F(TraceIndexTest, ApiTimelineRunsAddUp) {
   json session = Get("/api/session");
   ASSERT_EQ(session["rows"].size(), 2u);
+  // A name that is not UTF-8 is sent with replacement characters, not refused.
+  const auto& names = session["names"];
+  EXPECT_NE(std::find(names.begin(), names.end(), "bad\xEF\xBF\xBD\xEF\xBF\xBD"), names.end())
+      << names.dump();
   EXPECT_EQ(session["end"], 10 * kMs);
   EXPECT_EQ(session["counts"]["messages"], 1);
   json t = Get("/api/timeline?t0=0&t1=10000000&px=10&rows=2");
