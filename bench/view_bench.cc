@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
   const double first_ms = Ms(Clock::now() - start);
   std::printf("parmon view: first /api/timeline (status %d) answered %.0f ms after start\n", status, first_ms);
   std::mt19937_64 rng(42);
-  std::vector<double> lat;
+  std::vector<double> lat, by_kind[3];
   uint64_t bytes = 0;
   for (uint64_t q = 0; q < queries; ++q) {
     const uint64_t span = std::max<uint64_t>(10'000, end >> (rng() % 22));
@@ -203,10 +203,17 @@ int main(int argc, char** argv) {
     const auto t = Clock::now();
     bytes += Get(port, target, &status).size();
     lat.push_back(Ms(Clock::now() - t));
+    by_kind[q % 3].push_back(lat.back());
     if (status != 200)
       std::printf("status %d for %s\n", status, target.c_str());
   }
   std::sort(lat.begin(), lat.end());
+  for (int k = 0; k < 3; ++k) {
+    std::sort(by_kind[k].begin(), by_kind[k].end());
+    if (!by_kind[k].empty())
+      std::printf("  %-9s p50 %.1f ms, p95 %.1f ms\n", k == 0 ? "timeline" : k == 1 ? "cpus" : "messages",
+                  by_kind[k][by_kind[k].size() / 2], by_kind[k][by_kind[k].size() * 95 / 100]);
+  }
   std::string hwm;
   std::ifstream st("/proc/" + std::to_string(pid) + "/status");
   for (std::string l; std::getline(st, l);)

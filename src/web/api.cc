@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace parmon::web {
@@ -101,18 +103,39 @@ uint64_t Edge(uint64_t t0, uint64_t t1, uint64_t px, uint64_t i) {
   return t0 + static_cast<uint64_t>(static_cast<unsigned __int128>(t1 - t0) * i / px);
 }
 
-// Runs of buckets with the same dominant state: [begin, end, state, [ns per state]].
-json StateRuns(const StateSeries& series, uint64_t origin, uint64_t t0, uint64_t t1, uint64_t px) {
-  json runs = json::array();
-  if (series.empty())
-    return runs;
+// Answers with a row per location are written directly (fmt), not through json objects: a
+// timeline has up to ~100000 numbers per row, and building them as json values took most of
+// the request's time.
+void Append(std::string* out, const StateNs& ns) {
+  fmt::format_to(std::back_inserter(*out), "[{}]", fmt::join(ns, ","));
+}
+
+// Runs of buckets with the same dominant state, as a JSON array of
+// [begin, end, state, [ns per state]].
+void AppendStateRuns(std::string* out,
+                     const StateSeries& series,
+                     uint64_t origin,
+                     uint64_t t0,
+                     uint64_t t1,
+                     uint64_t px) {
+  out->push_back('[');
+  const size_t empty_size = out->size();
+  if (series.empty()) {
+    out->push_back(']');
+    return;
+  }
   StateNs prev = series.Cumulative(origin + t0);
   StateNs acc{};
   int acc_state = -1;
   uint64_t acc_begin = 0, acc_end = 0;
   auto flush = [&] {
-    if (acc_state >= 0)
-      runs.push_back({acc_begin, acc_end, acc_state, acc});
+    if (acc_state >= 0) {
+      if (out->size() > empty_size)
+        out->push_back(',');
+      fmt::format_to(std::back_inserter(*out), "[{},{},{},", acc_begin, acc_end, acc_state);
+      Append(out, acc);
+      out->push_back(']');
+    }
     acc_state = -1;
   };
   for (uint64_t i = 0; i < px; ++i) {
@@ -139,7 +162,7 @@ json StateRuns(const StateSeries& series, uint64_t origin, uint64_t t0, uint64_t
     acc_end = e;
   }
   flush();
-  return runs;
+  out->push_back(']');
 }
 
 }  // namespace
@@ -264,30 +287,38 @@ ApiResponse Api::Timeline(const Params& p) const {
   const uint64_t origin = index_.start();
   const uint64_t min_ns = std::max<uint64_t>(1, (t1 - t0 + px - 1) / px);
   const size_t slice_limit = 4 * px + 256;
-  json out = json::array();
-  for (const Row* r : rows) {
-    json row = {{"id", r->id}};
-    json slices = json::array();
+  ApiResponse res;
+  std::string& out = res.body;
+  fmt::format_to(std::back_inserter(out),
+                 "{{\"t0\":{},\"t1\":{},\"px\":{},\"bucket_ns\":{},\"rows\":[", t0, t1, px, min_ns);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const Row* r = rows[k];
+    if (k)
+      out.push_back(',');
+    fmt::format_to(std::back_inserter(out), "{{\"id\":{},\"states\":", r->id);
     bool truncated = false;
     uint64_t hidden = 0;
-    if (r->indexed) {
-      row["states"] = StateRuns(r->indexed->states, origin, t0, t1, px);
+    if (r->indexed)
+      AppendStateRuns(&out, r->indexed->states, origin, t0, t1, px);
+    else
+      out += "[]";
+    out += ",\"slices\":[";
+    const size_t first = out.size();
+    if (r->indexed)
       hidden = r->indexed->slices.Query(
           origin + t0, origin + t1, min_ns, slice_limit,
           [&](const Slice& s) {
-            slices.push_back({s.begin - std::min(s.begin, origin), s.end - std::min(s.end, origin),
-                              s.depth, static_cast<int>(s.kind), s.name});
+            fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{}]",
+                           out.size() > first ? "," : "", s.begin - std::min(s.begin, origin),
+                           s.end - std::min(s.end, origin), s.depth, static_cast<int>(s.kind),
+                           s.name);
           },
           &truncated);
-    } else {
-      row["states"] = json::array();
-    }
-    row["slices"] = std::move(slices);
-    row["hidden"] = hidden;
-    row["truncated"] = truncated;
-    out.push_back(std::move(row));
+    fmt::format_to(std::back_inserter(out), "],\"hidden\":{},\"truncated\":{}}}", hidden,
+                   truncated);
   }
-  return Json({{"t0", t0}, {"t1", t1}, {"px", px}, {"bucket_ns", min_ns}, {"rows", out}});
+  out += "]}";
+  return res;
 }
 
 ApiResponse Api::Cpus(const Params& p) const {
@@ -298,24 +329,31 @@ ApiResponse Api::Cpus(const Params& p) const {
     return ErrorResponse(400, error);
   const uint64_t origin = index_.start();
   const uint64_t min_ns = std::max<uint64_t>(1, (t1 - t0 + px - 1) / px);
-  json out = json::array();
+  ApiResponse res;
+  std::string& out = res.body;
+  fmt::format_to(std::back_inserter(out),
+                 "{{\"t0\":{},\"t1\":{},\"px\":{},\"bucket_ns\":{},\"cpus\":[", t0, t1, px, min_ns);
   for (const CpuRow& c : index_.cpus()) {
-    json runs = json::array();
+    if (&c != &index_.cpus().front())
+      out.push_back(',');
+    fmt::format_to(std::back_inserter(out), "{{\"cpu\":{},\"busy\":", c.cpu);
+    AppendStateRuns(&out, c.busy, origin, t0, t1, px);
+    out += ",\"runs\":[";
+    const size_t first = out.size();
     bool truncated = false;
     const uint64_t hidden = c.runs.Query(
         origin + t0, origin + t1, min_ns, 4 * px + 256,
         [&](const Slice& s) {
-          runs.push_back({s.begin - std::min(s.begin, origin), s.end - std::min(s.end, origin),
-                          s.name, s.depth});
+          fmt::format_to(std::back_inserter(out), "{}[{},{},{},{}]", out.size() > first ? "," : "",
+                         s.begin - std::min(s.begin, origin), s.end - std::min(s.end, origin),
+                         s.name, s.depth);
         },
         &truncated);
-    out.push_back({{"cpu", c.cpu},
-                   {"busy", StateRuns(c.busy, origin, t0, t1, px)},
-                   {"runs", std::move(runs)},
-                   {"hidden", hidden},
-                   {"truncated", truncated}});
+    fmt::format_to(std::back_inserter(out), "],\"hidden\":{},\"truncated\":{}}}", hidden,
+                   truncated);
   }
-  return Json({{"t0", t0}, {"t1", t1}, {"px", px}, {"bucket_ns", min_ns}, {"cpus", out}});
+  out += "]}";
+  return res;
 }
 
 ApiResponse Api::Messages(const Params& p) const {

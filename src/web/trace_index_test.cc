@@ -192,6 +192,7 @@ TEST_F(TraceIndexTest, ApiTimelineRunsAddUp) {
       << names.dump();
   EXPECT_EQ(session["end"], 10 * kMs);
   EXPECT_EQ(session["counts"]["messages"], 1);
+  EXPECT_EQ(Get("/api/timeline?rows=2,2")["rows"].size(), 2u);  // a row twice: valid JSON
   json t = Get("/api/timeline?t0=0&t1=10000000&px=10&rows=2");
   ASSERT_EQ(t["rows"].size(), 1u);
   json runs = t["rows"][0]["states"];
