@@ -165,6 +165,39 @@ void AppendStateRuns(std::string* out,
   out->push_back(']');
 }
 
+// Writes `KEY:[...],"hidden":H,"truncated":B` for the slices of `set` at least min_ns long
+// overlapping [t0, t1) (ns from origin), each as [begin, end, ...] (see docs/http-api.md).
+void AppendSlices(std::string* out,
+                  const SliceSet* set,
+                  const char* key,
+                  uint64_t origin,
+                  uint64_t t0,
+                  uint64_t t1,
+                  uint64_t min_ns,
+                  size_t limit,
+                  bool cpu) {
+  fmt::format_to(std::back_inserter(*out), ",\"{}\":[", key);
+  const size_t first = out->size();
+  bool truncated = false;
+  uint64_t hidden = 0;
+  if (set)
+    hidden = set->Query(
+        origin + t0, origin + t1, min_ns, limit,
+        [&](const Slice& s) {
+          const uint64_t b = s.begin - std::min(s.begin, origin),
+                         e = s.end - std::min(s.end, origin);
+          if (cpu)  // [begin, end, thread, preempted]
+            fmt::format_to(std::back_inserter(*out), "{}[{},{},{},{}]",
+                           out->size() > first ? "," : "", b, e, s.name, s.depth);
+          else  // [begin, end, depth, kind, name]
+            fmt::format_to(std::back_inserter(*out), "{}[{},{},{},{},{}]",
+                           out->size() > first ? "," : "", b, e, s.depth, static_cast<int>(s.kind),
+                           s.name);
+        },
+        &truncated);
+  fmt::format_to(std::back_inserter(*out), "],\"hidden\":{},\"truncated\":{}}}", hidden, truncated);
+}
+
 }  // namespace
 
 ApiResponse ErrorResponse(int status, const std::string& sentence) {
@@ -296,26 +329,12 @@ ApiResponse Api::Timeline(const Params& p) const {
     if (k)
       out.push_back(',');
     fmt::format_to(std::back_inserter(out), "{{\"id\":{},\"states\":", r->id);
-    bool truncated = false;
-    uint64_t hidden = 0;
     if (r->indexed)
       AppendStateRuns(&out, r->indexed->states, origin, t0, t1, px);
     else
       out += "[]";
-    out += ",\"slices\":[";
-    const size_t first = out.size();
-    if (r->indexed)
-      hidden = r->indexed->slices.Query(
-          origin + t0, origin + t1, min_ns, slice_limit,
-          [&](const Slice& s) {
-            fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{}]",
-                           out.size() > first ? "," : "", s.begin - std::min(s.begin, origin),
-                           s.end - std::min(s.end, origin), s.depth, static_cast<int>(s.kind),
-                           s.name);
-          },
-          &truncated);
-    fmt::format_to(std::back_inserter(out), "],\"hidden\":{},\"truncated\":{}}}", hidden,
-                   truncated);
+    AppendSlices(&out, r->indexed ? &r->indexed->slices : nullptr, "slices", origin, t0, t1, min_ns,
+                 slice_limit, false);
   }
   out += "]}";
   return res;
@@ -338,19 +357,7 @@ ApiResponse Api::Cpus(const Params& p) const {
       out.push_back(',');
     fmt::format_to(std::back_inserter(out), "{{\"cpu\":{},\"busy\":", c.cpu);
     AppendStateRuns(&out, c.busy, origin, t0, t1, px);
-    out += ",\"runs\":[";
-    const size_t first = out.size();
-    bool truncated = false;
-    const uint64_t hidden = c.runs.Query(
-        origin + t0, origin + t1, min_ns, 4 * px + 256,
-        [&](const Slice& s) {
-          fmt::format_to(std::back_inserter(out), "{}[{},{},{},{}]", out.size() > first ? "," : "",
-                         s.begin - std::min(s.begin, origin), s.end - std::min(s.end, origin),
-                         s.name, s.depth);
-        },
-        &truncated);
-    fmt::format_to(std::back_inserter(out), "],\"hidden\":{},\"truncated\":{}}}", hidden,
-                   truncated);
+    AppendSlices(&out, &c.runs, "runs", origin, t0, t1, min_ns, 4 * px + 256, true);
   }
   out += "]}";
   return res;
