@@ -8,11 +8,7 @@
 // and a context switch pair every 100 µs.
 //
 // usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +22,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
 
 #include "format/codec.h"
 #include "format/writer.h"
@@ -44,8 +42,12 @@ constexpr uint64_t kUs = 1000;
 struct Gen {
   parmon::format::TraceWriter* w;
   std::map<std::pair<uint32_t, Source>, std::unique_ptr<StreamEncoder>> enc;
-  void Ev(uint32_t loc, uint64_t ts, Kind k, std::initializer_list<uint64_t> args,
-          Source src = Source::kRuntime, const std::string& payload = "") {
+  void Ev(uint32_t loc,
+          uint64_t ts,
+          Kind k,
+          std::initializer_list<uint64_t> args,
+          Source src = Source::kRuntime,
+          const std::string& payload = "") {
     auto& e = enc[{loc, src}];
     if (!e)
       e = std::make_unique<StreamEncoder>(loc, src);
@@ -114,34 +116,18 @@ uint64_t Generate(const std::string& path, uint64_t events, uint32_t ranks) {
   return iterations * 8 * ranks;
 }
 
-// GET http://127.0.0.1:port/target; the body, or "" on failure.
+// GET http://127.0.0.1:port/target: the whole answer (headers and body), *status its code.
 std::string Get(int port, const std::string& target, int* status) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  *status = 0;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string req = "GET " + target + " HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n";
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return "";
-  }
-  std::string in;
-  char buf[65536];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
-    in.append(buf, static_cast<size_t>(n));
-  close(fd);
-  if (in.size() > 12)
-    *status = std::atoi(in.c_str() + 9);
+  boost::asio::ip::tcp::iostream s("127.0.0.1", std::to_string(port));
+  s << "GET " << target << " HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n" << std::flush;
+  std::string in((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+  *status = in.size() > 12 ? std::atoi(in.c_str() + 9) : 0;
   return in;
 }
 
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double Ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 }  // namespace
 
@@ -151,14 +137,21 @@ int main(int argc, char** argv) {
   uint32_t ranks = 16;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--parmon") parmon = v;
-    else if (k == "--events") events = std::stoull(v);
-    else if (k == "--ranks") ranks = static_cast<uint32_t>(std::stoul(v));
-    else if (k == "--queries") queries = std::stoull(v);
-    else if (k == "--dir") dir = v;
+    if (k == "--parmon")
+      parmon = v;
+    else if (k == "--events")
+      events = std::stoull(v);
+    else if (k == "--ranks")
+      ranks = static_cast<uint32_t>(std::stoul(v));
+    else if (k == "--queries")
+      queries = std::stoull(v);
+    else if (k == "--dir")
+      dir = v;
   }
   if (parmon.empty() || ranks < 2) {
-    std::fprintf(stderr, "usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]\n");
+    std::fprintf(
+        stderr,
+        "usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]\n");
     return 2;
   }
   const std::string path = dir + "/view_bench_" + std::to_string(getpid()) + ".ptrace";
@@ -166,7 +159,8 @@ int main(int argc, char** argv) {
   const uint64_t written = Generate(path, events, ranks);
   std::ifstream f(path, std::ios::ate | std::ios::binary);
   std::printf("trace: %llu events, %d ranks, %.1f MB, generated in %.1f s\n",
-              static_cast<unsigned long long>(written), ranks, f.tellg() / 1e6, Ms(Clock::now() - g0) / 1e3);
+              static_cast<unsigned long long>(written), ranks, f.tellg() / 1e6,
+              Ms(Clock::now() - g0) / 1e3);
   int out[2];
   if (pipe(out) != 0)
     return 1;
@@ -190,7 +184,8 @@ int main(int argc, char** argv) {
   const uint64_t end = end_at == std::string::npos ? 0 : std::stoull(session.substr(end_at + 6));
   Get(port, "/api/timeline?t0=0&t1=" + std::to_string(end) + "&px=1500", &status);
   const double first_ms = Ms(Clock::now() - start);
-  std::printf("parmon view: first /api/timeline (status %d) answered %.0f ms after start\n", status, first_ms);
+  std::printf("parmon view: first /api/timeline (status %d) answered %.0f ms after start\n", status,
+              first_ms);
   std::mt19937_64 rng(42);
   std::vector<double> lat, by_kind[3];
   uint64_t bytes = 0;
@@ -199,7 +194,8 @@ int main(int argc, char** argv) {
     const uint64_t t0 = end > span ? rng() % (end - span) : 0;
     const char* what[] = {"timeline", "cpus", "messages"};
     std::string target = std::string("/api/") + what[q % 3] + "?t0=" + std::to_string(t0) +
-                         "&t1=" + std::to_string(t0 + span) + (q % 3 == 2 ? "&limit=2000" : "&px=1500");
+                         "&t1=" + std::to_string(t0 + span) +
+                         (q % 3 == 2 ? "&limit=2000" : "&px=1500");
     const auto t = Clock::now();
     bytes += Get(port, target, &status).size();
     lat.push_back(Ms(Clock::now() - t));
@@ -211,7 +207,10 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 3; ++k) {
     std::sort(by_kind[k].begin(), by_kind[k].end());
     if (!by_kind[k].empty())
-      std::printf("  %-9s p50 %.1f ms, p95 %.1f ms\n", k == 0 ? "timeline" : k == 1 ? "cpus" : "messages",
+      std::printf("  %-9s p50 %.1f ms, p95 %.1f ms\n",
+                  k == 0   ? "timeline"
+                  : k == 1 ? "cpus"
+                           : "messages",
                   by_kind[k][by_kind[k].size() / 2], by_kind[k][by_kind[k].size() * 95 / 100]);
   }
   std::string hwm;
@@ -219,9 +218,10 @@ int main(int argc, char** argv) {
   for (std::string l; std::getline(st, l);)
     if (l.rfind("VmHWM", 0) == 0)
       hwm = l;
-  std::printf("requests: %llu, p50 %.1f ms, p95 %.1f ms, max %.1f ms, %.0f KB per answer; server %s\n",
-              static_cast<unsigned long long>(queries), lat[lat.size() / 2], lat[lat.size() * 95 / 100],
-              lat.back(), bytes / 1e3 / static_cast<double>(queries), hwm.c_str());
+  std::printf(
+      "requests: %llu, p50 %.1f ms, p95 %.1f ms, max %.1f ms, %.0f KB per answer; server %s\n",
+      static_cast<unsigned long long>(queries), lat[lat.size() / 2], lat[lat.size() * 95 / 100],
+      lat.back(), bytes / 1e3 / static_cast<double>(queries), hwm.c_str());
   kill(pid, SIGTERM);
   int ws = 0;
   waitpid(pid, &ws, 0);
