@@ -9,6 +9,7 @@
 //     the start moves), the + key zooms, and new answers are drawn each time;
 //   - the CPU barscope has one row per CPU of the trace's context switches;
 //   - clicking a finding sets the visible range to the finding's range and selects its rows;
+//   - clicking a thread's stay on a CPU selects that thread (linked selection);
 //   - no JavaScript error; view.png, exec.png and cpus.png are written to the output directory.
 //
 // usage: node view_browser_test.mjs --bin DIR --lib DIR --modules DIR [--out DIR]
@@ -209,6 +210,31 @@ try {
     check(v.range.t0 === f.t0 && v.range.t1 === f.t1 && v.activeFinding === 0 &&
           JSON.stringify([...v.selected].sort()) === JSON.stringify([...f.rows].sort()),
           `finding "${f.id}": range ${fmt(v.range.t0)}-${fmt(v.range.t1)} = ${fmt(f.t0)}-${fmt(f.t1)}, rows ${f.rows}`);
+  }
+  // Linked selection: clicking a thread's stay on a CPU selects that thread in every view.
+  // (Zoomed in with + until stays are wider than a pixel.)
+  let cq = await api(`/api/cpus?${v.query}`);
+  await page.locator('#cpus').focus();
+  for (let i = 0; i < 16 && !cq.cpus.some((c) => c.runs.length); ++i) {
+    g = await gen();
+    await page.keyboard.press('+');
+    v = await drawnAfter(g);
+    cq = await api(`/api/cpus?${v.query}`);
+  }
+  let stay = null;
+  cq.cpus.forEach((c, i) => c.runs.forEach((r) => {
+    if (!stay || r[1] - r[0] > stay.r[1] - stay.r[0]) stay = { i, r };
+  }));
+  check(stay !== null, `the CPU barscope has stays to click (${cq.cpus.map((c) => c.runs.length).join(', ')})`);
+  if (stay) {
+    const cbox = await page.locator('#cpus').boundingBox();
+    const x = cbox.x + 150 + (((stay.r[0] + stay.r[1]) / 2 - v.range.t0) / (v.range.t1 - v.range.t0)) * (cbox.width - 150);
+    await page.mouse.click(x, cbox.y + 18 + stay.i * 22 + 10);
+    const s = await state();
+    const label = session.rows.find((r) => r.id === stay.r[2])?.label;
+    check(JSON.stringify(s.selected) === JSON.stringify([stay.r[2]]) &&
+          (await page.locator('#details').textContent()).includes(label ?? '#'),
+          `clicking ${label}'s stay on cpu ${cq.cpus[stay.i].cpu} selects it (${JSON.stringify(s.selected)})`);
   }
   await page.screenshot({ path: path.join(out, 'view.png'), fullPage: true });
   log(`screenshots: ${out}/view.png, exec.png, cpus.png`);
