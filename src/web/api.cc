@@ -382,18 +382,30 @@ ApiResponse Api::Findings() const {
   const uint64_t origin = index_.start(), duration = index_.end() - index_.start();
   json out = json::array();
   for (const analysis::Finding& f : results_.findings) {
-    // The report names a finding's locations by label; its time range is the span those
-    // locations were active in (the results carry no finer range).
+    // The report names a finding's locations by label; its time range is the span of those
+    // locations' communication (MPI calls but start-up and shut-down, blocking waits), or of
+    // their whole activity when they have none: the results carry no finer range.
     json ids = json::array();
-    uint64_t b = UINT64_MAX, e = 0;
+    uint64_t b = UINT64_MAX, e = 0, cb = UINT64_MAX, ce = 0;
+    auto rel = [origin](uint64_t t) { return t - std::min(t, origin); };
     for (const Row& r : rows_) {
       if (std::find(f.subjects.begin(), f.subjects.end(), r.result->label) == f.subjects.end())
         continue;
       ids.push_back(r.id);
-      if (r.indexed && r.indexed->last > r.indexed->first) {
-        b = std::min(b, r.indexed->first - std::min(r.indexed->first, origin));
-        e = std::max(e, r.indexed->last - std::min(r.indexed->last, origin));
+      if (!r.indexed)
+        continue;
+      if (r.indexed->last > r.indexed->first) {
+        b = std::min(b, rel(r.indexed->first));
+        e = std::max(e, rel(r.indexed->last));
       }
+      if (r.indexed->comm_last > r.indexed->comm_first) {
+        cb = std::min(cb, rel(r.indexed->comm_first));
+        ce = std::max(ce, rel(r.indexed->comm_last));
+      }
+    }
+    if (cb < ce) {
+      b = cb;
+      e = ce;
     }
     if (b >= e) {
       b = 0;

@@ -284,6 +284,10 @@ void IndexBuilder::FinishLocations() {
     out.cpu = session_.IsCpu(id);
     out.first = l.first;
     out.last = l.last;
+    for (const Span& c : l.calls) {
+      out.comm_first = std::min(out.comm_first, c.begin);
+      out.comm_last = std::max(out.comm_last, c.end);
+    }
     std::sort(l.calls.begin(), l.calls.end(),
               [](const Span& a, const Span& b) { return a.begin < b.begin; });
     if (!out.cpu)

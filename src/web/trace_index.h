@@ -102,6 +102,9 @@ struct IndexedLocation {
   StateSeries states;
   SliceSet slices;
   uint64_t first = UINT64_MAX, last = 0;
+  // The span of its MPI calls (but MPI_Init/Finalize) and blocking waits: where a finding about
+  // its communication happens. comm_first > comm_last when it has none.
+  uint64_t comm_first = UINT64_MAX, comm_last = 0;
 };
 
 struct CpuRow {

@@ -210,6 +210,26 @@ TEST_F(TraceIndexTest, ApiTimelineRunsAddUp) {
   EXPECT_EQ(m["messages"][0], json::parse("[1,2,4000000,7000000,1000,7]"));
 }
 
+TEST_F(TraceIndexTest, FindingsSpanTheirRowsCommunication) {
+  // Rank 0's MPI_Send 4-6 ms, rank 1's MPI_Recv 5-7 ms.
+  EXPECT_EQ(index_->Find(1)->comm_first, At(4 * kMs));
+  EXPECT_EQ(index_->Find(1)->comm_last, At(6 * kMs));
+  EXPECT_EQ(index_->Find(2)->comm_first, At(5 * kMs));
+  EXPECT_EQ(index_->Find(2)->comm_last, At(7 * kMs));
+  const uint64_t begin[] = {0, 4 * kMs, 5 * kMs}, end[] = {0, 6 * kMs, 7 * kMs};
+  for (const json& f : Get("/api/findings")["findings"]) {
+    if (f["rows"].empty())
+      continue;
+    uint64_t b = UINT64_MAX, e = 0;
+    for (const json& id : f["rows"]) {
+      b = std::min(b, begin[id.get<int>()]);
+      e = std::max(e, end[id.get<int>()]);
+    }
+    EXPECT_EQ(f["t0"], b) << f.dump();
+    EXPECT_EQ(f["t1"], e) << f.dump();
+  }
+}
+
 TEST_F(TraceIndexTest, ApiRefusesBadParameters) {
   const char* bad[] = {"/api/timeline?t0=5&t1=5",
                        "/api/timeline?px=0",
