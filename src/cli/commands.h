@@ -23,6 +23,7 @@ int RunTop(int argc, char** argv);
 int RunServe(int argc, char** argv);
 int RunFetch(int argc, char** argv);
 int RunCtl(int argc, char** argv);
+int RunView(int argc, char** argv);
 
 }  // namespace parmon::cli
 

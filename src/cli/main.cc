@@ -25,6 +25,7 @@ const Command kCommands[] = {
     {"serve", "collect sessions streamed by record --to and serve them live", RunServe},
     {"fetch", "copy a session from a collector (parmon serve) to a local trace", RunFetch},
     {"ctl", "steer a running recorder: pause, resume, period, threads, streams", RunCtl},
+    {"view", "serve a trace's timeline, CPU view and findings to a web browser", RunView},
 };
 
 int Usage(FILE* out) {

@@ -1,0 +1,230 @@
+// parmon view on a large generated trace (issue 15's targets): the time from starting
+// `parmon view` to the first answered /api/timeline of the whole run, the server's time per zoom
+// and pan request (p50, p95, max over a random walk of ranges from the whole run down to a few
+// µs), and the server's peak memory (VmHWM).
+//
+// The trace: R ranks on a ring, each iterating every 10 µs through a user region, an MPI_Send to
+// the next rank and an MPI_Recv from the previous one (8 events), a sampler record every 10 ms
+// and a context switch pair every 100 µs.
+//
+// usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "format/codec.h"
+#include "format/writer.h"
+
+namespace {
+
+using parmon::format::Event;
+using parmon::format::Kind;
+using parmon::format::Source;
+using parmon::format::StreamEncoder;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kT0 = 1'000'000'000;
+constexpr uint64_t kUs = 1000;
+
+struct Gen {
+  parmon::format::TraceWriter* w;
+  std::map<std::pair<uint32_t, Source>, std::unique_ptr<StreamEncoder>> enc;
+  void Ev(uint32_t loc,
+          uint64_t ts,
+          Kind k,
+          std::initializer_list<uint64_t> args,
+          Source src = Source::kRuntime,
+          const std::string& payload = "") {
+    auto& e = enc[{loc, src}];
+    if (!e)
+      e = std::make_unique<StreamEncoder>(loc, src);
+    Event ev;
+    ev.ts = ts;
+    ev.location = loc;
+    ev.kind = static_cast<uint16_t>(k);
+    ev.source = src;
+    ev.nargs = static_cast<uint8_t>(args.size());
+    int i = 0;
+    for (uint64_t a : args)
+      ev.args[i++] = a;
+    ev.payload = payload;
+    e->Append(ev);
+    if (e->count() >= 65536 && !w->Flush(e.get()).ok())
+      std::exit(1);
+  }
+  void Def(Kind k, std::initializer_list<uint64_t> args, const std::string& payload) {
+    Ev(0, kT0, k, args, Source::kDefinitions, payload);
+  }
+};
+
+uint64_t Generate(const std::string& path, uint64_t events, uint32_t ranks) {
+  auto w = parmon::format::TraceWriter::Create(path);
+  if (!w.ok()) {
+    std::fprintf(stderr, "view_bench: %s\n", w.status().message().c_str());
+    std::exit(1);
+  }
+  Gen g{w->get(), {}};
+  (*w)->WriteSession({{"command", "view_bench"}, {"start_ts", std::to_string(kT0)}}).ok();
+  g.Def(Kind::kDefString, {1, 5}, "MPI_Send");
+  g.Def(Kind::kDefString, {2, 5}, "MPI_Recv");
+  g.Def(Kind::kDefString, {3, 1}, "work");
+  for (uint32_t r = 0; r < ranks; ++r) {
+    g.Def(Kind::kDefProcess, {1000 + r, 1}, "ring");
+    g.Def(Kind::kDefLocation, {r + 1, 1, 1000 + r, 1000 + r}, "ring");
+  }
+  const uint64_t iterations = std::max<uint64_t>(1, events / (8 * ranks));
+  for (uint32_t r = 0; r < ranks; ++r) {
+    const uint32_t loc = r + 1;
+    g.Ev(loc, kT0, Kind::kMpiInit, {r, ranks, 0});
+    for (uint64_t i = 0; i < iterations; ++i) {
+      const uint64_t t = kT0 + kUs + i * 10 * kUs;
+      g.Ev(loc, t, Kind::kRegionEnter, {3});
+      g.Ev(loc, t + 5 * kUs, Kind::kMpiEnter, {1});
+      g.Ev(loc, t + 5 * kUs, Kind::kMpiSend, {(r + 1) % ranks, 0, 1, 4096, 0});
+      g.Ev(loc, t + 6 * kUs, Kind::kMpiLeave, {1});
+      g.Ev(loc, t + 6 * kUs, Kind::kMpiEnter, {2});
+      g.Ev(loc, t + 8 * kUs, Kind::kMpiRecv, {(r + ranks - 1) % ranks, 0, 1, 4096, 0, t + 6 * kUs});
+      g.Ev(loc, t + 8 * kUs, Kind::kMpiLeave, {2});
+      g.Ev(loc, t + 9 * kUs, Kind::kRegionLeave, {3});
+      if (i % 10 == 0) {
+        g.Ev(loc, t, Kind::kSwitchIn, {r % 4}, Source::kSched);
+        g.Ev(loc, t + 95 * kUs, Kind::kSwitchOut, {r % 4, i % 20 == 0}, Source::kSched);
+      }
+      if (i % 1000 == 999)
+        g.Ev(loc, t + 10 * kUs, Kind::kThreadStates, {8000 * kUs, 2000 * kUs, 0, 0, 0, 0, 0, 0},
+             Source::kSampler);
+    }
+  }
+  for (auto& [key, e] : g.enc)
+    if (e->count())
+      (*w)->Flush(e.get()).ok();
+  const uint64_t end = kT0 + kUs + iterations * 10 * kUs;
+  (*w)->Finish({{"end_ts", std::to_string(end)}}).ok();
+  return iterations * 8 * ranks;
+}
+
+// GET http://127.0.0.1:port/target: the whole answer (headers and body), *status its code.
+std::string Get(int port, const std::string& target, int* status) {
+  boost::asio::ip::tcp::iostream s("127.0.0.1", std::to_string(port));
+  s << "GET " << target << " HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n" << std::flush;
+  std::string in((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+  *status = in.size() > 12 ? std::atoi(in.c_str() + 9) : 0;
+  return in;
+}
+
+double Ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string parmon, dir = "/tmp";
+  uint64_t events = 100'000'000, queries = 300;
+  uint32_t ranks = 16;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--parmon")
+      parmon = v;
+    else if (k == "--events")
+      events = std::stoull(v);
+    else if (k == "--ranks")
+      ranks = static_cast<uint32_t>(std::stoul(v));
+    else if (k == "--queries")
+      queries = std::stoull(v);
+    else if (k == "--dir")
+      dir = v;
+  }
+  if (parmon.empty() || ranks < 2) {
+    std::fprintf(
+        stderr,
+        "usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]\n");
+    return 2;
+  }
+  const std::string path = dir + "/view_bench_" + std::to_string(getpid()) + ".ptrace";
+  auto g0 = Clock::now();
+  const uint64_t written = Generate(path, events, ranks);
+  std::ifstream f(path, std::ios::ate | std::ios::binary);
+  std::printf("trace: %llu events, %d ranks, %.1f MB, generated in %.1f s\n",
+              static_cast<unsigned long long>(written), ranks, f.tellg() / 1e6,
+              Ms(Clock::now() - g0) / 1e3);
+  int out[2];
+  if (pipe(out) != 0)
+    return 1;
+  const auto start = Clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    execl(parmon.c_str(), parmon.c_str(), "view", path.c_str(), "--port", "0", nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  std::string line;
+  char c;
+  while (read(out[0], &c, 1) == 1 && c != '\n')
+    line += c;
+  const size_t colon = line.rfind(':');
+  const int port = colon == std::string::npos ? 0 : std::atoi(line.c_str() + colon + 1);
+  int status = 0;
+  std::string session = Get(port, "/api/session", &status);
+  const auto end_at = session.find("\"end\":");
+  const uint64_t end = end_at == std::string::npos ? 0 : std::stoull(session.substr(end_at + 6));
+  Get(port, "/api/timeline?t0=0&t1=" + std::to_string(end) + "&px=1500", &status);
+  const double first_ms = Ms(Clock::now() - start);
+  std::printf("parmon view: first /api/timeline (status %d) answered %.0f ms after start\n", status,
+              first_ms);
+  std::mt19937_64 rng(42);
+  std::vector<double> lat, by_kind[3];
+  uint64_t bytes = 0;
+  for (uint64_t q = 0; q < queries; ++q) {
+    const uint64_t span = std::max<uint64_t>(10'000, end >> (rng() % 22));
+    const uint64_t t0 = end > span ? rng() % (end - span) : 0;
+    const char* what[] = {"timeline", "cpus", "messages"};
+    std::string target = std::string("/api/") + what[q % 3] + "?t0=" + std::to_string(t0) +
+                         "&t1=" + std::to_string(t0 + span) +
+                         (q % 3 == 2 ? "&limit=2000" : "&px=1500");
+    const auto t = Clock::now();
+    bytes += Get(port, target, &status).size();
+    lat.push_back(Ms(Clock::now() - t));
+    by_kind[q % 3].push_back(lat.back());
+    if (status != 200)
+      std::printf("status %d for %s\n", status, target.c_str());
+  }
+  std::sort(lat.begin(), lat.end());
+  for (int k = 0; k < 3; ++k) {
+    std::sort(by_kind[k].begin(), by_kind[k].end());
+    if (!by_kind[k].empty())
+      std::printf("  %-9s p50 %.1f ms, p95 %.1f ms\n",
+                  k == 0   ? "timeline"
+                  : k == 1 ? "cpus"
+                           : "messages",
+                  by_kind[k][by_kind[k].size() / 2], by_kind[k][by_kind[k].size() * 95 / 100]);
+  }
+  std::string hwm;
+  std::ifstream st("/proc/" + std::to_string(pid) + "/status");
+  for (std::string l; std::getline(st, l);)
+    if (l.rfind("VmHWM", 0) == 0)
+      hwm = l;
+  std::printf(
+      "requests: %llu, p50 %.1f ms, p95 %.1f ms, max %.1f ms, %.0f KB per answer; server %s\n",
+      static_cast<unsigned long long>(queries), lat[lat.size() / 2], lat[lat.size() * 95 / 100],
+      lat.back(), bytes / 1e3 / static_cast<double>(queries), hwm.c_str());
+  kill(pid, SIGTERM);
+  int ws = 0;
+  waitpid(pid, &ws, 0);
+  unlink(path.c_str());
+  return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : 1;
+}

@@ -1,0 +1,85 @@
+// parmon view: serves a trace's web UI and its JSON API (docs/man/parmon-view.md,
+// docs/http-api.md). The trace is analysed as `parmon report` does (the labels, ranks and
+// findings) and indexed once (web/trace_index.h); every request is then answered from memory.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli/cli_errors.h"
+#include "cli/commands.h"
+#include "cli/report_common.h"
+#include "model/session.h"
+#include "web/api.h"
+#include "web/http_server.h"
+#include "web/trace_index.h"
+#include "web/ui_bundle.h"
+
+namespace parmon::cli {
+
+int RunView(int argc, char** argv) {
+  CLI::App app{"Serve a trace's timeline, CPU view and findings to a web browser.", "parmon view"};
+  std::string path;
+  web::HttpOptions http;
+  double exit_after_s = 0;
+  ReportInputOptions in;
+  app.add_option("trace", path, "a .ptrace file or a per-rank session directory")->required();
+  app.add_option("--port", http.port, "port to listen on (0: any free port)")
+      ->capture_default_str();
+  app.add_option("--host", http.host,
+                 "address to listen on (anyone who can reach it can read the trace)")
+      ->capture_default_str();
+  app.add_flag("--partial", in.partial, "serve a damaged or truncated trace from what is intact");
+  app.add_option("--exit-after", exit_after_s, "stop serving after this many seconds (tests)")
+      ->check(CLI::Range(0.0, 1e7));
+  if (int rc = ParseCommandLine(app, argc, argv, "view"); rc >= 0)
+    return rc;
+  const auto begun = std::chrono::steady_clock::now();
+  bool usage_error = false;
+  auto results = LoadResults(path, in, &usage_error);
+  if (!results.ok()) {
+    fmt::print(stderr, "parmon view: {}\n", results.status().message());
+    return usage_error ? kUsageExit : 1;
+  }
+  const auto analysed = std::chrono::steady_clock::now();
+  model::SessionOptions so;
+  auto session = model::Session::Open(path, so);
+  if (!session.ok()) {
+    fmt::print(stderr, "parmon view: {}\n", session.status().message());
+    return 1;
+  }
+  auto index = web::TraceIndex::Build(**session);
+  if (!index.ok()) {
+    fmt::print(stderr, "parmon view: {}\n", index.status().message());
+    return 1;
+  }
+  session->reset();  // the index keeps what it needs
+  const web::Api api(**index, *results);
+  auto server = web::HttpServer::Create(http, [&api](std::string_view target) {
+    if (target.substr(0, 5) == "/api/")
+      return api.Handle(target);
+    return web::UiFile(target.substr(0, target.find('?')));
+  });
+  if (!server.ok()) {
+    fmt::print(stderr, "parmon view: {}\n", server.status().message());
+    return 1;
+  }
+  const double ready_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+  const double analysed_s = std::chrono::duration<double>(analysed - begun).count();
+  fmt::print(stderr,
+             "parmon view: {} events, {} rows, {} CPUs, {} messages; analysed in {:.2f} s, "
+             "indexed in {:.2f} s{}\n",
+             (*index)->events(), api.rows().size(), (*index)->cpus().size(),
+             (*index)->messages().size(), analysed_s, ready_s - analysed_s,
+             web::UiBuilt() ? "" : " (this parmon has no web UI built in: only the API)");
+  const std::string host =
+      http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
+  fmt::print("parmon view: http://{}:{}/\n", host, (*server)->port());
+  std::fflush(stdout);
+  (*server)->Run(std::chrono::milliseconds(static_cast<int64_t>(exit_after_s * 1000)));
+  return 0;
+}
+
+}  // namespace parmon::cli

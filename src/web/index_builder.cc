@@ -1,0 +1,342 @@
+// TraceIndex::Build: the one pass over a session's merge that gathers, per location, its sampler
+// spans, MPI calls, regions and waits, the context switches and the MPI sends and receives, then
+// turns them into the index's state series, slice sets and message list (trace_index.h).
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "format/event.h"
+#include "model/merge.h"
+#include "web/trace_index.h"
+
+namespace parmon::web {
+
+namespace {
+
+using format::Kind;
+
+struct Sample {
+  uint64_t begin, end;
+  StateNs rate;
+  uint64_t total;
+};
+struct Span {
+  uint64_t begin, end;
+  int state;  // the state the span puts its location in
+};
+struct Frame {
+  uint32_t name;
+  uint64_t enter;
+  SliceKind kind;
+};
+struct RawLoc {
+  bool cpu = false;
+  uint64_t first = UINT64_MAX, last = 0;
+  std::vector<Sample> samples;
+  std::vector<Span> calls;  // MPI calls and blocking waits, in time order
+  std::vector<Frame> stack;
+  bool in_mpi = false;
+  uint64_t mpi_enter = 0;
+  uint32_t mpi_func = 0;
+  int64_t rank = INT64_MIN;   // not looked up yet
+  int64_t switched_cpu = -1;  // the CPU of the open SwitchIn
+  uint64_t switched_in = 0;
+  std::vector<Slice> slices;
+};
+struct SendRec {
+  uint64_t ts;
+  uint32_t loc;
+  uint64_t bytes;
+};
+struct RecvRec {
+  uint64_t ts, posted;
+  uint32_t loc;
+};
+using MatchKey = std::tuple<int64_t, int64_t, uint64_t, uint64_t>;  // src, dst, comm, tag
+
+constexpr int kRunning = static_cast<int>(format::ThreadState::kRunning);
+constexpr int kCommWait = static_cast<int>(format::ThreadState::kCommWait);
+constexpr int kLockWait = static_cast<int>(format::ThreadState::kLockWait);
+constexpr int kTimerWait = static_cast<int>(format::ThreadState::kTimerWait);
+
+StateNs OneState(int s) {
+  StateNs r{};
+  r[s] = 1;
+  return r;
+}
+
+}  // namespace
+
+class IndexBuilder {
+ public:
+  IndexBuilder(const model::Session& session, TraceIndex* index)
+      : session_(session), index_(index) {}
+
+  void Run() {
+    index_->start_ = session_.start();
+    index_->end_ = std::max(session_.end(), session_.start());
+    model::Merge merge(session_);
+    merge.Run([this](const format::Event& e, model::StreamIndex) { Consume(e); });
+    FinishLocations();
+    FinishCpus();
+    FinishMessages();
+  }
+
+ private:
+  uint32_t Name(const std::string& s) {
+    auto [it, added] = name_ids_.try_emplace(s, static_cast<uint32_t>(index_->names_.size()));
+    if (added)
+      index_->names_.push_back(s);
+    return it->second;
+  }
+  // A defined string's name index, looked up once per string id (it is asked for per event).
+  uint32_t DefName(uint64_t id) {
+    auto [it, added] = def_names_.try_emplace(id, 0);
+    if (added)
+      it->second = Name(session_.definitions().Name(static_cast<uint32_t>(id)));
+    return it->second;
+  }
+  int64_t RankOf(uint32_t id, RawLoc& l) {
+    if (l.rank == INT64_MIN)
+      l.rank = session_.RankOf(id);
+    return l.rank;
+  }
+  void AddSlice(RawLoc& l, uint64_t b, uint64_t e, uint32_t name, size_t depth, SliceKind k) {
+    l.slices.push_back(
+        {b, std::max(b, e), name, static_cast<uint8_t>(std::min<size_t>(depth, 255)), k});
+  }
+  void Wait(RawLoc& l, uint64_t begin, uint64_t end, int state, uint32_t name) {
+    if (l.in_mpi)
+      return;  // the MPI call already holds this time
+    begin = std::min(begin, end);
+    l.calls.push_back({begin, end, state});
+    AddSlice(l, begin, end, name, l.stack.size(), SliceKind::kWait);
+  }
+
+  void Consume(const format::Event& e);
+  void MpiLeave(RawLoc& l, uint64_t ts);
+  void Switch(uint32_t loc, RawLoc& l, const format::Event& e);
+  void FinishLocations();
+  void Pieces(IndexedLocation& out, const RawLoc& l);
+  void FinishCpus();
+  void FinishMessages();
+
+  const model::Session& session_;
+  TraceIndex* index_;
+  std::map<uint32_t, RawLoc> raw_;
+  std::map<std::string, uint32_t> name_ids_;
+  std::unordered_map<uint64_t, uint32_t> def_names_;
+  uint32_t last_id_ = 0;  // the location of the previous event (the merge hands out runs)
+  RawLoc* last_ = nullptr;
+  std::map<uint32_t, std::vector<Slice>> cpu_runs_;
+  std::map<MatchKey, std::pair<std::vector<SendRec>, std::vector<RecvRec>>> p2p_;
+};
+
+void IndexBuilder::Consume(const format::Event& e) {
+  ++index_->events_;
+  if (e.location == 0)
+    return;
+  if (!last_ || e.location != last_id_) {
+    last_ = &raw_[e.location];  // std::map: the pointer stays valid
+    last_id_ = e.location;
+  }
+  RawLoc& l = *last_;
+  l.first = std::min(l.first, e.ts);
+  l.last = std::max(l.last, e.ts);
+  switch (e.kind_enum()) {
+    case Kind::kRegionEnter:
+      if (l.stack.size() < 4096)  // a runaway stack (leaves lost) stays bounded
+        l.stack.push_back({DefName(e.args[0]), e.ts, SliceKind::kRegion});
+      break;
+    case Kind::kRegionLeave: {
+      const uint32_t name = DefName(e.args[0]);
+      while (!l.stack.empty()) {  // unwind to the matching enter
+        Frame f = l.stack.back();
+        l.stack.pop_back();
+        AddSlice(l, f.enter, e.ts, f.name, l.stack.size(), SliceKind::kRegion);
+        if (f.name == name)
+          break;
+      }
+      break;
+    }
+    case Kind::kMpiEnter:
+      if (l.in_mpi)
+        MpiLeave(l, e.ts);  // the previous call's leave was lost
+      l.in_mpi = true;
+      l.mpi_enter = e.ts;
+      l.mpi_func = static_cast<uint32_t>(e.args[0]);
+      break;
+    case Kind::kMpiLeave:
+      if (l.in_mpi)
+        MpiLeave(l, e.ts);
+      break;
+    case Kind::kMpiSend:
+      p2p_[{RankOf(e.location, l), static_cast<int64_t>(e.args[0]), e.args[2], e.args[1]}]
+          .first.push_back({e.ts, e.location, e.args[3]});
+      break;
+    case Kind::kMpiRecv:
+      p2p_[{static_cast<int64_t>(e.args[0]), RankOf(e.location, l), e.args[2], e.args[1]}]
+          .second.push_back({e.ts, e.args[5], e.location});
+      break;
+    case Kind::kChanWait:
+      Wait(l, e.args[3], e.ts, kCommWait, DefName(e.args[0]));
+      break;
+    case Kind::kSyncWait:
+      Wait(l, e.args[2], e.ts, kLockWait, Name("lock wait"));
+      break;
+    case Kind::kTimerWait:
+      Wait(l, e.args[2], e.ts, kTimerWait, DefName(e.args[0]));
+      break;
+    case Kind::kThreadStates: {
+      Sample s{0, e.ts, {}, 0};
+      for (int i = 0; i < format::kThreadStateCount; ++i) {
+        s.rate[std::min(i, kStates - 1)] += e.args[i];
+        s.total += e.args[i];
+      }
+      s.begin = e.ts > s.total ? e.ts - s.total : 0;
+      if (s.total)
+        l.samples.push_back(s);
+      break;
+    }
+    case Kind::kSwitchIn:
+    case Kind::kSwitchOut:
+      Switch(e.location, l, e);
+      break;
+    default:
+      break;
+  }
+}
+
+void IndexBuilder::MpiLeave(RawLoc& l, uint64_t ts) {
+  l.in_mpi = false;
+  const uint32_t name = DefName(l.mpi_func);
+  const std::string& s = index_->names_[name];
+  // Start-up and shut-down are in no state in the report; here they keep the sampler's split.
+  if (s != "MPI_Init" && s != "MPI_Init_thread" && s != "MPI_Finalize")
+    l.calls.push_back({l.mpi_enter, std::max(ts, l.mpi_enter), kCommWait});
+  AddSlice(l, l.mpi_enter, ts, name, l.stack.size(), SliceKind::kMpi);
+}
+
+void IndexBuilder::Switch(uint32_t loc, RawLoc& l, const format::Event& e) {
+  const int64_t cpu = static_cast<int64_t>(e.args[0]);
+  if (e.kind_enum() == Kind::kSwitchIn) {
+    l.switched_cpu = cpu;
+    l.switched_in = e.ts;
+    return;
+  }
+  if (l.switched_cpu == cpu && cpu < 4096)  // a SwitchOut without its SwitchIn is skipped
+    cpu_runs_[static_cast<uint32_t>(cpu)].push_back(
+        {l.switched_in, e.ts, loc, static_cast<uint8_t>(e.args[1] != 0), SliceKind::kCpu});
+  l.switched_cpu = -1;
+}
+
+void IndexBuilder::Pieces(IndexedLocation& out, const RawLoc& l) {
+  const std::vector<Span>& calls = l.calls;
+  size_t j = 0;
+  if (l.samples.empty()) {  // inferred: running outside the calls
+    uint64_t t = l.first;
+    for (const Span& c : calls) {
+      if (c.begin > t)
+        out.states.AddPiece(t, c.begin, OneState(kRunning), 1);
+      out.states.AddPiece(std::max(t, c.begin), c.end, OneState(c.state), 1);
+      t = std::max(t, c.end);
+    }
+    if (l.last > t)
+      out.states.AddPiece(t, l.last, OneState(kRunning), 1);
+    return;
+  }
+  for (const Sample& s : l.samples) {
+    uint64_t t = s.begin;
+    while (j < calls.size() && calls[j].end <= t)
+      ++j;
+    while (t < s.end) {
+      if (j < calls.size() && calls[j].begin <= t) {  // inside a call: its state
+        const uint64_t e = std::min(s.end, calls[j].end);
+        out.states.AddPiece(t, e, OneState(calls[j].state), 1);
+        t = e;
+        if (calls[j].end <= t)
+          ++j;
+        continue;
+      }
+      const uint64_t e = j < calls.size() ? std::min(s.end, calls[j].begin) : s.end;
+      out.states.AddPiece(t, e, s.rate, s.total);
+      t = e;
+    }
+  }
+}
+
+void IndexBuilder::FinishLocations() {
+  for (auto& [id, l] : raw_) {
+    const format::LocationDef* def = session_.Location(id);
+    if (def && def->type == format::LocationType::kProcess)
+      continue;
+    // Regions and a call still open at the end of the trace end with it.
+    if (l.in_mpi)
+      MpiLeave(l, l.last);
+    while (!l.stack.empty()) {
+      AddSlice(l, l.stack.back().enter, l.last, l.stack.back().name, l.stack.size() - 1,
+               SliceKind::kRegion);
+      l.stack.pop_back();
+    }
+    IndexedLocation out;
+    out.id = id;
+    out.cpu = session_.IsCpu(id);
+    out.first = l.first;
+    out.last = l.last;
+    for (const Span& c : l.calls) {
+      out.comm_first = std::min(out.comm_first, c.begin);
+      out.comm_last = std::max(out.comm_last, c.end);
+    }
+    std::sort(l.calls.begin(), l.calls.end(),
+              [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    if (!out.cpu)
+      Pieces(out, l);
+    for (const Slice& s : l.slices)
+      out.slices.Add(s);
+    out.slices.Finish();
+    index_->locations_.push_back(std::move(out));
+    l = RawLoc{};  // frees the raw records as soon as they are indexed
+  }
+}
+
+void IndexBuilder::FinishCpus() {
+  for (auto& [cpu, runs] : cpu_runs_) {
+    CpuRow row;
+    row.cpu = cpu;
+    std::sort(runs.begin(), runs.end(),
+              [](const Slice& a, const Slice& b) { return a.begin < b.begin; });
+    for (const Slice& s : runs) {
+      row.runs.Add(s);
+      row.busy.AddPiece(s.begin, s.end, OneState(kRunning), 1);
+    }
+    row.runs.Finish();
+    index_->cpus_.push_back(std::move(row));
+  }
+}
+
+void IndexBuilder::FinishMessages() {
+  for (auto& [key, sr] : p2p_) {
+    auto& [sends, recvs] = sr;
+    std::stable_sort(recvs.begin(), recvs.end(),
+                     [](const RecvRec& a, const RecvRec& b) { return a.posted < b.posted; });
+    const size_t n = std::min(sends.size(), recvs.size());
+    for (size_t k = 0; k < n; ++k) {
+      Message m{sends[k].ts,    std::max(sends[k].ts, recvs[k].ts),    sends[k].loc, recvs[k].loc,
+                sends[k].bytes, static_cast<int64_t>(std::get<3>(key))};
+      index_->longest_message_ = std::max(index_->longest_message_, m.recv - m.send);
+      index_->messages_.push_back(m);
+    }
+  }
+  p2p_.clear();
+  std::sort(index_->messages_.begin(), index_->messages_.end(),
+            [](const Message& a, const Message& b) { return a.send < b.send; });
+}
+
+StatusOr<std::unique_ptr<TraceIndex>> TraceIndex::Build(const model::Session& session) {
+  auto index = std::make_unique<TraceIndex>();
+  IndexBuilder(session, index.get()).Run();
+  return index;
+}
+
+}  // namespace parmon::web

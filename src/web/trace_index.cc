@@ -1,0 +1,147 @@
+// TraceIndex's queries: the duration classes of SliceSet, the cumulative state functions of
+// StateSeries and the message search (the design is in trace_index.h).
+#include "web/trace_index.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace parmon::web {
+
+const char* const kStateKeys[kStates] = {"running",    "queued",  "comm_wait", "lock_wait",
+                                         "timer_wait", "io_wait", "other"};
+const char* const kSliceKindKeys[4] = {"region", "mpi", "wait", "cpu"};
+
+// --- SliceSet ----------------------------------------------------------------------------------
+
+int SliceSet::ClassOf(uint64_t d) {
+  return d < 2 ? 0 : 63 - std::countl_zero(d);
+}
+
+void SliceSet::Add(const Slice& s) {
+  by_class_[ClassOf(s.end - s.begin)].push_back(s);
+  ++size_;
+}
+
+void SliceSet::Finish() {
+  for (auto& v : by_class_) {
+    auto by_begin = [](const Slice& a, const Slice& b) { return a.begin < b.begin; };
+    if (!std::is_sorted(v.begin(), v.end(), by_begin))  // MPI calls and CPU runs come sorted
+      std::sort(v.begin(), v.end(), by_begin);
+    v.shrink_to_fit();
+  }
+}
+
+uint64_t SliceSet::Query(uint64_t t0,
+                         uint64_t t1,
+                         uint64_t min_ns,
+                         size_t limit,
+                         const std::function<void(const Slice&)>& fn,
+                         bool* truncated) const {
+  uint64_t hidden = 0;
+  size_t visited = 0;
+  auto starts_at_or_after = [](const std::vector<Slice>& v, uint64_t t) {
+    return std::lower_bound(v.begin(), v.end(), t,
+                            [](const Slice& s, uint64_t x) { return s.begin < x; });
+  };
+  for (int c = 0; c < 64; ++c) {
+    const std::vector<Slice>& v = by_class_[c];
+    if (v.empty())
+      continue;
+    const uint64_t lo = c == 0 ? 0 : uint64_t{1} << c;
+    const uint64_t hi = c == 63 ? UINT64_MAX : uint64_t{1} << (c + 1);  // durations < hi
+    if (hi <= min_ns) {  // all narrower than a pixel: counted, not visited
+      hidden += starts_at_or_after(v, t1) - starts_at_or_after(v, t0);
+      continue;
+    }
+    // A slice of this class overlapping [t0, t1) starts after t0 - hi.
+    auto it = starts_at_or_after(v, t0 > hi ? t0 - hi : 0);
+    for (; it != v.end() && it->begin < t1; ++it) {
+      if (it->end <= t0 && !(it->begin == it->end && it->begin == t0))
+        continue;
+      if (lo < min_ns && it->end - it->begin < min_ns) {
+        hidden += it->begin >= t0;
+        continue;
+      }
+      if (visited == limit) {
+        *truncated = true;
+        return hidden;
+      }
+      ++visited;
+      fn(*it);
+    }
+  }
+  return hidden;
+}
+
+// --- StateSeries -------------------------------------------------------------------------------
+
+void StateSeries::AddPiece(uint64_t begin, uint64_t end, const StateNs& rate, uint64_t total) {
+  if (!ts_.empty() && begin < ts_.back())
+    begin = ts_.back();  // overlapping spans: the earlier one keeps its time
+  if (end <= begin || total == 0)
+    return;
+  if (ts_.empty() || begin > ts_.back()) {  // a gap (or the first piece): no state in it
+    ts_.push_back(begin);
+    cum_.push_back(cum_.empty() ? StateNs{} : cum_.back());
+  }
+  StateNs next = cum_.back();
+  const unsigned __int128 len = end - begin;
+  for (int s = 0; s < kStates; ++s)
+    next[s] += static_cast<uint64_t>(len * rate[s] / total);
+  ts_.push_back(end);
+  cum_.push_back(next);
+}
+
+StateNs StateSeries::Cumulative(uint64_t t) const {
+  if (ts_.empty() || t <= ts_.front())
+    return StateNs{};
+  if (t >= ts_.back())
+    return cum_.back();
+  const size_t k = std::upper_bound(ts_.begin(), ts_.end(), t) - ts_.begin() - 1;
+  StateNs r = cum_[k];
+  const unsigned __int128 num = t - ts_[k], den = ts_[k + 1] - ts_[k];
+  for (int s = 0; s < kStates; ++s)
+    r[s] += static_cast<uint64_t>(num * (cum_[k + 1][s] - cum_[k][s]) / den);
+  return r;
+}
+
+StateNs StateSeries::Sum(uint64_t a, uint64_t b) const {
+  StateNs r{};
+  if (b <= a)
+    return r;
+  const StateNs x = Cumulative(a), y = Cumulative(b);
+  for (int s = 0; s < kStates; ++s)
+    r[s] = y[s] - x[s];
+  return r;
+}
+
+// --- TraceIndex --------------------------------------------------------------------------------
+
+const IndexedLocation* TraceIndex::Find(uint32_t id) const {
+  auto it = std::lower_bound(locations_.begin(), locations_.end(), id,
+                             [](const IndexedLocation& l, uint32_t x) { return l.id < x; });
+  return it != locations_.end() && it->id == id ? &*it : nullptr;
+}
+
+std::vector<const Message*> TraceIndex::MessagesIn(uint64_t t0,
+                                                   uint64_t t1,
+                                                   size_t limit,
+                                                   bool* more) const {
+  std::vector<const Message*> out;
+  *more = false;
+  const uint64_t from = t0 > longest_message_ ? t0 - longest_message_ : 0;
+  auto it = std::lower_bound(messages_.begin(), messages_.end(), from,
+                             [](const Message& m, uint64_t x) { return m.send < x; });
+  for (; it != messages_.end() && it->send < t1; ++it) {
+    if (it->recv < t0)
+      continue;
+    if (out.size() == limit) {
+      *more = true;
+      break;
+    }
+    out.push_back(&*it);
+  }
+  return out;
+}
+
+}  // namespace parmon::web

@@ -1,0 +1,146 @@
+// web::TraceIndex: what `parmon view` answers the browser from, built once per trace in one pass
+// over the session's merge (on rank 0's clock, as `parmon report` reads it) and kept in memory.
+//
+// Design. The browser never receives the trace: every query names a time range and a pixel width,
+// and the answer holds at most about one entry per pixel per row.
+//  - States: per location a piecewise-linear cumulative function F_s(t) (ns spent in state s
+//    before t), stored at the boundaries of its pieces (sampler spans cut at MPI call edges). The
+//    time of any state in any bucket [a, b) is F_s(b) - F_s(a): two binary searches, exact at
+//    every zoom level, so the level-of-detail "pyramid" is implicit and costs one record per
+//    boundary. Inside MPI calls (but MPI_Init/Finalize) a thread is in comm wait, as the report
+//    counts it; outside them the sampler's split of its span is spread evenly over the span; a
+//    location without sampler data is running outside its calls (the report's "inferred" split).
+//  - Slices (user regions, MPI calls, blocking waits) and CPU intervals (which thread ran) are kept
+//    per location in duration classes (class c: durations in [2^c, 2^(c+1))), each sorted by start:
+//    a query visits only the classes at least one pixel wide, and counts the narrower slices
+//    starting in the range with two binary searches instead of visiting them.
+//  - Messages: MPI point-to-point sends paired with their receives (docs/events.md's matching:
+//    k-th send A->B on (comm, tag) with the k-th receive posted), sorted by send time.
+// Memory: 64 bytes per state boundary, 24 per slice, 40 per message.
+#ifndef PARMON_SRC_WEB_TRACE_INDEX_H_
+#define PARMON_SRC_WEB_TRACE_INDEX_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "format/thread_state.h"
+#include "model/session.h"
+
+namespace parmon::web {
+
+constexpr int kStates = format::kReportStateCount;
+using StateNs = std::array<uint64_t, kStates>;
+// The API's state keys, in format::ThreadState order (the report's seven states).
+extern const char* const kStateKeys[kStates];
+
+enum class SliceKind : uint8_t { kRegion = 0, kMpi = 1, kWait = 2, kCpu = 3 };
+extern const char* const kSliceKindKeys[4];
+
+// A span of a location's time: a region, an MPI call, a blocking wait, or (in a CPU's set) a
+// thread's stay on the CPU (name = the thread's location id, depth 1 when it was preempted).
+struct Slice {
+  uint64_t begin = 0, end = 0;
+  uint32_t name = 0;  // index into TraceIndex::names(), or a location id for kCpu
+  uint8_t depth = 0;
+  SliceKind kind = SliceKind::kRegion;
+};
+
+class SliceSet {
+ public:
+  void Add(const Slice& s);
+  void Finish();  // sorts; call once after the last Add
+  size_t size() const { return size_; }
+  // Visits the slices overlapping [t0, t1) at least min_ns long (at most `limit` of them, in no
+  // particular order); returns how many narrower slices start in [t0, t1). *truncated is set
+  // when the limit cut the visit short.
+  uint64_t Query(uint64_t t0,
+                 uint64_t t1,
+                 uint64_t min_ns,
+                 size_t limit,
+                 const std::function<void(const Slice&)>& fn,
+                 bool* truncated) const;
+
+ private:
+  static int ClassOf(uint64_t d);
+  std::array<std::vector<Slice>, 64> by_class_;
+  size_t size_ = 0;
+};
+
+// F_s(t) of one location (see above).
+class StateSeries {
+ public:
+  // Appends a piece [begin, end) whose state time grows at rate[s] / total per ns (rate sums to
+  // total, or to less when part of the span is in no state). Pieces come in time order; a gap
+  // between pieces is time in no state.
+  void AddPiece(uint64_t begin, uint64_t end, const StateNs& rate, uint64_t total);
+  // Time per state in [a, b).
+  StateNs Sum(uint64_t a, uint64_t b) const;
+  StateNs Cumulative(uint64_t t) const;
+  size_t boundaries() const { return ts_.size(); }
+  bool empty() const { return ts_.empty(); }
+
+ private:
+  std::vector<uint64_t> ts_;
+  std::vector<StateNs> cum_;
+};
+
+struct Message {
+  uint64_t send = 0, recv = 0;  // the send's start, the receive's completion
+  uint32_t from = 0, to = 0;    // location ids
+  uint64_t bytes = 0;
+  int64_t tag = 0;
+};
+
+struct IndexedLocation {
+  uint32_t id = 0;
+  bool cpu = false;
+  StateSeries states;
+  SliceSet slices;
+  uint64_t first = UINT64_MAX, last = 0;
+  // The span of its MPI calls (but MPI_Init/Finalize) and blocking waits: where a finding about
+  // its communication happens. comm_first > comm_last when it has none.
+  uint64_t comm_first = UINT64_MAX, comm_last = 0;
+};
+
+struct CpuRow {
+  uint32_t cpu = 0;  // the CPU number of the context-switch records
+  SliceSet runs;     // kCpu slices: name = the thread's location id
+  StateSeries busy;  // state 0 (running) = some recorded thread was on the CPU
+};
+
+class TraceIndex {
+ public:
+  // One pass over the whole session.
+  static StatusOr<std::unique_ptr<TraceIndex>> Build(const model::Session& session);
+
+  uint64_t start() const { return start_; }  // session clock ns of time 0 of the API
+  uint64_t end() const { return end_; }
+  const std::vector<IndexedLocation>& locations() const { return locations_; }
+  const IndexedLocation* Find(uint32_t id) const;
+  const std::vector<CpuRow>& cpus() const { return cpus_; }
+  const std::vector<Message>& messages() const { return messages_; }  // by send time
+  uint64_t longest_message() const { return longest_message_; }
+  const std::vector<std::string>& names() const { return names_; }
+  uint64_t events() const { return events_; }
+
+  // The messages in flight during [t0, t1) (send < t1, recv >= t0), the first `limit` by send
+  // time; *more is set when there are others (they are not counted: that would visit them all).
+  std::vector<const Message*> MessagesIn(uint64_t t0, uint64_t t1, size_t limit, bool* more) const;
+
+ private:
+  friend class IndexBuilder;
+  uint64_t start_ = 0, end_ = 0, events_ = 0, longest_message_ = 0;
+  std::vector<IndexedLocation> locations_;  // by id
+  std::vector<CpuRow> cpus_;                // by cpu number
+  std::vector<Message> messages_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace parmon::web
+
+#endif  // PARMON_SRC_WEB_TRACE_INDEX_H_

@@ -1,0 +1,258 @@
+// TraceIndex and Api on small traces built here (tests/report/trace_builder.h), whose answers are
+// known by construction: exact state sums per bucket at several zoom levels, slices shown or
+// counted by their width, messages paired send -> receive, CPU runs from context switches, and
+// the API's checks of its parameters.
+#include "web/trace_index.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "analysis/engine.h"
+#include "report/trace_builder.h"
+#include "web/api.h"
+
+namespace parmon::web {
+namespace {
+
+using format::Kind;
+using format::StringCategory;
+using nlohmann::json;
+using testing::kMs;
+using testing::TraceBuilder;
+
+constexpr uint32_t kSend = 1, kRecv = 2, kCompute = 10, kInner = 11, kBadName = 12;
+constexpr int kRun = 0, kQueued = 1, kComm = 2, kLock = 3;
+
+// Location 1 (rank 0): sampled, 10 ms running, MPI_Send 4-6 ms inside region compute (0-8 ms)
+// with inner (1-1.5 ms) nested; ran on CPU 0 from 0 to 3 ms (preempted) and 5 to 9 ms.
+// Location 2 (rank 1): sampled 6 ms running, 2 queued, 2 lock wait over 0-10 ms, and MPI_Recv
+// 5-7 ms (the message sent at 4 ms, received at 7 ms), a region named in bad UTF-8 (8-9 ms);
+// ran on CPU 1 from 1 to 2 ms.
+std::unique_ptr<model::Session> Build(const std::string& path) {
+  TraceBuilder b(path);
+  b.Session({{"command", "t"}, {"start_ts", std::to_string(testing::kT0)}});
+  b.String(kSend, StringCategory::kFunction, "MPI_Send");
+  b.String(kRecv, StringCategory::kFunction, "MPI_Recv");
+  b.String(kCompute, StringCategory::kRegion, "compute");
+  b.String(kInner, StringCategory::kRegion, "inner");
+  b.String(kBadName, StringCategory::kRegion, "bad\xff\xfe");  // not UTF-8
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    const uint32_t loc = rank + 1, pid = 100 * loc;
+    b.Process(pid, 1, "t");
+    b.Thread(loc, pid, pid, "t");
+    b.Ev(loc, 0, Kind::kMpiInit, {rank, 2, 0});
+  }
+  b.Ev(1, 0, Kind::kRegionEnter, {kCompute});
+  b.Ev(1, 1 * kMs, Kind::kRegionEnter, {kInner});
+  b.Ev(1, 1 * kMs + kMs / 2, Kind::kRegionLeave, {kInner});
+  b.Ev(1, 4 * kMs, Kind::kMpiEnter, {kSend});
+  b.Ev(1, 4 * kMs, Kind::kMpiSend, {1, 7, 1, 1000, 0});
+  b.Ev(1, 6 * kMs, Kind::kMpiLeave, {kSend});
+  b.Ev(1, 8 * kMs, Kind::kRegionLeave, {kCompute});
+  b.Ev(1, 10 * kMs, Kind::kThreadEnd);
+  b.Ev(2, 5 * kMs, Kind::kMpiEnter, {kRecv});
+  b.Ev(2, 7 * kMs, Kind::kMpiRecv, {0, 7, 1, 1000, 0, TraceBuilder::At(5 * kMs)});
+  b.Ev(2, 7 * kMs, Kind::kMpiLeave, {kRecv});
+  b.Ev(2, 8 * kMs, Kind::kRegionEnter, {kBadName});
+  b.Ev(2, 9 * kMs, Kind::kRegionLeave, {kBadName});
+  b.Ev(2, 10 * kMs, Kind::kThreadEnd);
+  b.Ev(1, 10 * kMs, Kind::kThreadStates, {10 * kMs, 0, 0, 0, 0, 0, 0, 0}, "",
+       format::Source::kSampler);
+  b.Ev(2, 10 * kMs, Kind::kThreadStates, {6 * kMs, 2 * kMs, 0, 2 * kMs, 0, 0, 0, 0}, "",
+       format::Source::kSampler);
+  const auto sched = format::Source::kSched;
+  b.Ev(1, 0, Kind::kSwitchIn, {0}, "", sched);
+  b.Ev(1, 3 * kMs, Kind::kSwitchOut, {0, 1}, "", sched);
+  b.Ev(1, 5 * kMs, Kind::kSwitchIn, {0}, "", sched);
+  b.Ev(1, 9 * kMs, Kind::kSwitchOut, {0, 0}, "", sched);
+  b.Ev(2, 1 * kMs, Kind::kSwitchIn, {1}, "", sched);
+  b.Ev(2, 2 * kMs, Kind::kSwitchOut, {1, 0}, "", sched);
+  EXPECT_TRUE(b.Finish({{"end_ts", std::to_string(testing::kT0 + 10 * kMs)}}));
+  auto s = model::Session::Open(path);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return std::move(*s);
+}
+
+class TraceIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/web_index_test_" + std::to_string(getpid()) + ".ptrace";
+    session_ = Build(path_);
+    auto index = TraceIndex::Build(*session_);
+    ASSERT_TRUE(index.ok());
+    index_ = std::move(*index);
+    auto results = analysis::Analyze(*session_, {});
+    ASSERT_TRUE(results.ok());
+    results_ = std::move(*results);
+  }
+  void TearDown() override { unlink(path_.c_str()); }
+  uint64_t At(uint64_t t) const { return index_->start() + t; }
+  json Get(const std::string& target, int status = 200) {
+    ApiResponse r = Api(*index_, results_).Handle(target);
+    EXPECT_EQ(r.status, status) << target << ": " << r.body;
+    return json::parse(r.body);
+  }
+
+  std::string path_;
+  std::unique_ptr<model::Session> session_;
+  std::unique_ptr<TraceIndex> index_;
+  analysis::Results results_;
+};
+
+TEST_F(TraceIndexTest, StateSumsAreExactAtEveryZoom) {
+  ASSERT_EQ(index_->start(), testing::kT0);
+  const StateSeries& rank0 = index_->Find(1)->states;
+  const StateSeries& rank1 = index_->Find(2)->states;
+  // Rank 0: running but for its MPI_Send (4-6 ms), which is comm wait.
+  StateNs all = rank0.Sum(At(0), At(10 * kMs));
+  EXPECT_EQ(all[kRun], 8 * kMs);
+  EXPECT_EQ(all[kComm], 2 * kMs);
+  StateNs mid = rank0.Sum(At(3 * kMs), At(5 * kMs));
+  EXPECT_EQ(mid[kRun], 1 * kMs);
+  EXPECT_EQ(mid[kComm], 1 * kMs);
+  // Rank 1: MPI_Recv 5-7 ms is comm wait; the other 8 ms keep the sampler's 6:2:2 split.
+  all = rank1.Sum(At(0), At(10 * kMs));
+  EXPECT_EQ(all[kComm], 2 * kMs);
+  EXPECT_EQ(all[kRun], 4800000u);
+  EXPECT_EQ(all[kQueued], 1600000u);
+  EXPECT_EQ(all[kLock], 1600000u);
+  // Buckets of 1 ms add up to the whole, and each outside the call is 0.6/0.2/0.2 ms.
+  StateNs sum{};
+  for (uint64_t i = 0; i < 10; ++i) {
+    StateNs b = rank1.Sum(At(i * kMs), At((i + 1) * kMs));
+    for (int s = 0; s < kStates; ++s)
+      sum[s] += b[s];
+    if (i < 5 || i >= 7) {
+      EXPECT_EQ(b[kRun], 600000u) << i;
+      EXPECT_EQ(b[kLock], 200000u) << i;
+    } else {
+      EXPECT_EQ(b[kComm], kMs) << i;
+    }
+  }
+  EXPECT_EQ(sum, all);
+  // Outside the trace: nothing.
+  EXPECT_EQ(rank1.Sum(At(20 * kMs), At(30 * kMs)), StateNs{});
+}
+
+TEST_F(TraceIndexTest, SlicesNarrowerThanAPixelAreCounted) {
+  const SliceSet& s = index_->Find(1)->slices;
+  ASSERT_EQ(s.size(), 3u);  // compute, inner, MPI_Send
+  std::vector<std::string> seen;
+  bool truncated = false;
+  auto visit = [&](const Slice& x) { seen.push_back(index_->names()[x.name]); };
+  // 1 ns per pixel: all three.
+  EXPECT_EQ(s.Query(At(0), At(10 * kMs), 1, 100, visit, &truncated), 0u);
+  EXPECT_EQ(seen.size(), 3u);
+  // 1 ms per pixel: inner (0.5 ms) is counted, not sent.
+  seen.clear();
+  EXPECT_EQ(s.Query(At(0), At(10 * kMs), kMs, 100, visit, &truncated), 1u);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"MPI_Send", "compute"}));
+  // A range within compute but after inner and the send: compute alone.
+  seen.clear();
+  EXPECT_EQ(s.Query(At(6 * kMs + 1), At(7 * kMs), 1, 100, visit, &truncated), 0u);
+  EXPECT_EQ(seen, std::vector<std::string>{"compute"});
+  // The limit cuts the visit short and says so.
+  seen.clear();
+  s.Query(At(0), At(10 * kMs), 1, 1, visit, &truncated);
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(truncated);
+}
+
+TEST_F(TraceIndexTest, MessagesAndCpus) {
+  ASSERT_EQ(index_->messages().size(), 1u);
+  const Message& m = index_->messages()[0];
+  EXPECT_EQ(m.from, 1u);
+  EXPECT_EQ(m.to, 2u);
+  EXPECT_EQ(m.send, At(4 * kMs));
+  EXPECT_EQ(m.recv, At(7 * kMs));
+  bool more = true;
+  EXPECT_EQ(index_->MessagesIn(At(6 * kMs), At(8 * kMs), 10, &more).size(), 1u);
+  EXPECT_FALSE(more);
+  EXPECT_TRUE(index_->MessagesIn(At(8 * kMs), At(9 * kMs), 10, &more).empty());
+  ASSERT_EQ(index_->cpus().size(), 2u);
+  const CpuRow& cpu0 = index_->cpus()[0];
+  EXPECT_EQ(cpu0.cpu, 0u);
+  EXPECT_EQ(cpu0.runs.size(), 2u);
+  EXPECT_EQ(cpu0.busy.Sum(At(0), At(10 * kMs))[kRun], 7 * kMs);
+  EXPECT_EQ(cpu0.busy.Sum(At(2 * kMs), At(6 * kMs))[kRun], 2 * kMs);
+  EXPECT_EQ(index_->cpus()[1].busy.Sum(At(0), At(10 * kMs))[kRun], 1 * kMs);
+}
+
+TEST_F(TraceIndexTest, ApiTimelineRunsAddUp) {
+  json session = Get("/api/session");
+  ASSERT_EQ(session["rows"].size(), 2u);
+  // A name that is not UTF-8 is sent with replacement characters, not refused.
+  const auto& names = session["names"];
+  EXPECT_NE(std::find(names.begin(), names.end(), "bad\xEF\xBF\xBD\xEF\xBF\xBD"), names.end())
+      << names.dump();
+  EXPECT_EQ(session["end"], 10 * kMs);
+  EXPECT_EQ(session["counts"]["messages"], 1);
+  EXPECT_EQ(Get("/api/timeline?rows=2,2")["rows"].size(), 2u);  // a row twice: valid JSON
+  json t = Get("/api/timeline?t0=0&t1=10000000&px=10&rows=2");
+  ASSERT_EQ(t["rows"].size(), 1u);
+  json runs = t["rows"][0]["states"];
+  // Running-dominated 0-5 ms, comm wait 5-7 ms, running 7-10 ms.
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0], json::parse("[0,5000000,0,[3000000,1000000,0,1000000,0,0,0]]"));
+  EXPECT_EQ(runs[1], json::parse("[5000000,7000000,2,[0,0,2000000,0,0,0,0]]"));
+  EXPECT_EQ(runs[2][3][0], 1800000);
+  json c = Get("/api/cpus?t0=0&t1=10000000&px=10");
+  ASSERT_EQ(c["cpus"].size(), 2u);
+  EXPECT_EQ(c["cpus"][0]["runs"].size(), 2u);
+  json f = Get("/api/findings");
+  EXPECT_TRUE(f["findings"].is_array());
+  json m = Get("/api/messages?t0=0&t1=10000000");
+  EXPECT_EQ(m["messages"][0], json::parse("[1,2,4000000,7000000,1000,7]"));
+}
+
+TEST_F(TraceIndexTest, FindingsSpanTheirRowsCommunication) {
+  // Rank 0's MPI_Send 4-6 ms, rank 1's MPI_Recv 5-7 ms.
+  EXPECT_EQ(index_->Find(1)->comm_first, At(4 * kMs));
+  EXPECT_EQ(index_->Find(1)->comm_last, At(6 * kMs));
+  EXPECT_EQ(index_->Find(2)->comm_first, At(5 * kMs));
+  EXPECT_EQ(index_->Find(2)->comm_last, At(7 * kMs));
+  const uint64_t begin[] = {0, 4 * kMs, 5 * kMs}, end[] = {0, 6 * kMs, 7 * kMs};
+  for (const json& f : Get("/api/findings")["findings"]) {
+    if (f["rows"].empty())
+      continue;
+    uint64_t b = UINT64_MAX, e = 0;
+    for (const json& id : f["rows"]) {
+      b = std::min(b, begin[id.get<int>()]);
+      e = std::max(e, end[id.get<int>()]);
+    }
+    EXPECT_EQ(f["t0"], b) << f.dump();
+    EXPECT_EQ(f["t1"], e) << f.dump();
+  }
+}
+
+TEST_F(TraceIndexTest, ApiRefusesBadParameters) {
+  const char* bad[] = {"/api/timeline?t0=5&t1=5",
+                       "/api/timeline?px=0",
+                       "/api/timeline?px=8193",
+                       "/api/timeline?t0=-1",
+                       "/api/timeline?t0=1e3",
+                       "/api/timeline?rows=1,99",
+                       "/api/timeline?rows=abc",
+                       "/api/timeline?px=10&px=20",
+                       "/api/timeline?colour=red",
+                       "/api/messages?limit=0",
+                       "/api/timeline?t1=99999999999999999999999",
+                       "/api/session?x=1",
+                       "/api/cpus?t0=10&t1=2"};
+  for (const char* target : bad) {
+    json j = Get(target, 400);
+    const std::string e = j["error"];
+    EXPECT_EQ(e.back(), '.') << target;
+    EXPECT_EQ(e.find(". "), std::string::npos) << target << ": " << e;  // one sentence
+  }
+  Get("/api/nothing", 404);
+  Get("/api/timeline?rows=1,2,1,2", 400);  // more rows than the trace has
+}
+
+}  // namespace
+}  // namespace parmon::web

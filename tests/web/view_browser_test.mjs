@@ -1,0 +1,249 @@
+// parmon view in a real browser. Records the ring example on 4 MPI ranks under `parmon record`,
+// serves it with `parmon view --port 0`, opens the page in Debian's chromium (headless, driven by
+// npm's playwright-core as tests/html does) and checks what a person would see against what the
+// API answers:
+//   - the execution barscope draws one row per location /api/session lists, with paint in each;
+//   - hovering a row shows a tooltip whose state run (duration, ns per state) is one of those
+//     /api/timeline gives for the same query, and whose text carries that duration;
+//   - the wheel zooms (the visible span shrinks about the pointer), a drag pans (the span stays,
+//     the start moves), the + key zooms, and new answers are drawn each time;
+//   - the CPU barscope has one row per CPU of the trace's context switches;
+//   - clicking a finding sets the visible range to the finding's range and selects its rows;
+//   - clicking a thread's stay on a CPU selects that thread (linked selection);
+//   - no JavaScript error; view.png, exec.png and cpus.png are written to the output directory.
+//
+// usage: node view_browser_test.mjs --bin DIR --lib DIR --modules DIR [--out DIR]
+// Exit status: 0 pass, 1 fail, 77 skipped (no chromium, playwright-core, MPI example or UI).
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+
+const SKIP = 77;
+const TIMEOUT_MS = 180000;  // a busy 2-CPU machine: chromium's start alone has taken seconds
+const started = Date.now();
+const log = (m) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${m}`);
+const skip = (why) => { console.log(`SKIPPED: ${why}`); process.exit(SKIP); };
+const failures = [];
+function check(ok, what) {
+  if (!ok) failures.push(what);
+  log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+}
+function which(name) {
+  for (const dir of (process.env.PATH || '').split(':')) {
+    try {
+      fs.accessSync(path.join(dir || '.', name), fs.constants.X_OK);
+      return path.join(dir || '.', name);
+    } catch {}
+  }
+  return null;
+}
+const args = {};
+for (let i = 2; i + 1 < process.argv.length; i += 2) args[process.argv[i].slice(2)] = process.argv[i + 1];
+
+const chromiumPath = process.env.PARMON_CHROMIUM || which('chromium') || which('chromium-browser');
+if (!chromiumPath) skip('no chromium in PATH (Debian: apt-get install chromium)');
+let chromium;
+try {
+  const require = createRequire(path.join(path.resolve(args.modules || '.'), 'node_modules', 'index.js'));
+  ({ chromium } = require('playwright-core'));
+} catch {
+  skip(`playwright-core is not installed in ${args.modules}/node_modules (cmake runs npm ci there)`);
+}
+const bin = path.resolve(args.bin || '.');
+for (const f of ['parmon', 'ring_search'])
+  if (!fs.existsSync(path.join(bin, f))) skip(`${f} was not built in ${bin} (ring_search needs MPI)`);
+const lib = path.resolve(args.lib || path.join(bin, '..', 'lib'));
+if (!fs.existsSync(path.join(lib, 'libparmon_mpi.so'))) skip(`libparmon_mpi.so was not built in ${lib}`);
+if (!which('mpirun')) skip('no mpirun in PATH');
+const out = path.resolve(args.out || fs.mkdtempSync(path.join(os.tmpdir(), 'parmon-view-')));
+fs.mkdirSync(out, { recursive: true });
+for (const f of fs.readdirSync(out)) if (f.endsWith('.png')) fs.rmSync(path.join(out, f));
+
+const trace = path.join(out, 'run.ptrace');
+fs.rmSync(trace, { force: true, recursive: true });
+const argv = [path.join(bin, 'parmon'), 'record', '-q', '-o', trace, '--', 'mpirun', '--allow-run-as-root',
+  '--oversubscribe', '-np', '4', path.join(bin, 'ring_search'), '--words', '100', '--db-kb', '1024'];
+log(`$ ${argv.join(' ')}`);
+const rec = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', timeout: 300000 });
+if (rec.status !== 0) {
+  console.log(`FAIL parmon record: ${rec.status ?? rec.signal}\n${rec.stdout}${rec.stderr}`);
+  process.exit(1);
+}
+
+// parmon view, its URL read from its first line.
+const viewer = spawn(path.join(bin, 'parmon'), ['view', trace, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+let viewErr = '';
+viewer.stderr.on('data', (d) => { viewErr += d; });
+const url = await new Promise((resolve) => {
+  let buf = '';
+  const timer = setTimeout(() => resolve(null), TIMEOUT_MS);
+  viewer.stdout.on('data', (d) => {
+    buf += d;
+    const m = buf.match(/^parmon view: (http:\/\/127\.0\.0\.1:\d+\/)\n/);
+    if (m) { clearTimeout(timer); resolve(m[1]); }
+  });
+  viewer.on('exit', () => resolve(null));
+});
+if (!url) {
+  console.log(`FAIL parmon view printed no URL\n${viewErr}`);
+  process.exit(1);
+}
+log(`${url} (${viewErr.trim()})`);
+const api = async (q) => (await fetch(url + q.replace(/^\//, ''))).json();
+const session = await api('/api/session');
+const root = await (await fetch(url)).text();
+if (root.includes('id="no-ui"')) {
+  viewer.kill('SIGTERM');
+  skip('this parmon was built without its web UI (no npm/esbuild when cmake ran)');
+}
+
+const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, timeout: TIMEOUT_MS,
+                                        args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+try {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  context.setDefaultTimeout(TIMEOUT_MS);
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => {
+    if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Canvas2D'))
+      errors.push(`console.${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => errors.push(`uncaught: ${e.message}`));
+  await page.goto(url, { waitUntil: 'load' });
+  const state = () => page.evaluate(() => JSON.parse(JSON.stringify(window.parmonView)));
+  // Waits until an answer newer than `after` (data-ready counts them) has been drawn.
+  const drawnAfter = async (after) => {
+    await page.waitForFunction((n) => Number(document.documentElement.dataset.ready || 0) > n, after);
+    return state();
+  };
+  const gen = async () => Number(await page.evaluate(() => document.documentElement.dataset.ready || 0));
+  let v = await drawnAfter(0);
+  await page.waitForFunction(() => window.parmonView.findings > 0 || document.querySelector('#findings').textContent.includes('No findings'));
+
+  // One row per location the API lists, each with paint.
+  const ids = session.rows.map((r) => r.id);
+  check(ids.length >= 4 && JSON.stringify(v.execRows) === JSON.stringify(ids),
+        `execution barscope: a row per location (${v.execRows.length} drawn, ${ids.length} in /api/session)`);
+  const painted = await page.evaluate(({ n }) => {
+    const c = document.getElementById('exec'), ctx = c.getContext('2d'), dpr = window.devicePixelRatio || 1;
+    const rowH = (c.height / dpr - 20) / n, per = [];
+    for (let i = 0; i < n; ++i) {
+      const y = Math.round((18 + i * rowH) * dpr), h = Math.max(1, Math.round(rowH * dpr));
+      const d = ctx.getImageData(Math.round(150 * dpr), y, c.width - Math.round(150 * dpr), h).data;
+      let k = 0;
+      for (let j = 0; j < d.length; j += 4) if (d[j + 3] && (Math.abs(d[j] - d[j + 1]) > 30 || Math.abs(d[j + 1] - d[j + 2]) > 30)) ++k;
+      per.push(k);
+    }
+    return per;
+  }, { n: ids.length });
+  const mainRows = session.rows.map((r, i) => (r.main_thread ? painted[i] : null)).filter((p) => p !== null);
+  check(mainRows.length >= 4 && mainRows.every((p) => p > 200),
+        `every rank's row is painted in colour (${mainRows.join(', ')} px)`);
+  check(v.drawnRuns > 0 && v.drawnSlices > 0 && v.messages > 0,
+        `states (${v.drawnRuns} runs), slices (${v.drawnSlices}) and messages (${v.messages}) drawn`);
+
+  // A tooltip over rank 0's row: its run is one /api/timeline gives for the same query.
+  const box = await page.locator('#exec').boundingBox();
+  const r0 = session.rows.findIndex((r) => r.main_thread);
+  const rowH = (box.height - 20) / ids.length;
+  const tl = await api(`/api/timeline?${v.query}`);
+  const row0 = tl.rows.find((r) => r.id === ids[r0]);
+  const run = row0.states.reduce((a, r) => (r[1] - r[0] > a[1] - a[0] ? r : a));
+  const xOf = (t) => box.x + 150 + ((t - v.range.t0) / (v.range.t1 - v.range.t0)) * (box.width - 150);
+  await page.mouse.move(xOf((run[0] + run[1]) / 2), box.y + 18 + r0 * rowH + rowH - 6);
+  await page.waitForFunction(() => window.parmonView.hover && window.parmonView.hover.run);
+  v = await state();
+  const fmt = (ns) => {
+    const a = Math.abs(ns);
+    if (a >= 1e9) return `${(ns / 1e9).toFixed(a >= 1e10 ? 1 : 3)} s`;
+    if (a >= 1e6) return `${(ns / 1e6).toFixed(a >= 1e7 ? 1 : 3)} ms`;
+    if (a >= 1e3) return `${(ns / 1e3).toFixed(a >= 1e4 ? 1 : 3)} µs`;
+    return `${Math.round(ns)} ns`;
+  };
+  check(JSON.stringify(v.hover.run) === JSON.stringify(run) && v.tooltip.includes(fmt(run[1] - run[0])) &&
+        (await page.locator('#tooltip').isVisible()),
+        `tooltip shows the API's run ${JSON.stringify(run)} (${fmt(run[1] - run[0])}): ${v.tooltip.split('\n').slice(0, 3).join(' | ')}`);
+
+  // Wheel zoom about the pointer, then a drag pan, then the + key.
+  const before = v.range;
+  let g = await gen();
+  await page.mouse.wheel(0, -400);
+  v = await drawnAfter(g);
+  const zoomed = v.range;
+  check(zoomed.t1 - zoomed.t0 < (before.t1 - before.t0) * 0.9,
+        `wheel zoom: span ${fmt(before.t1 - before.t0)} -> ${fmt(zoomed.t1 - zoomed.t0)}`);
+  g = await gen();
+  const cx = box.x + 150 + (box.width - 150) / 2, cy = box.y + 30;
+  // Dragging right shows earlier times: drag towards the side that has room.
+  const dir = zoomed.t0 > session.end - zoomed.t1 ? 1 : -1;
+  await page.mouse.move(cx, cy);
+  await page.mouse.down();
+  await page.mouse.move(cx + dir * 60, cy, { steps: 6 });
+  await page.mouse.move(cx + dir * 120, cy, { steps: 6 });
+  await page.mouse.up();
+  v = await drawnAfter(g);
+  check(Math.abs((v.range.t1 - v.range.t0) - (zoomed.t1 - zoomed.t0)) <= 2 &&
+        (dir > 0 ? v.range.t0 < zoomed.t0 : v.range.t0 > zoomed.t0),
+        `drag pan: start ${fmt(zoomed.t0)} -> ${fmt(v.range.t0)}, span kept`);
+  g = await gen();
+  await page.locator('#exec').focus();
+  await page.keyboard.press('+');
+  const keyed = await drawnAfter(g);
+  check(keyed.range.t1 - keyed.range.t0 < v.range.t1 - v.range.t0, 'the + key zooms in');
+  await page.locator('#exec').screenshot({ path: path.join(out, 'exec.png') });
+
+  // CPU barscope: a row per CPU of the trace.
+  check(session.cpus.length > 0 && JSON.stringify(keyed.cpuRows) === JSON.stringify(session.cpus.map((c) => c.cpu)),
+        `CPU barscope: a row per CPU (${keyed.cpuRows.length} drawn, ${session.cpus.length} in the trace)`);
+  await page.locator('#cpus').screenshot({ path: path.join(out, 'cpus.png') });
+
+  // Clicking a finding lands on its range and selects its rows.
+  const findings = (await api('/api/findings')).findings;
+  check(findings.length > 0, `findings listed (${findings.length})`);
+  if (findings.length) {
+    const f = findings[0];
+    g = await gen();
+    await page.locator('#findings li').first().click();
+    v = await drawnAfter(g);
+    check(v.range.t0 === f.t0 && v.range.t1 === f.t1 && v.activeFinding === 0 &&
+          JSON.stringify([...v.selected].sort()) === JSON.stringify([...f.rows].sort()),
+          `finding "${f.id}": range ${fmt(v.range.t0)}-${fmt(v.range.t1)} = ${fmt(f.t0)}-${fmt(f.t1)}, rows ${f.rows}`);
+  }
+  // Linked selection: clicking a thread's stay on a CPU selects that thread in every view.
+  // (Zoomed in with + until stays are wider than a pixel.)
+  let cq = await api(`/api/cpus?${v.query}`);
+  await page.locator('#cpus').focus();
+  for (let i = 0; i < 16 && !cq.cpus.some((c) => c.runs.length); ++i) {
+    g = await gen();
+    await page.keyboard.press('+');
+    v = await drawnAfter(g);
+    cq = await api(`/api/cpus?${v.query}`);
+  }
+  let stay = null;
+  cq.cpus.forEach((c, i) => c.runs.forEach((r) => {
+    if (!stay || r[1] - r[0] > stay.r[1] - stay.r[0]) stay = { i, r };
+  }));
+  check(stay !== null, `the CPU barscope has stays to click (${cq.cpus.map((c) => c.runs.length).join(', ')})`);
+  if (stay) {
+    const cbox = await page.locator('#cpus').boundingBox();
+    const x = cbox.x + 150 + (((stay.r[0] + stay.r[1]) / 2 - v.range.t0) / (v.range.t1 - v.range.t0)) * (cbox.width - 150);
+    await page.mouse.click(x, cbox.y + 18 + stay.i * 22 + 10);
+    const s = await state();
+    const label = session.rows.find((r) => r.id === stay.r[2])?.label;
+    check(JSON.stringify(s.selected) === JSON.stringify([stay.r[2]]) &&
+          (await page.locator('#details').textContent()).includes(label ?? '#'),
+          `clicking ${label}'s stay on cpu ${cq.cpus[stay.i].cpu} selects it (${JSON.stringify(s.selected)})`);
+  }
+  await page.screenshot({ path: path.join(out, 'view.png'), fullPage: true });
+  log(`screenshots: ${out}/view.png, exec.png, cpus.png`);
+  check(!errors.length && !v.errors.length, `no JavaScript errors${errors.length ? ': ' + errors.join('; ') : ''}${v.errors.join('; ')}`);
+} finally {
+  await browser.close();
+  viewer.kill('SIGTERM');
+}
+const code = await new Promise((resolve) => (viewer.exitCode !== null ? resolve(viewer.exitCode) : viewer.on('exit', (c) => resolve(c))));
+check(code === 0, `parmon view exits 0 on SIGTERM (${code})`);
+log(failures.length ? `${failures.length} check(s) failed` : 'all checks passed');
+process.exit(failures.length ? 1 : 0);

@@ -1,0 +1,206 @@
+// `parmon view` end to end over real sockets on 127.0.0.1: a trace built here (known content) is
+// served by the parmon binary; the test checks the API's answers, then what a hostile or broken
+// client gets (oversized header and body, other methods, garbage, bad parameters, unknown paths,
+// more connections than the server takes, a client that sends half a request) — a 4xx with one
+// sentence each, and the server still answering afterwards — and that SIGTERM ends it with 0.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "live/live_support.h"
+#include "report/trace_builder.h"
+#include "support/e2e.h"
+
+namespace parmon::testing {
+namespace {
+
+using format::Kind;
+using nlohmann::json;
+
+// Two threads of one process, each with a region, and a sampled state split.
+void BuildTrace(const std::string& path) {
+  TraceBuilder b(path);
+  b.Session({{"command", "t"}, {"start_ts", std::to_string(kT0)}});
+  b.String(10, format::StringCategory::kRegion, "work");
+  b.Process(100, 1, "t");
+  for (uint32_t loc : {1u, 2u}) {
+    b.Thread(loc, 100, 99 + loc, "t");
+    b.Ev(loc, loc * kMs, Kind::kRegionEnter, {10});
+    b.Ev(loc, 8 * kMs, Kind::kRegionLeave, {10});
+    b.Ev(loc, 10 * kMs, Kind::kThreadStates, {7 * kMs, 3 * kMs, 0, 0, 0, 0, 0, 0}, "",
+         format::Source::kSampler);
+  }
+  ASSERT_TRUE(b.Finish({{"end_ts", std::to_string(kT0 + 10 * kMs)}}));
+}
+
+struct Reply {
+  int status = 0;
+  std::string body;
+};
+
+// Sends raw bytes and reads the answer until the server closes (the requests say close).
+Reply Send(int port, const std::string& raw, double timeout_s = 30) {
+  Reply r;
+  int fd = ConnectTo(port);
+  if (fd < 0)
+    return r;
+  size_t off = 0;
+  while (off < raw.size()) {
+    ssize_t n = write(fd, raw.data() + off, raw.size() - off);
+    if (n <= 0)
+      break;  // the server may close before reading everything (a refused body)
+    off += static_cast<size_t>(n);
+  }
+  std::string in;
+  char buf[65536];
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0)
+      continue;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0)
+      break;
+    in.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  if (in.rfind("HTTP/1.1 ", 0) == 0)
+    r.status = std::stoi(in.substr(9, 3));
+  const size_t body = in.find("\r\n\r\n");
+  if (body != std::string::npos)
+    r.body = in.substr(body + 4);
+  return r;
+}
+
+Reply Get(int port, const std::string& target) {
+  return Send(port, "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+}
+
+// The answer is a JSON error of one sentence.
+void ExpectSentence(const Reply& r, int status, const std::string& what) {
+  EXPECT_EQ(r.status, status) << what << ": " << r.body;
+  auto j = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("error")) << what << ": " << r.body;
+  const std::string e = j["error"];
+  EXPECT_TRUE(!e.empty() && e.back() == '.' && e.find(". ") == std::string::npos)
+      << what << ": " << e;
+}
+
+class ViewHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    signal(SIGPIPE, SIG_IGN);  // the server may close before reading all of a refused request
+    trace_ = dir_.path() + "/t.ptrace";
+    BuildTrace(trace_);
+    proc_ = std::make_unique<Process>(
+        std::vector<std::string>{ParmonBin(), "view", trace_, "--port", "0"}, dir_.path() + "/out",
+        dir_.path() + "/err");
+    ASSERT_TRUE(WaitFor(
+        [&] { return proc_->Out().find('\n') != std::string::npos || !proc_->Running(); }, 120))
+        << proc_->Err();
+    const std::string out = proc_->Out();
+    const std::string prefix = "parmon view: http://127.0.0.1:";
+    ASSERT_EQ(out.rfind(prefix, 0), 0u) << out << proc_->Err();
+    port_ = std::stoi(out.substr(prefix.size()));
+  }
+
+  TempDir dir_;
+  std::string trace_;
+  std::unique_ptr<Process> proc_;
+  int port_ = 0;
+};
+
+TEST_F(ViewHttpTest, AnswersTheApiAndRefusesWhatItShould) {
+  Reply s = Get(port_, "/api/session");
+  ASSERT_EQ(s.status, 200) << s.body;
+  json session = json::parse(s.body);
+  ASSERT_EQ(session["rows"].size(), 2u);
+  EXPECT_EQ(session["end"], 10 * kMs);
+  Reply t = Get(port_, "/api/timeline?t0=0&t1=10000000&px=5&rows=1");
+  ASSERT_EQ(t.status, 200) << t.body;
+  json tl = json::parse(t.body);
+  // One run of running-dominated buckets: 7 ms running and 3 ms queued.
+  EXPECT_EQ(tl["rows"][0]["states"], json::parse("[[0,10000000,0,[7000000,3000000,0,0,0,0,0]]]"));
+  EXPECT_EQ(tl["rows"][0]["slices"].size(), 1u);
+  EXPECT_EQ(Get(port_, "/").status, 200);
+
+  ExpectSentence(Get(port_, "/api/timeline?t0=9&t1=3"), 400, "t0 > t1");
+  ExpectSentence(Get(port_, "/api/timeline?px=100000"), 400, "px too large");
+  ExpectSentence(Get(port_, "/api/timeline?rows=7"), 400, "unknown row");
+  ExpectSentence(Get(port_, "/api/timeline?t0=%00%ff"), 400, "bytes in a number");
+  ExpectSentence(Get(port_, "/api/nothing"), 404, "unknown query");
+  ExpectSentence(Get(port_, "/etc/passwd"), 404, "unknown file");
+  ExpectSentence(
+      Send(port_, "GET /api/session HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n"), 431,
+      "huge header");
+  ExpectSentence(Send(port_, "POST /api/session HTTP/1.1\r\nContent-Length: 5000000\r\n\r\n" +
+                                 std::string(100000, 'x')),
+                 413, "huge body");
+  ExpectSentence(Send(port_,
+                      "GET /api/session HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "100000\r\n" +
+                          std::string(70000, 'x')),
+                 413, "huge chunked body");
+  ExpectSentence(Send(port_, "DELETE /api/session HTTP/1.1\r\nConnection: close\r\n\r\n"), 405,
+                 "other method");
+  ExpectSentence(Send(port_, "\x16\x03\x01 garbage\r\n\r\n"), 400, "not HTTP");
+  // Still answering.
+  EXPECT_EQ(Get(port_, "/api/findings").status, 200);
+}
+
+TEST_F(ViewHttpTest, ManyConnectionsAndHalfRequestsDoNotStopIt) {
+  // More idle connections than the server takes (128): the extra ones are answered 503.
+  std::vector<int> fds;
+  for (int i = 0; i < 200; ++i) {
+    int fd = ConnectTo(port_);
+    if (fd >= 0)
+      fds.push_back(fd);
+  }
+  ASSERT_GT(fds.size(), 150u);
+  int refused = 0;
+  for (size_t i = 128; i < fds.size(); ++i) {
+    char buf[512];
+    pollfd p{fds[i], POLLIN, 0};
+    if (poll(&p, 1, 20000) > 0 && read(fds[i], buf, sizeof buf) > 12 &&
+        std::string(buf, 12) == "HTTP/1.1 503")
+      ++refused;
+  }
+  EXPECT_GT(refused, 0);
+  // Half a request on the rest; then they are all closed and the server answers again.
+  for (size_t i = 0; i < 128 && i < fds.size(); ++i)
+    ASSERT_GT(write(fds[i], "GET /api/ses", 12), 0);
+  for (int fd : fds)
+    close(fd);
+  EXPECT_TRUE(WaitFor([&] { return Get(port_, "/api/session").status == 200; }, 60));
+  proc_->Kill(SIGTERM);
+  EXPECT_EQ(proc_->Wait(60), 0) << proc_->Err();
+}
+
+TEST(ViewCli, BadInputIsOneSentence) {
+  TempDir dir;
+  const std::string bad = dir.path() + "/bad.ptrace";
+  {
+    FILE* f = fopen(bad.c_str(), "w");
+    fputs("not a trace", f);
+    fclose(f);
+  }
+  RunResult r = Parmon({"view", bad, "--exit-after", "1"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err.rfind("parmon view: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  RunResult missing = Parmon({"view", dir.path() + "/none.ptrace"});
+  EXPECT_NE(missing.exit_code, 0);
+  RunResult port = Parmon({"view", bad, "--port", "99999"});
+  EXPECT_EQ(port.exit_code, 2) << port.err;
+}
+
+}  // namespace
+}  // namespace parmon::testing

@@ -1,0 +1,170 @@
+// parmon view's page: loads the session, keeps the visible range and the selection every view
+// shares, asks the server for what fits the screen whenever the range changes (the newest answer
+// wins), and draws. window.parmonView is a read-only summary of what was drawn, for tests.
+import {
+  Cpus, Finding, fmtNs, get, MessageTuple, Messages, Session, STATE_COLORS, Timeline,
+} from './api';
+import { Range, Scope } from './scope';
+import { CPU_ROW_H, drawCpus, drawExec, EXEC_ROW_H, Hit, hitCpu, hitExec } from './views';
+
+interface ViewState {
+  ready: boolean;
+  range: Range;
+  execRows: number[];  // location ids drawn, top to bottom
+  cpuRows: number[];   // CPU numbers drawn
+  drawnSlices: number;
+  drawnRuns: number;
+  drawnCpuRuns: number;
+  messages: number;
+  selected: number[];
+  findings: number;
+  activeFinding: number;
+  tooltip: string;
+  hover: unknown;   // what the tooltip describes, as the API gave it
+  query: string;   // the t0, t1 and px of the last timeline request
+  requests: number;
+  errors: string[];
+}
+
+const view: ViewState = {
+  ready: false, range: { t0: 0, t1: 1 }, execRows: [], cpuRows: [], drawnSlices: 0,
+  drawnRuns: 0, drawnCpuRuns: 0, messages: 0, selected: [], findings: 0, activeFinding: -1,
+  tooltip: '', hover: null, query: '', requests: 0, errors: [],
+};
+(window as unknown as { parmonView: ViewState }).parmonView = view;
+
+let session: Session;
+let timeline: Timeline | null = null;
+let cpus: Cpus | null = null;
+let messages: MessageTuple[] = [];
+let generation = 0;
+const selected = new Set<number>();
+const labels = new Map<number, string>();
+const $ = (id: string) => document.getElementById(id)!;
+const tooltip = $('tooltip');
+
+const MIN_SPAN = 1000;  // 1 µs
+
+function fullRange(): Range { return { t0: 0, t1: Math.max(session.end, 1) }; }
+
+function setRange(r: Range): void {
+  const full = fullRange();
+  let span = Math.min(Math.max(r.t1 - r.t0, MIN_SPAN), full.t1 - full.t0);
+  let t0 = Math.max(full.t0, Math.min(r.t0, full.t1 - span));
+  if (!Number.isFinite(t0) || !Number.isFinite(span)) ({ t0 } = full), (span = full.t1);
+  view.range = { t0: Math.round(t0), t1: Math.round(t0 + span) };
+  $('range').textContent = `${fmtNs(view.range.t0)} – ${fmtNs(view.range.t1)} (${fmtNs(span)})`;
+  draw();
+  scheduleFetch();
+}
+
+const rangeControl = { get: () => view.range, set: setRange, full: fullRange };
+const exec = new Scope($('exec') as HTMLCanvasElement, EXEC_ROW_H, rangeControl,
+                       (x, y) => click(hitExec(exec, session, timeline, x, y)),
+                       (x, y, e) => hover(hitExec(exec, session, timeline, x, y), e));
+const cpuScope = new Scope($('cpus') as HTMLCanvasElement, CPU_ROW_H, rangeControl,
+                           (x, y) => click(hitCpu(cpuScope, cpus, labels, x, y)),
+                           (x, y, e) => hover(hitCpu(cpuScope, cpus, labels, x, y), e));
+
+function hover(hit: Hit | null, e: MouseEvent): void {
+  if (!hit || e.type === 'mouseleave') {
+    tooltip.style.display = 'none';
+    return;
+  }
+  tooltip.textContent = hit.text;
+  view.tooltip = hit.text;
+  view.hover = hit.raw ?? null;
+  tooltip.style.display = 'block';
+  tooltip.style.left = `${Math.min(e.clientX + 14, window.innerWidth - 340)}px`;
+  tooltip.style.top = `${e.clientY + 14}px`;
+}
+
+function click(hit: Hit | null): void {
+  if (!hit) return;
+  $('details').textContent = hit.details;
+  selected.clear();
+  if (hit.row >= 0) selected.add(hit.row);
+  view.selected = [...selected];
+  draw();
+}
+
+function draw(): void {
+  if (!session) return;
+  const e = drawExec(exec, session, timeline, messages, selected);
+  view.execRows = session.rows.map((r) => r.id);
+  view.drawnSlices = e.slices;
+  view.drawnRuns = e.runs;
+  view.drawnCpuRuns = drawCpus(cpuScope, cpus, session.cpus.length, labels, selected);
+  view.cpuRows = cpus ? cpus.cpus.map((c) => c.cpu) : [];
+}
+
+let fetchTimer = 0;
+function scheduleFetch(): void {
+  window.clearTimeout(fetchTimer);
+  fetchTimer = window.setTimeout(fetchVisible, 30);
+}
+
+async function fetchVisible(): Promise<void> {
+  const gen = ++generation;
+  const { t0, t1 } = view.range;
+  const px = Math.max(1, Math.min(session.max_px, Math.round(exec.plotW())));
+  const q = `t0=${t0}&t1=${t1}&px=${px}`;
+  try {
+    view.requests += 3;
+    const [tl, cp, ms] = await Promise.all([
+      get<Timeline>(`/api/timeline?${q}`), get<Cpus>(`/api/cpus?${q}`),
+      get<Messages>(`/api/messages?t0=${t0}&t1=${t1}&limit=2000`)]);
+    if (gen !== generation) return;  // a newer range was asked for meanwhile
+    timeline = tl;
+    view.query = q;
+    cpus = cp;
+    messages = ms.messages;
+    view.messages = messages.length;
+    draw();
+    view.ready = true;
+    document.documentElement.dataset.ready = String(gen);
+  } catch (err) {
+    view.errors.push(String(err));
+  }
+}
+
+function showFindings(findings: Finding[]): void {
+  view.findings = findings.length;
+  const list = $('findings');
+  if (!findings.length) list.textContent = 'No findings.';
+  findings.forEach((f, i) => {
+    const li = document.createElement('li');
+    li.textContent = `${f.text} (${f.percent_of_run.toFixed(0)}% of the run; ${fmtNs(f.t0)} – ${fmtNs(f.t1)})`;
+    li.title = f.evidence;
+    li.dataset.index = String(i);
+    li.addEventListener('click', () => {
+      list.querySelectorAll('li').forEach((x) => x.classList.remove('active'));
+      li.classList.add('active');
+      view.activeFinding = i;
+      selected.clear();
+      f.rows.forEach((r) => selected.add(r));
+      view.selected = [...selected];
+      $('details').textContent = `${f.text}\n\n${f.evidence}\n\nwhere: ${f.subjects.join(', ')}`;
+      setRange({ t0: f.t0, t1: f.t1 });
+    });
+    list.appendChild(li);
+  });
+}
+
+async function main(): Promise<void> {
+  session = await get<Session>('/api/session');
+  $('file').textContent = `${session.file} — ${session.command}`;
+  session.rows.forEach((r) => labels.set(r.id, r.label));
+  $('legend').innerHTML = session.states
+    .map((s) => `<span><i style="background:${STATE_COLORS[s]}"></i>${s.replace('_', ' ')}</span>`)
+    .join('');
+  $('reset').addEventListener('click', () => setRange(fullRange()));
+  window.addEventListener('resize', () => { draw(); scheduleFetch(); });
+  setRange(fullRange());
+  showFindings((await get<{ findings: Finding[] }>('/api/findings')).findings);
+}
+
+main().catch((e) => {
+  view.errors.push(String(e));
+  $('details').textContent = `Could not load the session: ${e}`;
+});
