@@ -29,12 +29,7 @@
 namespace parmon::stress {
 namespace {
 
-using testing::BinDir;
 using testing::TempDir;
-
-std::string Prog(const std::string& name) {
-  return BinDir() + "/" + name;
-}
 
 double MiB(uint64_t kib) {
   return kib / 1024.0;
@@ -209,10 +204,7 @@ TEST(Stress, FlightRecorderWrapsManyTimesWithMemoryFlat) {
     const std::string name = "seq-" + std::to_string(i);
     const long n = kv[name];
     ASSERT_GT(n, 0) << name;
-    const ThreadCensus* t = nullptr;
-    for (const auto& [tid, th] : c.threads)
-      if (th.name == name)
-        t = &th;
+    const ThreadCensus* t = ThreadNamed(c, name);
     ASSERT_NE(t, nullptr) << name;
     // Exact: its name, n counters and the marker, each kept or counted lost.
     EXPECT_EQ(t->program_events + t->lost, static_cast<uint64_t>(n) + 2) << name;

@@ -182,6 +182,17 @@ TraceCensus TakeCensus(const std::string& trace) {
   return c;
 }
 
+const ThreadCensus* ThreadNamed(const TraceCensus& c, const std::string& name) {
+  for (const auto& [tid, t] : c.threads)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+std::string Prog(const std::string& name) {
+  return testing::BinDir() + "/" + name;
+}
+
 std::map<std::string, long> SideValues(const std::string& path) {
   std::map<std::string, long> kv;
   std::istringstream in(testing::ReadFile(path));

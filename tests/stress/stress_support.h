@@ -79,6 +79,11 @@ struct TraceCensus {
 };
 
 TraceCensus TakeCensus(const std::string& trace);
+// The thread of the trace with this name (null when none).
+const ThreadCensus* ThreadNamed(const TraceCensus& c, const std::string& name);
+
+// A program built next to the tests.
+std::string Prog(const std::string& name);
 
 // "key=value" words anywhere in a side file; and its remaining lines of one number each.
 std::map<std::string, long> SideValues(const std::string& path);
