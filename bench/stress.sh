@@ -5,16 +5,16 @@
 # whether its assertions held.
 #
 #   bench/stress.sh [BUILD_DIR]      (default build/release; takes ~10-15 min on 2 cores)
-#   STRESS_SCALES="threads=10 fork=5 flight=8 slow=2 many=2" bench/stress.sh   (the defaults)
+#   STRESS_SCALES="threads=5 fork=5 flight=8 slow=2 many=2" bench/stress.sh   (the defaults)
 #
-# At the default scales: 10,000 threads in 200 waves of 50; 10,000 processes; a flight recorder
+# At the default scales: 5,000 threads in 100 waves of 50; 10,000 processes; a flight recorder
 # run of 192 s; 2 x 2,000,000 events through a 1 MiB/s output in drop and block modes; 24
 # recorders at once.
 set -u
 build=${1:-build/release}
 bin="$build/bin/stress_e2e_test"
 [ -x "$bin" ] || { echo "stress.sh: $bin is not built (cmake --build $build --target stress_e2e_test)" >&2; exit 2; }
-scales=${STRESS_SCALES:-"threads=10 fork=5 flight=8 slow=2 many=2"}
+scales=${STRESS_SCALES:-"threads=5 fork=5 flight=8 slow=2 many=2"}
 declare -A filter=(
   [threads]=Stress.ThousandThreadsComeAndGo
   [fork]=Stress.ForkExecStormEveryProcessIsInTheTrace
