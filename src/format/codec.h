@@ -33,6 +33,12 @@ class ByteBuffer {
   const uint8_t* data() const { return data_.data(); }
   size_t size() const { return size_; }
   void Clear() { size_ = 0; }
+  // Clears and gives the memory back (Clear keeps it for the next chunk).
+  void Release() {
+    std::vector<uint8_t>().swap(data_);
+    size_ = 0;
+  }
+  size_t capacity() const { return data_.size(); }
 
  private:
   std::vector<uint8_t> data_;
@@ -71,6 +77,12 @@ class StreamEncoder {
     prev_ts_ = 0;
     first_ts_ = 0;
     last_ts_ = 0;
+  }
+  // Reset, and the buffer's memory freed: for a stream that went idle (its thread may have
+  // ended; a recorder sees thousands come and go). It grows again if the stream resumes.
+  void ResetAndRelease() {
+    Reset();
+    buf_.Release();
   }
 
  private:

@@ -134,5 +134,27 @@ TEST(OneArgAppender, WritesWhatAppendOneArgWrites) {
   EXPECT_EQ(one.last_ts(), runs.last_ts());
 }
 
+// An idle stream's buffer is given back (the recorder keeps an encoder per thread that ever ran)
+// and the encoder writes the same bytes as a fresh one afterwards.
+TEST(StreamEncoder, ResetAndReleaseFreesTheBufferAndEncodesAsNew) {
+  StreamEncoder used(3, Source::kRuntime), fresh(3, Source::kRuntime);
+  const uint16_t enter = static_cast<uint16_t>(Kind::kRegionEnter);
+  for (uint64_t i = 0; i < 100000; ++i)
+    used.AppendOneArg(enter, 1000 + i, i);
+  EXPECT_GE(used.bytes().capacity(), used.raw_size());
+  EXPECT_GT(used.bytes().capacity(), 256u << 10);
+  used.ResetAndRelease();
+  EXPECT_EQ(used.bytes().capacity(), 0u);
+  EXPECT_EQ(used.count(), 0u);
+  for (uint64_t i = 0; i < 10; ++i) {
+    used.AppendOneArg(enter, 50 + i, i);
+    fresh.AppendOneArg(enter, 50 + i, i);
+  }
+  ASSERT_EQ(used.raw_size(), fresh.raw_size());
+  EXPECT_EQ(0, std::memcmp(used.bytes().data(), fresh.bytes().data(), used.raw_size()));
+  EXPECT_EQ(used.first_ts(), fresh.first_ts());
+  EXPECT_EQ(used.count(), 10u);
+}
+
 }  // namespace
 }  // namespace parmon::format

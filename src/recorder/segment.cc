@@ -1,10 +1,14 @@
 #include "recorder/segment.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -12,7 +16,30 @@
 
 namespace parmon::recorder {
 
+int Segment::RemoveStale(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr)
+    return 0;
+  int removed = 0;
+  while (dirent* e = readdir(d)) {
+    // parmon-<pid>-<8 hex digits>, as Create names them.
+    unsigned long pid = 0;
+    char hex[9] = {};
+    int end = 0;
+    if (sscanf(e->d_name, "parmon-%lu-%8[0-9a-f]%n", &pid, hex, &end) != 2 ||
+        e->d_name[end] != '\0' || strlen(hex) != 8 || pid == 0 || pid > INT32_MAX)
+      continue;
+    // Only a pid that is no process at all: a live one (even reused) may still be a recorder.
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+      continue;
+    removed += unlinkat(dirfd(d), e->d_name, 0) == 0;
+  }
+  closedir(d);
+  return removed;
+}
+
 StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) {
+  RemoveStale();
   uint64_t slots = 1;
   while (slots * sizeof(shm::Slot) < options.ring_bytes)
     slots <<= 1;

@@ -36,6 +36,10 @@ class Segment {
   uint64_t ring_slots() const { return header_->ring_slots; }
   // Removes the /dev/shm name (the mapping stays until destruction).
   void Unlink();
+  // Removes the segments of recorders that are gone (killed with SIGKILL, they could not): names
+  // parmon-<pid>-<hex> in /dev/shm whose pid is no process. Their ring pages would otherwise
+  // hold memory until the machine restarts. Returns how many it removed. Create calls it.
+  static int RemoveStale(const std::string& dir = "/dev/shm");
 
  private:
   Segment() = default;
