@@ -401,8 +401,9 @@ TEST(ChunkStream, SequentialChunksFromAPipeWithResync) {
       }
       EXPECT_EQ(got.size(), whole) << "cut at " << cut;
       ASSERT_EQ(problems.size(), boundary ? 0u : 1u) << "cut at " << cut;
-      if (!boundary)
+      if (!boundary) {
         EXPECT_TRUE(problems[0].tail);
+      }
     }
   }
 }
