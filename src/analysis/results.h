@@ -95,7 +95,10 @@ struct LocationResult {
   uint64_t barrier_wait_ns = 0;
   uint64_t collective_wait_ns = 0;  // N-to-N collectives other than barriers
   uint64_t compute_ns = 0;          // wall time outside communication and waits
-  uint64_t critical_path_ns = 0;    // this location's share of the critical path
+  // Time parmon held the thread while its ring was full (--overflow block): in no state of the
+  // program's (it came out of the waits the kernel saw, or of running for inferred states).
+  uint64_t parmon_held_ns = 0;
+  uint64_t critical_path_ns = 0;  // this location's share of the critical path
 };
 
 // One direction of communication between two endpoints (ranks, or thread/process locations for
@@ -235,6 +238,7 @@ struct Summary {
   uint64_t recorder_cpu_ns = 0;
   uint64_t program_cpu_ns = 0;
   uint64_t in_thread_overhead_ns = 0;
+  uint64_t parmon_held_ns = 0;  // threads held on full rings (--overflow block), summed
   double event_cost_ns = 0;
   std::string event_cost_source;  // "measured" (session key) or "estimate"
   bool has_sched = false;         // sampler or context-switch data present

@@ -146,6 +146,8 @@ Results Engine::Impl::Finish() {
   std::vector<size_t> order;
   std::vector<int> result_index;
   BuildLocations(&res, &order, &result_index);
+  for (const LocationResult& l : res.locations)
+    res.summary.parmon_held_ns += l.parmon_held_ns;
   BuildLost(&res);
   AddChannelLinks();
   BuildLinks(&res);
@@ -263,6 +265,12 @@ void Engine::Impl::BuildLocations(Results* res,
 
 // One location's result and its per-interval states.
 LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_out) {
+  // Time parmon held the thread on its full ring (--overflow block), from the END values.
+  auto held_on = [this](const Loc& x) -> uint64_t {
+    const auto& held = session.totals().held_by_location;
+    auto it = held.find(x.id);
+    return it == held.end() ? 0 : it->second;
+  };
   std::vector<StateTimes>& row = *row_out;
   Accrue(l, l.last);
   LocationResult r;
@@ -297,6 +305,17 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
     r.state_source = "sampled";
     r.cpu_ns = l.sampled_states[static_cast<int>(State::kRunning)];
     r.wall_ns = std::max(r.wall_ns, Sum(l.sampled_states));
+    // Held by parmon on a full ring: the kernel saw a futex wait (or the spin before it), which
+    // is parmon's, not the program's.
+    const uint64_t held_total = held_on(l);
+    uint64_t held = held_total;
+    for (State st : {State::kLockWait, State::kTimerWait, State::kOther, State::kIoWait,
+                     State::kRunning, State::kRunnable}) {
+      const uint64_t take = std::min(held, r.states[static_cast<int>(st)]);
+      r.states[static_cast<int>(st)] -= take;
+      held -= take;
+    }
+    r.parmon_held_ns = held_total - held;
     row = l.iv;
   } else {
     // Inferred: the location's life minus the instrumented waits is running.
@@ -305,6 +324,8 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
     waits += l.mpi_startup_ns + l.mpi_shutdown_ns;  // in no state
     // Paused by `parmon ctl`: nothing was recorded, so it is no state either (not running).
     waits += defs.PausedWithin(l.first, l.last);
+    r.parmon_held_ns = held_on(l);
+    waits += r.parmon_held_ns;  // held by parmon on a full ring: not the program's running either
     r.states[static_cast<int>(State::kRunning)] = r.wall_ns > waits ? r.wall_ns - waits : 0;
     r.cpu_ns = 0;  // unknown without the sampler
     for (size_t i = 0; i < iv_count; ++i) {

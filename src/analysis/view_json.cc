@@ -75,11 +75,10 @@ json SummaryJson(const Summary& s) {
     sum["covered_until_ns"] =
         s.covered_until > s.session_start ? s.covered_until - s.session_start : 0;
   sum["problems"] = s.problems;
-  sum["overhead"] = {{"recorder_cpu_ns", s.recorder_cpu_ns},
-                     {"program_cpu_ns", s.program_cpu_ns},
-                     {"in_thread_ns", s.in_thread_overhead_ns},
-                     {"event_cost_ns", s.event_cost_ns},
-                     {"event_cost_source", s.event_cost_source}};
+  sum["overhead"] = {
+      {"recorder_cpu_ns", s.recorder_cpu_ns},    {"program_cpu_ns", s.program_cpu_ns},
+      {"in_thread_ns", s.in_thread_overhead_ns}, {"held_ns", s.parmon_held_ns},
+      {"event_cost_ns", s.event_cost_ns},        {"event_cost_source", s.event_cost_source}};
   sum["has_sched"] = s.has_sched;
   sum["has_comm"] = s.has_comm;
   json clocks = json::array();
@@ -138,6 +137,7 @@ json LocationJson(const LocationResult& l, const Summary& s) {
   x["barrier_wait_ns"] = l.barrier_wait_ns;
   x["collective_wait_ns"] = l.collective_wait_ns;
   x["compute_ns"] = l.compute_ns;
+  x["parmon_held_ns"] = l.parmon_held_ns;
   x["critical_path_ns"] = l.critical_path_ns;
   return x;
 }

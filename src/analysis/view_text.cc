@@ -215,6 +215,11 @@ void TextSummary(Out& o, const Results& r) {
                   FormatDuration(s.in_thread_overhead_ns));
   if (s.event_cost_source != "measured")
     overhead += " (estimated)";
+  if (s.parmon_held_ns)
+    overhead += fmt::format(
+        "; parmon held them {} while their rings were full (--overflow block; in no state of "
+        "theirs)",
+        FormatDuration(s.parmon_held_ns));
   o.Wrapped("overhead   ", overhead, 11);
   if (!s.has_sched)
     o.Wrapped(o.Dim("note       "),

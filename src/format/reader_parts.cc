@@ -114,6 +114,7 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
   // text values, and keys only later files have).
   SessionMetadata combined = parts.front()->metadata_;
   combined.end.lost_by_location.clear();
+  combined.end.held_by_location.clear();
   combined.end.stream_totals.clear();
   std::set<std::string> hosts_with_cpus;
   uint32_t next_location = 1;
@@ -184,6 +185,7 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
       bad_chunks_.insert({k, problems_.back().offset});
     }
     AddRemapped(p.metadata_.end.lost_by_location, remap, &combined.end.lost_by_location);
+    AddRemapped(p.metadata_.end.held_by_location, remap, &combined.end.held_by_location);
     AddRemapped(p.metadata_.end.stream_totals, remap, &combined.end.stream_totals);
     for (const std::string& w : p.warnings_)
       warnings_.push_back(
@@ -205,6 +207,8 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
     if (kCombined.count(key) && session_.count(key))
       session_[key] = value;
   session_["lost_by_location"] = EncodeLostByLocation(combined.end.lost_by_location);
+  if (!combined.end.held_by_location.empty())
+    session_["held_by_location"] = EncodeLostByLocation(combined.end.held_by_location);
   session_["stream_totals"] = EncodeStreamTotals(combined.end.stream_totals);
   session_.erase("index_offset");
   session_.erase("mpi_rank");

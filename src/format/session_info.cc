@@ -145,6 +145,8 @@ void DecodeEnd(ValueReader& r, EndInfo* e) {
   r.Number("lost_events", &e->lost_events);
   r.List("lost_by_location", 2,
          [&](const uint64_t* n) { e->lost_by_location[static_cast<uint32_t>(n[0])] += n[1]; });
+  r.List("held_by_location", 2,
+         [&](const uint64_t* n) { e->held_by_location[static_cast<uint32_t>(n[0])] += n[1]; });
   r.Number("overwritten_events", &e->overwritten_events);
   r.Number("unattached_lost_events", &e->unattached_lost_events);
   r.Number("ring_corruptions", &e->ring_corruptions);
@@ -218,6 +220,7 @@ KeyValues EncodeEnd(const EndInfo& e) {
   kv.insert(kv.end(), {
                           {"lost_events", std::to_string(e.lost_events)},
                           {"lost_by_location", EncodeLostByLocation(e.lost_by_location)},
+                          {"held_by_location", EncodeLostByLocation(e.held_by_location)},
                           {"overwritten_events", std::to_string(e.overwritten_events)},
                           {"unattached_lost_events", std::to_string(e.unattached_lost_events)},
                           {"ring_corruptions", std::to_string(e.ring_corruptions)},

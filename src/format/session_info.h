@@ -60,6 +60,8 @@ struct EndInfo {
   std::optional<int> exit_code;
   uint64_t lost_events = 0;
   std::map<uint32_t, uint64_t> lost_by_location;  // location -> events lost
+  // location -> ns parmon held the thread on its full ring (--overflow block)
+  std::map<uint32_t, uint64_t> held_by_location;
   uint64_t overwritten_events = 0;
   uint64_t unattached_lost_events = 0;
   uint64_t ring_corruptions = 0;

@@ -370,6 +370,14 @@ size_t Collector::DrainRing(uint32_t index) {
   if (drainer_.corruptions() != corrupt_before)
     ledger_.Add(cur.location, drainer_.corruptions() - corrupt_before);
   events_seen_ += n;
+  // Time the thread waited for room since the last drain (--overflow block): parmon's, not the
+  // program's; the END values carry it per location (no event: the program's own event counts,
+  // and a flight recorder's or a full disk's loss counts, stay exactly the program's).
+  const uint64_t held = ctl.held_ticks.load(std::memory_order_relaxed);
+  if (held > cur.held_seen) {
+    held_by_location_[cur.location] += clock_.ToNs(held - cur.held_seen) - clock_.ToNs(0);
+    cur.held_seen = held;
+  }
   if (state == shm::kRetired)
     RetireRing(index);
   return n;

@@ -87,6 +87,8 @@ class Collector {
   uint64_t definitions_unwritten() const { return definitions_unwritten_; }
   uint64_t corruptions() const { return drainer_.corruptions(); }
   const LossLedger& losses() const { return ledger_; }
+  // Per location, ns its thread waited for room in a full ring (--overflow block).
+  const std::map<uint32_t, uint64_t>& held_by_location() const { return held_by_location_; }
   uint64_t overwritten() const { return flight_.overwritten_total(); }
   // Events the rings' producers dropped that no Lost event has reported yet (status line).
   uint64_t UnreportedDrops() const;
@@ -98,6 +100,7 @@ class Collector {
     uint32_t location = 0;
     format::StreamEncoder* encoder = nullptr;
     uint64_t lost_reported = 0;  // sum of Lost counts seen in this claim
+    uint64_t held_seen = 0;      // the ring's held_ticks already counted (held_by_location_)
   };
   // Counts of the Lost events in an encoder's pending bytes (overwrite mode must not lose them).
   struct PendingLost {
@@ -121,6 +124,7 @@ class Collector {
   RingDrainer drainer_;
   FlightRecorder flight_;
   LossLedger ledger_;
+  std::map<uint32_t, uint64_t> held_by_location_;
   // Books the events of a chunk that could not be written as lost (definitions apart).
   void CountUnwritten(uint32_t location, format::Source source, uint64_t count);
   // The Lost records the encoder holds since its last chunk (then forgets them).

@@ -383,6 +383,7 @@ RecordResult Recorder::Finish() {
   end.exit_code = result.exit_code;
   end.lost = collector_->losses().total();
   end.lost_by_location = collector_->losses().by_location();
+  end.held_by_location = collector_->held_by_location();
   end.overwritten = collector_->overwritten();
   end.unattached_lost = segment_->header()->unattached_dropped.load(std::memory_order_relaxed);
   end.ring_corruptions = collector_->corruptions();

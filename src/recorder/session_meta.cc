@@ -44,6 +44,7 @@ KeyValues EndValues(const EndFacts& f) {
   e.exit_code = f.exit_code;
   e.lost_events = f.lost;
   e.lost_by_location = f.lost_by_location;
+  e.held_by_location = f.held_by_location;
   e.overwritten_events = f.overwritten;
   e.unattached_lost_events = f.unattached_lost;
   e.ring_corruptions = f.ring_corruptions;

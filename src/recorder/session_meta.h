@@ -34,6 +34,7 @@ struct EndFacts {
   int exit_code = 0;
   uint64_t lost = 0;
   std::map<uint32_t, uint64_t> lost_by_location;
+  std::map<uint32_t, uint64_t> held_by_location;  // ns on full rings (--overflow block)
   uint64_t overwritten = 0;
   uint64_t unattached_lost = 0;
   uint64_t ring_corruptions = 0;

@@ -321,6 +321,9 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
   uint32_t need = nslots;
   bool waiting = false;  // counted in seg->writers_waiting
   unsigned waits = 0;    // futex waits of at most 2 ms each
+  // When the thread began to wait for room (block mode): the time parmon held it is added up in
+  // the ring's control (held_ticks), so that reports book it as parmon's, not as the program's.
+  uint64_t wait_begin = 0;
   for (unsigned spins = 0;; ++spins) {
     // Acquire pairs with the recorder's release store of tail: the slots below tail are free.
     const uint64_t tail = r->ctl->tail.load(std::memory_order_acquire);
@@ -355,6 +358,8 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
                             std::memory_order_relaxed);
       break;
     }
+    if (wait_begin == 0)
+      wait_begin = Now();
     if (spins < 64) {
       _mm_pause();
       continue;
@@ -380,6 +385,10 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
   }
   if (waiting)
     seg->writers_waiting.fetch_sub(1, std::memory_order_seq_cst);
+  if (wait_begin != 0) {
+    const uint64_t held = r->ctl->held_ticks.load(std::memory_order_relaxed) + (Now() - wait_begin);
+    r->ctl->held_ticks.store(held, std::memory_order_relaxed);
+  }
   r->in_slow_path = 0;
   errno = saved_errno;
   return ok;

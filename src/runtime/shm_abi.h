@@ -89,6 +89,10 @@ struct alignas(64) RingControl {
   // Of those, how many the producer has already reported in Lost events.
   std::atomic<uint64_t> dropped_reported;
   uint64_t data_offset;  // of this ring's slots from the segment start
+  // Clock ticks (Now()) the producer waited for room in its full ring (--overflow block),
+  // cumulative; written only by the producer (relaxed), read by the recorder as it drains. (In
+  // the line's spare bytes: a library without it leaves it 0, a recorder without it ignores it.)
+  std::atomic<uint64_t> held_ticks;
 };
 static_assert(sizeof(RingControl) == 192);
 
