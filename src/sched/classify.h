@@ -83,6 +83,9 @@ class ThreadAccount {
   // as running in its next intervals, out of what the records booked as waiting. (Running booked
   // beyond the counter, its lag, is credit instead, repaid by the next reading.)
   uint64_t cpu_owed() const { return cpu_carry_; }
+  // CPU time a Reread counted ahead of the records that were to book it (see Reread), not yet
+  // booked by them.
+  uint64_t cpu_prepaid() const { return cpu_prepaid_; }
   // Running booked beyond the counter at its last reading (and booked since).
   uint64_t cpu_ahead() const { return cpu_credit_; }
   // Adds CPU time the counters could not show (what the records missed of a thread that ended

@@ -72,10 +72,11 @@ uint64_t SamplerCore::BookExit(uint32_t pid,
   if (end > 0 && t.run_ns + t.queue_ns + t.blocked_ns > 0)
     PushStates(pid, tid, end, split, out);
   // Its CPU time as the records add it up (the counters can no longer be read), with what was
-  // owed and found no room before the exit, for `parmon info`, which takes a thread's CPU time
-  // from its last ThreadSample: never less than the last reading (running booked minus the
-  // counter is the credit, which is never negative, less what is owed).
-  const uint64_t cpu = t.timed_cpu_ns + t.account.cpu_owed();
+  // owed and found no room before the exit and what a reading counted ahead of the records that
+  // they never booked (prepaid), for `parmon info`, which takes a thread's CPU time from its last
+  // ThreadSample: never less than the last reading, so that the samples never go back.
+  const uint64_t cpu = std::max(t.timed_cpu_ns + t.account.cpu_owed() + t.account.cpu_prepaid(),
+                                t.account.last().cpu_ns);
   PushSample(pid, tid, end, cpu, t.cpu, kNoSyscall, 'X', t.account.last().run_count, out);
   out->push_back({pid, tid, -1, MakeEvent(Kind::kTaskExit, end, {cpu})});
   return cpu;
