@@ -21,26 +21,39 @@ constexpr double kCpuBoundShare = 0.80;
 
 }  // namespace
 
-uint64_t SaturatedWait(const Results& r, size_t who, State s) {
+std::vector<uint64_t> RunnableByInterval(const Results& r) {
+  const IntervalSeries& iv = r.intervals;
+  std::vector<uint64_t> total(iv.count, 0);
+  for (size_t l = 0; l < r.locations.size() && l < iv.location_states.size(); ++l) {
+    if (r.locations[l].type != LocationKind::kThread)
+      continue;
+    const auto& row = iv.location_states[l];
+    for (size_t i = 0; i < iv.count && i < row.size(); ++i)
+      total[i] +=
+          row[i][static_cast<int>(State::kRunning)] + row[i][static_cast<int>(State::kRunnable)];
+  }
+  return total;
+}
+
+uint64_t SaturatedWait(const Results& r,
+                       const std::vector<uint64_t>& runnable,
+                       size_t who,
+                       State s) {
   const IntervalSeries& iv = r.intervals;
   const uint32_t cpus = r.summary.cpus;
-  if (!cpus || !iv.count || who >= iv.location_states.size())
+  if (!cpus || who >= iv.location_states.size())
     return 0;
+  const auto& own = iv.location_states[who];
+  const double full = 0.9 * static_cast<double>(cpus) * static_cast<double>(iv.interval_ns);
   uint64_t hidden = 0;
-  for (size_t i = 0; i < iv.count; ++i) {
-    uint64_t others = 0;
-    for (size_t l = 0; l < r.locations.size() && l < iv.location_states.size(); ++l) {
-      if (l == who || r.locations[l].type != LocationKind::kThread ||
-          i >= iv.location_states[l].size())
-        continue;
-      const StateTimes& st = iv.location_states[l][i];
-      others += st[static_cast<int>(State::kRunning)] + st[static_cast<int>(State::kRunnable)];
-    }
+  for (size_t i = 0; i < own.size() && i < runnable.size(); ++i) {
+    const uint64_t mine =
+        r.locations[who].type == LocationKind::kThread
+            ? own[i][static_cast<int>(State::kRunning)] + own[i][static_cast<int>(State::kRunnable)]
+            : 0;
     // The others were runnable on every CPU: had this thread been ready, it would have queued.
-    if (static_cast<double>(others) >=
-            0.9 * static_cast<double>(cpus) * static_cast<double>(iv.interval_ns) &&
-        i < iv.location_states[who].size())
-      hidden += iv.location_states[who][i][static_cast<int>(s)];
+    if (static_cast<double>(runnable[i] - std::min(runnable[i], mine)) >= full)
+      hidden += own[i][static_cast<int>(s)];
   }
   return hidden;
 }

@@ -94,9 +94,15 @@ void LockWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out);
 void IoWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out);
 void TimerWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out);
 void CpuBoundRule(const Results& r, const Graph& g, std::vector<Finding>* out);
+// Per interval, the running and runnable time of all thread locations summed (bound.cc).
+std::vector<uint64_t> RunnableByInterval(const Results& r);
 // The part of location `who`'s time in state s that fell in intervals where the other threads
-// were runnable on every CPU (bound.cc): waiting then delayed nothing, there was no CPU free.
-uint64_t SaturatedWait(const Results& r, size_t who, State s);
+// (runnable: RunnableByInterval, less who's own) were runnable on every CPU: waiting then delayed
+// nothing, there was no CPU free.
+uint64_t SaturatedWait(const Results& r,
+                       const std::vector<uint64_t>& runnable,
+                       size_t who,
+                       State s);
 
 // Every rule, in the order they run (findings are ranked afterwards; ties keep this order).
 const std::vector<Rule>& Registry();

@@ -22,6 +22,7 @@ void StateFinding(const Results& r,
                   std::vector<Finding>* out) {
   // The worst thread by the wait that cost something: not the part spent while the other threads
   // kept every CPU busy (a pool's idle worker, a main thread joining: idle, not a bottleneck).
+  const std::vector<uint64_t> runnable = RunnableByInterval(r);
   uint64_t total = 0, wall = 0, worst_cost = 0, worst_idle = 0;
   const LocationResult* worst = nullptr;
   for (size_t i = 0; i < r.locations.size(); ++i) {
@@ -31,7 +32,7 @@ void StateFinding(const Results& r,
     uint64_t v = l.states[static_cast<int>(s)];
     total += v;
     wall += l.wall_ns;
-    const uint64_t idle = std::min(v, SaturatedWait(r, i, s));
+    const uint64_t idle = v ? std::min(v, SaturatedWait(r, runnable, i, s)) : 0;
     if (!worst || v - idle > worst_cost) {
       worst = &l;
       worst_cost = v - idle;
