@@ -1,5 +1,7 @@
 #include "model/merge.h"
 
+#include <algorithm>
+
 namespace parmon::model {
 
 Merge::Merge(const Session& session, MergeFilter filter)
@@ -38,6 +40,7 @@ void Merge::Refresh(uint64_t until) {
 }
 
 void Merge::Insert(Head* h) {
+  heap_valid_ = false;
   // live_ stays in stream order: ties go to the earlier stream.
   size_t i = 0;
   while (i < live_.size() && live_[i]->stream < h->stream)
@@ -48,6 +51,7 @@ void Merge::Insert(Head* h) {
 }
 
 void Merge::Remove(size_t i) {
+  heap_valid_ = false;
   live_[i]->live = false;
   live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
   live_ts_.erase(live_ts_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -100,11 +104,78 @@ void Merge::Align(Head& h) const {
       e.args[i] = h.clock->Apply(e.args[i], &h.clock_hint);
 }
 
+void Merge::SyncLiveTs() {
+  if (!live_ts_stale_)
+    return;
+  for (size_t i = 0; i < live_.size(); ++i)
+    live_ts_[i] = live_[i]->event.ts;
+  live_ts_stale_ = false;
+}
+
+namespace {
+// The heap's order: std::push_heap keeps the largest first, so "later" sorts first; ties go to
+// the earlier stream, as in the scan.
+struct Later {
+  template <class H>
+  bool operator()(const H* a, const H* b) const {
+    return a->event.ts != b->event.ts ? a->event.ts > b->event.ts : a->stream > b->stream;
+  }
+};
+}  // namespace
+
+bool Merge::NextFromHeap(format::Event* out, uint64_t until, StreamIndex* stream) {
+  if (!heap_valid_) {
+    SyncLiveTs();
+    heap_.assign(live_.begin(), live_.end());
+    std::make_heap(heap_.begin(), heap_.end(), Later{});
+    heap_valid_ = true;
+  }
+  live_ts_stale_ = true;
+  while (!heap_.empty()) {
+    Head& h = *heap_.front();
+    if (h.event.ts > to_) {
+      h.finished = true;
+      std::pop_heap(heap_.begin(), heap_.end(), Later{});
+      heap_.pop_back();
+      auto it = std::find(live_.begin(), live_.end(), &h);
+      SyncLiveTs();
+      Remove(static_cast<size_t>(it - live_.begin()));
+      heap_valid_ = true;  // the heap already lacks it
+      live_ts_stale_ = true;
+      continue;
+    }
+    if (h.event.ts > until)
+      return false;
+    *out = h.event;
+    if (stream)
+      *stream = h.stream;
+    pending_ = &h;
+    return true;
+  }
+  return false;
+}
+
 void Merge::AdvancePending() {
   if (!pending_)
     return;
   Head* h = pending_;
   pending_ = nullptr;
+  if (heap_valid_ && !heap_.empty() && heap_.front() == h) {
+    // Next's heap: re-place the head by its new time, or drop it.
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    if (Advance(*h)) {
+      std::push_heap(heap_.begin(), heap_.end(), Later{});
+      return;
+    }
+    heap_.pop_back();
+    auto it = std::find(live_.begin(), live_.end(), h);
+    SyncLiveTs();
+    Remove(static_cast<size_t>(it - live_.begin()));
+    heap_valid_ = true;
+    live_ts_stale_ = true;
+    return;
+  }
+  SyncLiveTs();
   for (size_t i = 0; i < live_.size(); ++i) {
     if (live_[i] != h)
       continue;
@@ -119,6 +190,10 @@ void Merge::AdvancePending() {
 bool Merge::Next(format::Event* out, uint64_t until, StreamIndex* stream) {
   AdvancePending();
   Refresh(until);
+  if (live_.size() >= kTreeFrom)
+    return NextFromHeap(out, until, stream);
+  SyncLiveTs();
+  heap_valid_ = false;  // the scan below advances heads behind the heap's back
   while (!live_.empty()) {
     size_t best = 0;
     for (size_t i = 1; i < live_ts_.size(); ++i)

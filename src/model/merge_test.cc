@@ -244,10 +244,28 @@ TEST(MergeTest, ManyInterleavedStreamsTakeTheTreeAndMatchTheReference) {
   EXPECT_EQ(ByNext(*s, {}), want);
   std::vector<uint64_t> bounds = {99, 150, 150, 700, 2100};
   EXPECT_EQ(ByRun(*s, {}, bounds), want);
+  EXPECT_EQ(ByNext(*s, {}, bounds), want);  // Next's heap, stopped and resumed
   MergeFilter f;
   f.from_ts = 300;
   f.to_ts = 2200;
   EXPECT_EQ(ByRun(*s, f, bounds), Reference(*s, f));
+  EXPECT_EQ(ByNext(*s, f, bounds), Reference(*s, f));
+  // Run and Next taking turns on one merge (the tree, the heap and the scan as streams end).
+  Merge m(*s, {});
+  std::vector<Id> mixed;
+  Event e;
+  auto take = [&](const Event& x, StreamIndex) {
+    if (x.kind_enum() == Kind::kRegionEnter)
+      mixed.push_back({x.location, x.args[0]});
+  };
+  for (uint64_t b : {150, 400, 900, 1500, 2100, 2400, 2600}) {
+    for (int k = 0; k < 500 && m.Next(&e, b); ++k)
+      take(e, 0);
+    m.Run(take, b);
+  }
+  while (m.Next(&e))
+    take(e, 0);
+  EXPECT_EQ(mixed, want);
 }
 
 Event MakeEvent(Kind kind, uint64_t ts, std::vector<uint64_t> args) {
