@@ -273,6 +273,7 @@ struct Engine::Impl {
         l.mpi_time.active = true;
         l.mpi_enter = e.ts;
         l.mpi_func = static_cast<uint32_t>(e.args[0]);
+        l.mpi_site = e.nargs > 1 ? static_cast<uint32_t>(e.args[1]) : 0;
         has_comm = true;
         break;
       case Kind::kMpiLeave:

@@ -114,6 +114,11 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
   ++fam.calls;
   fam.ns += d;
   AddFuncTime(l.mpi_time, l.mpi_func, 1, d);
+  if (l.mpi_site && f.family != MpiFamilyId::kInit) {
+    MpiFuncAgg& at = l.mpi_time.by_site[(uint64_t{l.mpi_site} << 32) | l.mpi_func];
+    ++at.calls;
+    at.ns += d;
+  }
   // The call's time is link time of the sends it completed (a blocking send, or nonblocking
   // ones completed in a Wait*/Test*); a nonblocking send's own call is not.
   for (uint32_t i : l.call_sends) {

@@ -295,6 +295,7 @@ void BuildMpiProfile(Results* res) {
   spread(p.startup, &Rank::startup);
   p.shutdown.name = "shut-down";
   spread(p.shutdown, &Rank::shutdown);
+  BuildMpiCallSites(res);
   std::stable_sort(p.functions.begin(), p.functions.end(),
                    [](const auto& a, const auto& b) { return a.ns > b.ns; });
 }

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/results.h"
@@ -61,6 +62,8 @@ struct MpiTime {
   std::deque<MpiCell> cells;
   uint64_t flush_from = 0, flush_to = 0, init_end = 0, release_to = 0;
   std::vector<MpiFuncAgg> by_func;  // calls and time per function string id
+  // Trace mode: calls and time per call site and function, by (site string id << 32 | function).
+  std::unordered_map<uint64_t, MpiFuncAgg> by_site;
 };
 
 // Counts calls and time of the function with string id `func` (ids are small and dense).
@@ -77,6 +80,9 @@ inline void AddFuncTime(MpiTime& t, uint32_t func, uint64_t calls, uint64_t ns) 
 // The MPI profile of the run (Results::mpi): the ranks' MPI share and each function's time
 // across ranks, from the locations' per-function times.
 void BuildMpiProfile(Results* res);
+// Resolves the locations' call sites (call_sites.cc) and sums them per site and function over the
+// ranks into Results::mpi.call_sites. Called by BuildMpiProfile.
+void BuildMpiCallSites(Results* res);
 
 // Takes up to `want` ns out of `v` (a state split, `n` entries, ThreadState order): first the
 // waits, then running and runnable in proportion. Adds what it took per state to `taken` (when

@@ -45,6 +45,20 @@ struct MpiFunctionStat {
   int32_t max_rank = -1;
 };
 
+// Calls of one MPI function from one place in the program (trace mode records the return
+// address; the report resolves it with the program's DWARF line table).
+struct MpiCallSiteStat {
+  std::string site;      // where, resolved: "mpi_truth.c:70 (main)"; else "0x1234 /path/module"
+  std::string function;  // "MPI_Send"
+  uint64_t calls = 0;
+  uint64_t ns = 0;
+  // Over the ranks that called it here (run profile only).
+  uint32_t ranks = 0;
+  uint64_t min_rank_ns = 0, max_rank_ns = 0;
+  double mean_rank_ns = 0, cov = 0;  // cov: standard deviation / mean of the ranks' times
+  int32_t max_rank = -1;
+};
+
 struct CallFamilyStat {
   std::string family;  // "p2p", "collective", "wait", "one-sided", "io", "init", "other" (MPI)
   uint64_t calls = 0;
@@ -88,6 +102,7 @@ struct LocationResult {
   StateTimes mpi_kernel_states{};
   std::vector<CallFamilyStat> mpi_families;    // by time, descending
   std::vector<MpiFunctionStat> mpi_functions;  // by time, descending (not start-up, shut-down)
+  std::vector<MpiCallSiteStat> mpi_call_sites;  // unresolved sites; by time, descending
   std::vector<RegionStat> top_regions;         // by inclusive time, descending
   // Wait states (time lost waiting for a partner), MPI and channels.
   uint64_t late_sender_ns = 0;
@@ -258,6 +273,8 @@ struct MpiProfile {
   std::vector<MpiFunctionStat> functions;  // by time, descending
   // MPI_Init/Init_thread and MPI_Finalize: not in the MPI time, with their spread over ranks.
   MpiFunctionStat startup, shutdown;
+  // Per call site and function over the ranks (trace mode), by time, descending.
+  std::vector<MpiCallSiteStat> call_sites;
 };
 
 struct Results {

@@ -368,6 +368,17 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
   }
   std::stable_sort(r.mpi_functions.begin(), r.mpi_functions.end(),
                    [](const auto& a, const auto& b) { return a.ns > b.ns; });
+  for (const auto& [key, a] : l.mpi_time.by_site) {
+    MpiCallSiteStat cs;
+    cs.site = defs.Name(static_cast<uint32_t>(key >> 32));
+    cs.function = FuncOf(static_cast<uint32_t>(key)).name;
+    cs.calls = a.calls;
+    cs.ns = a.ns;
+    r.mpi_call_sites.push_back(std::move(cs));
+  }
+  std::sort(r.mpi_call_sites.begin(), r.mpi_call_sites.end(), [](const auto& a, const auto& b) {
+    return a.ns != b.ns ? a.ns > b.ns : std::tie(a.site, a.function) < std::tie(b.site, b.function);
+  });
   std::sort(r.mpi_families.begin(), r.mpi_families.end(), [](const auto& a, const auto& b) {
     return a.ns != b.ns ? a.ns > b.ns : a.family < b.family;
   });

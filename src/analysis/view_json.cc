@@ -30,6 +30,24 @@ json MpiFunctions(const std::vector<MpiFunctionStat>& fs, bool spread) {
   return a;
 }
 
+// MPI call sites; with their spread across ranks for the run's profile.
+json MpiCallSites(const std::vector<MpiCallSiteStat>& cs, bool spread) {
+  json a = json::array();
+  for (const auto& s : cs) {
+    json x = {{"site", s.site}, {"function", s.function}, {"calls", s.calls}, {"ns", s.ns}};
+    if (spread) {
+      x["ranks"] = s.ranks;
+      x["min_rank_ns"] = s.min_rank_ns;
+      x["mean_rank_ns"] = s.mean_rank_ns;
+      x["max_rank_ns"] = s.max_rank_ns;
+      x["max_rank"] = s.max_rank;
+      x["cov"] = s.cov;
+    }
+    a.push_back(std::move(x));
+  }
+  return a;
+}
+
 // The MPI profile: the ranks' MPI share and the time per function across ranks.
 json MpiJson(const MpiProfile& mp) {
   return {{"ranks", mp.ranks},
@@ -40,7 +58,8 @@ json MpiJson(const MpiProfile& mp) {
           {"most_run_ns", mp.most_run_ns},
           {"functions", MpiFunctions(mp.functions, true)},
           {"startup", MpiFunctions({mp.startup}, true)[0]},
-          {"shutdown", MpiFunctions({mp.shutdown}, true)[0]}};
+          {"shutdown", MpiFunctions({mp.shutdown}, true)[0]},
+          {"call_sites", MpiCallSites(mp.call_sites, true)}};
 }
 
 json SummaryJson(const Summary& s) {
@@ -125,6 +144,7 @@ json LocationJson(const LocationResult& l, const Summary& s) {
     fams.push_back({{"family", f.family}, {"calls", f.calls}, {"ns", f.ns}});
   x["mpi_families"] = fams;
   x["mpi_functions"] = MpiFunctions(l.mpi_functions, false);
+  x["mpi_call_sites"] = MpiCallSites(l.mpi_call_sites, false);
   json regs = json::array();
   for (const auto& g : l.top_regions)
     regs.push_back({{"name", g.name},

@@ -291,6 +291,21 @@ void TextMpiProfile(Out& o, const MpiProfile& mp) {
     row("start-up (Init)", mp.startup);
   if (mp.shutdown.calls)
     row("shut-down (Finalize)", mp.shutdown);
+  if (mp.call_sites.empty())
+    return;
+  // The top call sites (trace mode): where in the program the MPI time is spent.
+  o.Line();
+  o.Line(fmt::format("{:<30} {:<14} {:>7} {:>9} {:>9} {:>9} {:>5}", "MPI CALL SITE", "FUNCTION",
+                     "CALLS", "TIME", "MEAN/RANK", "MAX/RANK", "COV"));
+  for (size_t i = 0; i < mp.call_sites.size() && i < 20; ++i) {
+    const MpiCallSiteStat& s = mp.call_sites[i];
+    o.Line(fmt::format("{:<30} {:<14} {:>7} {:>9} {:>9} {:>9} {:>5.2f}", Cut(s.site, 30),
+                       Cut(s.function, 14), FormatCount(s.calls), FormatDuration(s.ns),
+                       FormatDuration(static_cast<uint64_t>(s.mean_rank_ns)),
+                       FormatDuration(s.max_rank_ns), s.cov));
+  }
+  if (mp.call_sites.size() > 20)
+    o.Line(fmt::format("... {} more call sites (see --format json)", mp.call_sites.size() - 20));
 }
 
 void TextRegionTable(Out& o, const Results& r) {

@@ -7,12 +7,16 @@
 namespace parmon::format {
 
 void StreamEncoder::Append(const Event& e) {
-  uint8_t* p = buf_.Reserve((3 + e.nargs) * kMaxVarintBytes + e.payload.size());
+  // As many args as the kind has (the decoder reads that many): an event made with fewer, such as
+  // an MpiEnter without the site it gained later, gets zeros.
+  const KindInfo& info = GetKindInfo(e.kind);
+  const int nargs = info.name ? info.nargs : e.nargs;
+  uint8_t* p = buf_.Reserve((3 + kMaxArgs) * kMaxVarintBytes + e.payload.size());
   p = PutVarint(p, e.kind);
   p = PutVarint(p, ZigZag(static_cast<int64_t>(e.ts - prev_ts_)));
-  for (int i = 0; i < e.nargs; ++i)
-    p = PutVarint(p, e.args[i]);
-  if (GetKindInfo(e.kind).has_payload) {
+  for (int i = 0; i < nargs; ++i)
+    p = PutVarint(p, i < e.nargs ? e.args[i] : 0);
+  if (info.has_payload) {
     p = PutVarint(p, e.payload.size());
     std::memcpy(p, e.payload.data(), e.payload.size());
     p += e.payload.size();

@@ -40,7 +40,7 @@
   X(ProcessExit, 33, 1, false, 0, "status")                                              \
   /* communication (64-127): MPI, POSIX channels, pthread sync -- see docs/events.md */  \
   X(MpiInit, 64, 3, false, 0, "rank,size,thread_level")                                  \
-  X(MpiEnter, 65, 1, false, 0, "func")                                                   \
+  X(MpiEnter, 65, 2, false, 0, "func,site")                                              \
   X(MpiLeave, 66, 1, false, 0, "func")                                                   \
   X(MpiSend, 67, 5, false, 0, "peer,tag,comm,bytes,request")                             \
   X(MpiRecv, 68, 6, false, 0x20, "peer,tag,comm,bytes,request,posted")                   \
@@ -101,6 +101,7 @@ enum class StringCategory : uint32_t {
   kMarker = 3,
   kEvent = 4,
   kFunction = 5,  // interposed functions: MPI_Send, read, poll (MpiEnter.func, ChanRead.func, ...)
+  kCallSite = 6,  // where the program called an interposed function: "0x<offset> <module path>"
 };
 
 // Where a stream's events come from (the chunk header's source field).

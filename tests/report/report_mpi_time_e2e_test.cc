@@ -229,6 +229,57 @@ TEST(ReportMpiTimeE2E, TraceModeSpinningRanksCountsTimesAndShares) {
   ExpectShares(r);
 }
 
+// The MPI profile per call site: every MPI call of mpi_truth.c (built with -g) resolved to its
+// file and line, with the exact number of calls made there (25 iterations on each of 4 ranks),
+// and the sites' times adding up to the functions' times.
+TEST(ReportMpiTimeE2E, TraceModeNamesEachCallSiteWithItsLine) {
+  if (!Available())
+    GTEST_SKIP() << "needs libparmon_mpi and MPI";
+  Recorded r = Record("trace");
+  ASSERT_EQ(r.rec.exit_code, 0) << r.rec.err;
+  ASSERT_TRUE(r.report.is_object()) << "report failed";
+  // The calls in the program's source, by line: "MPI_Sendrecv(" on line 66, ...
+  const std::string src = PARMON_MPI_TRUTH_SOURCE;
+  std::FILE* f = std::fopen(src.c_str(), "r");
+  ASSERT_NE(f, nullptr) << src;
+  std::map<std::string, int> line_of;
+  char buf[512];
+  for (int line = 1; std::fgets(buf, sizeof buf, f); ++line) {
+    std::string t = buf;
+    size_t at = t.find("MPI_");
+    if (at == std::string::npos || t.find("*") < at || t.find("#") != std::string::npos)
+      continue;
+    size_t paren = t.find('(', at);
+    if (paren == std::string::npos)
+      continue;  // a constant or a type, not a call
+    std::string name = t.substr(at, paren - at);
+    if (name != "MPI_Init" && name != "MPI_Finalize" && name.find(' ') == std::string::npos)
+      line_of[name] = line;
+  }
+  std::fclose(f);
+  ASSERT_GE(line_of.size(), 5u);
+  const json& sites = r.report["mpi"]["call_sites"];
+  ASSERT_TRUE(sites.is_array());
+  std::map<std::string, double> fn_ns;
+  for (const auto& fn : r.report["mpi"]["functions"])
+    fn_ns[fn["name"]] = fn["ns"].get<double>();
+  for (const auto& [name, line] : line_of) {
+    SCOPED_TRACE(name);
+    const json* found = nullptr;
+    for (const auto& s : sites)
+      if (s["function"] == name)
+        found = &s;
+    ASSERT_NE(found, nullptr) << sites.dump();
+    EXPECT_EQ((*found)["site"].get<std::string>().rfind("mpi_truth.c:" + std::to_string(line), 0),
+              0u)
+        << (*found)["site"];
+    const bool once = name == "MPI_Comm_rank" || name == "MPI_Comm_size";
+    EXPECT_EQ((*found)["calls"].get<double>(), once ? kRanks : 25.0 * kRanks);
+    EXPECT_EQ((*found)["ranks"].get<double>(), kRanks);
+    EXPECT_EQ((*found)["ns"].get<double>(), fn_ns[name]);  // one site per function here
+  }
+}
+
 TEST(ReportMpiTimeE2E, PeriodicModeCountsTimesAndShares) {
   if (!Available())
     GTEST_SKIP() << "needs libparmon_mpi and MPI";

@@ -13,6 +13,8 @@
 // the key with acquire before reading the fields. Removal CASes the key to a tombstone and
 // checks the entry's id so that a handle the MPI reused in another thread is not removed by
 // mistake.
+#include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +258,48 @@ std::atomic<int> g_abi{0};
 }
 }  // namespace
 
+namespace {
+// A call site's id: the interned "0x<offset> <module>" of its return address (kCallSite), which
+// the report resolves to file and line after the run. A small per-thread cache keeps dladdr and
+// the intern lock off the path of a call made again from the same place.
+[[gnu::cold]] uint32_t InternSite(const void* pc) {
+  Dl_info info{};
+  if (dladdr(pc, &info) == 0 || info.dli_fbase == nullptr)
+    return 0;
+  char path[PATH_MAX];
+  const char* module = info.dli_fname ? info.dli_fname : "";
+  if (module[0] != '/') {  // the executable, named as it was started: take the kernel's path
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0)
+      return 0;
+    path[n] = 0;
+    module = path;
+  }
+  char name[PATH_MAX + 32];
+  snprintf(name, sizeof name, "0x%lx %s",
+           static_cast<unsigned long>(reinterpret_cast<uintptr_t>(pc) -
+                                      reinterpret_cast<uintptr_t>(info.dli_fbase)),
+           module);
+  return parmon_x_intern(name, static_cast<uint32_t>(format::StringCategory::kCallSite));
+}
+
+uint64_t SiteId(const void* pc) {
+  struct Slot {
+    const void* pc;
+    uint32_t id;
+  };
+  static thread_local Slot cache[64];
+  if (pc == nullptr)
+    return 0;
+  Slot& s = cache[(reinterpret_cast<uintptr_t>(pc) * 0x9E3779B97F4A7C15ull) >> 58];
+  if (s.pc != pc) {
+    s.id = InternSite(pc);
+    s.pc = pc;
+  }
+  return s.id;
+}
+}  // namespace
+
 bool BeginRecording(Call* c, int fn) {
   if (int abi = g_abi.load(std::memory_order_relaxed); abi != 1) [[unlikely]] {
     if (abi == 2)
@@ -270,8 +314,8 @@ bool BeginRecording(Call* c, int fn) {
   c->fn = fn;
   c->t0 = Now();
   if (!g_periodic) {
-    uint64_t a = FnId(fn);
-    EmitAt(c->t0, Kind::kMpiEnter, &a, 1);
+    uint64_t a[2] = {FnId(fn), SiteId(c->site)};
+    EmitAt(c->t0, Kind::kMpiEnter, a, 2);
   }
   return true;
 }

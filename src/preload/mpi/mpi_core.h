@@ -25,14 +25,17 @@ struct Call {
   uint64_t t1 = 0;  // completion time, once a hook took it (MpiLeave reuses it); 0: not yet
   int fn = 0;       // index into the generated function table
   uint64_t bytes = 0;
+  const void* site = nullptr;  // the program's return address: where it called
 };
 
 // False when the call is only passed through (not recording, nested, paused). The check is
 // inline in every generated wrapper, so a paused call costs no call into this library.
 bool BeginRecording(Call* c, int fn);
-inline bool Begin(Call* c, int fn) {
+// Always inlined into the wrapper, so that the return address is the one into the program.
+[[gnu::always_inline]] inline bool Begin(Call* c, int fn) {
   if (t_in_wrapper != 0 || !Enabled())
     return false;
+  c->site = __builtin_return_address(0);
   return BeginRecording(c, fn);
 }
 int End(Call* c, int rc);
