@@ -383,16 +383,21 @@ void TraceReader::ScanChunk(const ChunkRef& ref, std::vector<uint8_t>* payload) 
         st.have_end = true;
       break;
     }
-    case ChunkType::kSchema:
-      if (!DecodeSchema(payload->data(), payload->size(), &schema_))
+    case ChunkType::kSchema: {
+      // Decoded into a copy; a file written by this parmon shares the compiled-in table.
+      auto decoded = std::make_shared<KindSchema>(*schema_);
+      if (!DecodeSchema(payload->data(), payload->size(), decoded.get()))
         AddProblem(
             {ref.offset, fmt::format("schema chunk at offset {} is malformed", ref.offset), 0, {}});
+      if (!(*decoded == *schema_))
+        schema_ = std::move(decoded);
       break;
+    }
     case ChunkType::kEvents:
       if (is_defs) {
         std::vector<Event> events;
         std::string error;
-        if (!DecodeEvents(payload->data(), payload->size(), 0, Source::kDefinitions, schema_,
+        if (!DecodeEvents(payload->data(), payload->size(), 0, Source::kDefinitions, *schema_,
                           &events, &error))
           AddProblem({ref.offset,
                       fmt::format("definition chunk at offset {}: {}", ref.offset, error),
@@ -538,7 +543,7 @@ Status TraceReader::ReadChunk(const ChunkRef& ref, DecodedChunk* out) const {
   // The header's count is a hint only: never more than the payload can hold.
   out->events.reserve(std::min<size_t>(ref.header.event_count, out->raw.size() / kMinEventBytes));
   if (!DecodeEvents(out->raw.data(), out->raw.size(), ref.header.location,
-                    static_cast<Source>(ref.header.source), schema_, &out->events, &error)) {
+                    static_cast<Source>(ref.header.source), *schema_, &out->events, &error)) {
     int64_t lost =
         static_cast<int64_t>(ref.header.event_count) - static_cast<int64_t>(out->events.size());
     std::string msg =
