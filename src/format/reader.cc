@@ -35,6 +35,18 @@ bool PreadAll(int fd, void* buf, size_t n, uint64_t offset) {
   return true;
 }
 
+// One decompression context per thread, for every chunk of every file: ZSTD_decompress makes
+// and frees a context (~100 KiB) per call, which a session of thousands of small rank files pays
+// per chunk.
+ZSTD_DCtx* DecompressionContext() {
+  struct Holder {
+    ZSTD_DCtx* ctx = ZSTD_createDCtx();
+    ~Holder() { ZSTD_freeDCtx(ctx); }
+  };
+  thread_local Holder holder;
+  return holder.ctx;
+}
+
 const char* ChunkTypeName(uint16_t t) {
   switch (static_cast<ChunkType>(t)) {
     case ChunkType::kSession:
@@ -526,7 +538,10 @@ Status TraceReader::ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) 
     *out = std::move(stored);
   } else if (h.codec == static_cast<uint16_t>(Codec::kZstd)) {
     out->resize(h.raw_size);
-    size_t n = ZSTD_decompress(out->data(), out->size(), stored.data(), stored.size());
+    ZSTD_DCtx* ctx = DecompressionContext();
+    size_t n =
+        ctx ? ZSTD_decompressDCtx(ctx, out->data(), out->size(), stored.data(), stored.size())
+            : ZSTD_decompress(out->data(), out->size(), stored.data(), stored.size());
     if (ZSTD_isError(n) || n != h.raw_size)
       return fail(fmt::format("cannot decompress ({})",
                               ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));
