@@ -151,6 +151,11 @@ TEST(ScaleE2E, SeveralHostDirectoriesAreOneSession) {
     args.push_back(hosts[3] + "/rank-" + std::to_string(k) + ".ptrace");
   ASSERT_EQ(ParmonPeak(args, dir.File("files.json"), &peak_kb), 0);
   ExpectTruth(json::parse(ReadFile(dir.File("files.json"))), *truth, 32);
+  // A file named twice (in its directory and by itself) is read once.
+  args = {"report", "--format", "json", hosts[3] + "/rank-24.ptrace"};
+  args.insert(args.end(), hosts.begin(), hosts.end());
+  ASSERT_EQ(ParmonPeak(args, dir.File("twice.json"), &peak_kb), 0);
+  ExpectTruth(json::parse(ReadFile(dir.File("twice.json"))), *truth, 32);
   // One host's directory alone is not the whole run: its ranks miss their other neighbours.
   ASSERT_EQ(ParmonPeak({"report", "--format", "json", hosts[1]}, dir.File("one.json"), &peak_kb),
             0);
