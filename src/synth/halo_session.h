@@ -43,9 +43,9 @@ struct HaloOptions {
   uint32_t late_every = 5;
   uint64_t late_ns = 2000000;
   std::vector<LateSend> late;
-  // Ranks per host (host h holds ranks h*ranks_per_host ...); each host's clock is offset from
-  // host 0's by host_offset_ns * h * (-1)^h (so clocks run ahead and behind), plus
-  // extra_offset_ns[h] when given.
+  // Ranks per host (host h holds ranks h*ranks_per_host ...); host h > 0's clock is offset from
+  // host 0's by host_offset_ns * (1 + (h-1) mod 5), ahead for odd h and behind for even h (so
+  // up to +-5 steps), plus extra_offset_ns[h] when given.
   uint32_t ranks_per_host = 8;
   int64_t host_offset_ns = 3000000;
   std::vector<int64_t> extra_offset_ns;
