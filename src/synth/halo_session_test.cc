@@ -4,34 +4,19 @@
 #include "synth/halo_session.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "format/codec.h"
 #include "format/reader.h"
+#include "support/e2e.h"
 
 namespace parmon::synth {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/parmon_synth_test_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using parmon::testing::TempDir;
 
 TEST(HaloSession, OneLateRankMakesItsTwoNeighboursWaitByItsDelay) {
   HaloOptions o;
