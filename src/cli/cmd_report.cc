@@ -93,9 +93,16 @@ StatusOr<analysis::Options> ParseAnalysisOptions(const ReportInputOptions& in, b
 StatusOr<analysis::Results> LoadResults(const std::string& path,
                                         const ReportInputOptions& in,
                                         bool* usage_error) {
-  auto opened = model::Session::Open(path);
+  return LoadResults(std::vector<std::string>{path}, in, usage_error);
+}
+
+StatusOr<analysis::Results> LoadResults(const std::vector<std::string>& paths,
+                                        const ReportInputOptions& in,
+                                        bool* usage_error) {
+  auto opened = model::Session::Open(paths);
   if (!opened.ok())
     return opened.status();
+  const std::string& path = (*opened)->path();  // the inputs' names, for messages
   const model::Session& session = **opened;
   const format::TraceReader& reader = session.reader();
   // Bad session metadata is read as absent (not damage): said once, and the report is made.
@@ -294,9 +301,13 @@ int RunReport(int argc, char** argv) {
       "Report what each thread and rank did, the communication matrix, intervals, wait "
       "states and a diagnosis.",
       "parmon report"};
-  std::string path, format = "text", output, color = "auto";
+  std::string format = "text", output, color = "auto";
+  std::vector<std::string> paths;
   ReportInputOptions in;
-  app.add_option("file", path, "trace file, session directory, or - (standard input)")->required();
+  app.add_option("file", paths,
+                 "trace file, session directory, or - (standard input); several directories or "
+                 "rank files are one session recorded on several hosts")
+      ->required();
   app.add_option("--format", format, "text, json, csv or html")
       ->check(CLI::IsMember({"text", "json", "csv", "html"}));
   app.add_option("-o,--output", output, "write to this file instead of standard output");
@@ -319,10 +330,14 @@ int RunReport(int argc, char** argv) {
       fmt::print(stderr, "parmon report: --period {} is not a duration of 10ms or more\n", period);
       return 2;
     }
-    return FollowReport(path, in, format, output, color, period_ns);
+    if (paths.size() != 1) {
+      fmt::print(stderr, "parmon report: --follow reads one trace or session directory\n");
+      return 2;
+    }
+    return FollowReport(paths.front(), in, format, output, color, period_ns);
   }
   bool usage_error = false;
-  auto results = LoadResults(path, in, &usage_error);
+  auto results = LoadResults(paths, in, &usage_error);
   if (!results.ok()) {
     fmt::print(stderr, "parmon report: {}\n", results.status().message());
     return usage_error ? 2 : 1;

@@ -4,6 +4,7 @@
 #define PARMON_SRC_CLI_REPORT_COMMON_H_
 
 #include <string>
+#include <vector>
 
 #include "analysis/engine.h"
 #include "analysis/results.h"
@@ -32,6 +33,10 @@ constexpr uint64_t kMaxIntervalCells = 4'000'000;
 // Opens and analyses a trace; a damaged or truncated one is an error unless in.partial.
 // *usage_error (when given) is set when the error is in the options, not the trace (exit 2).
 StatusOr<analysis::Results> LoadResults(const std::string& path,
+                                        const ReportInputOptions& in,
+                                        bool* usage_error = nullptr);
+// The same for one session given as several inputs (directories or rank files of several hosts).
+StatusOr<analysis::Results> LoadResults(const std::vector<std::string>& paths,
                                         const ReportInputOptions& in,
                                         bool* usage_error = nullptr);
 // The analysis options of --from, --to and --interval (and the default event cost), checked.

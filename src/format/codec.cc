@@ -25,11 +25,18 @@ void StreamEncoder::Append(const Event& e) {
   Note(e.ts);
 }
 
-KindSchema::KindSchema() : entries_(65536), brief_(65536, 0) {
+const KindSchema::Entry KindSchema::kUnknown;
+
+KindSchema::KindSchema() : brief_(65536, 0) {
 #define PARMON_SCHEMA_ENTRY_(name_, id_, nargs_, payload_, time_mask_, arg_names_) \
   Set(id_, nargs_, payload_, time_mask_, #name_, arg_names_);
   PARMON_EVENT_KINDS(PARMON_SCHEMA_ENTRY_)
 #undef PARMON_SCHEMA_ENTRY_
+}
+
+const std::shared_ptr<const KindSchema>& KindSchema::Builtin() {
+  static const std::shared_ptr<const KindSchema> builtin = std::make_shared<const KindSchema>();
+  return builtin;
 }
 
 void KindSchema::Set(uint16_t id,
@@ -38,6 +45,8 @@ void KindSchema::Set(uint16_t id,
                      uint32_t time_mask,
                      std::string name,
                      std::string arg_names) {
+  if (id >= entries_.size())
+    entries_.resize(static_cast<size_t>(id) + 1);
   entries_[id] = Entry{true, nargs, has_payload, time_mask, std::move(name), std::move(arg_names)};
   brief_[id] = static_cast<uint8_t>(kBriefKnown | (has_payload ? kBriefPayload : 0) |
                                     std::min<uint8_t>(nargs, kBriefArgs));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -152,21 +153,26 @@ class OneArgAppender {
 class KindSchema {
  public:
   KindSchema();  // the compiled-in table
+  // One shared copy of the compiled-in table: readers of files whose SCHEMA chunk says nothing
+  // else point here instead of holding their own (a session of thousands of rank files).
+  static const std::shared_ptr<const KindSchema>& Builtin();
   void Set(uint16_t id,
            uint8_t nargs,
            bool has_payload,
            uint32_t time_mask,
            std::string name,
            std::string arg_names);
-  bool Known(uint16_t id) const { return entries_[id].known; }
-  uint8_t nargs(uint16_t id) const { return entries_[id].nargs; }
-  bool has_payload(uint16_t id) const { return entries_[id].has_payload; }
+  bool Known(uint16_t id) const { return id < entries_.size() && entries_[id].known; }
+  uint8_t nargs(uint16_t id) const { return entry(id).nargs; }
+  bool has_payload(uint16_t id) const { return entry(id).has_payload; }
   // What a decoder needs of a kind, in one byte: kBriefKnown | kBriefPayload | nargs.
   static constexpr uint8_t kBriefKnown = 0x80, kBriefPayload = 0x40, kBriefArgs = 0x0f;
   uint8_t brief(uint16_t id) const { return brief_[id]; }
-  uint32_t time_mask(uint16_t id) const { return entries_[id].time_mask; }  // args that are times
-  const std::string& name(uint16_t id) const { return entries_[id].name; }
-  const std::string& arg_names(uint16_t id) const { return entries_[id].arg_names; }
+  uint32_t time_mask(uint16_t id) const { return entry(id).time_mask; }  // args that are times
+  const std::string& name(uint16_t id) const { return entry(id).name; }
+  const std::string& arg_names(uint16_t id) const { return entry(id).arg_names; }
+  // Both describe the same kinds the same way.
+  bool operator==(const KindSchema& other) const { return entries_ == other.entries_; }
 
  private:
   struct Entry {
@@ -176,7 +182,12 @@ class KindSchema {
     uint32_t time_mask = 0;
     std::string name;
     std::string arg_names;
+    bool operator==(const Entry&) const = default;
   };
+  const Entry& entry(uint16_t id) const { return id < entries_.size() ? entries_[id] : kUnknown; }
+  static const Entry kUnknown;
+  // Up to the largest id set (~200 entries, not 65,536: 4.7 MB per reader was the issue-19
+  // cost of a rank file); ids past it are unknown.
   std::vector<Entry> entries_;
   std::vector<uint8_t> brief_;  // by id, see brief(): 64 KiB the decoder's hot loop reads
 };

@@ -35,6 +35,18 @@ bool PreadAll(int fd, void* buf, size_t n, uint64_t offset) {
   return true;
 }
 
+// One decompression context per thread, for every chunk of every file: ZSTD_decompress makes
+// and frees a context (~100 KiB) per call, which a session of thousands of small rank files pays
+// per chunk.
+ZSTD_DCtx* DecompressionContext() {
+  struct Holder {
+    ZSTD_DCtx* ctx = ZSTD_createDCtx();
+    ~Holder() { ZSTD_freeDCtx(ctx); }
+  };
+  thread_local Holder holder;
+  return holder.ctx;
+}
+
 const char* ChunkTypeName(uint16_t t) {
   switch (static_cast<ChunkType>(t)) {
     case ChunkType::kSession:
@@ -383,16 +395,21 @@ void TraceReader::ScanChunk(const ChunkRef& ref, std::vector<uint8_t>* payload) 
         st.have_end = true;
       break;
     }
-    case ChunkType::kSchema:
-      if (!DecodeSchema(payload->data(), payload->size(), &schema_))
+    case ChunkType::kSchema: {
+      // Decoded into a copy; a file written by this parmon shares the compiled-in table.
+      auto decoded = std::make_shared<KindSchema>(*schema_);
+      if (!DecodeSchema(payload->data(), payload->size(), decoded.get()))
         AddProblem(
             {ref.offset, fmt::format("schema chunk at offset {} is malformed", ref.offset), 0, {}});
+      if (!(*decoded == *schema_))
+        schema_ = std::move(decoded);
       break;
+    }
     case ChunkType::kEvents:
       if (is_defs) {
         std::vector<Event> events;
         std::string error;
-        if (!DecodeEvents(payload->data(), payload->size(), 0, Source::kDefinitions, schema_,
+        if (!DecodeEvents(payload->data(), payload->size(), 0, Source::kDefinitions, *schema_,
                           &events, &error))
           AddProblem({ref.offset,
                       fmt::format("definition chunk at offset {}: {}", ref.offset, error),
@@ -521,7 +538,10 @@ Status TraceReader::ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) 
     *out = std::move(stored);
   } else if (h.codec == static_cast<uint16_t>(Codec::kZstd)) {
     out->resize(h.raw_size);
-    size_t n = ZSTD_decompress(out->data(), out->size(), stored.data(), stored.size());
+    ZSTD_DCtx* ctx = DecompressionContext();
+    size_t n =
+        ctx ? ZSTD_decompressDCtx(ctx, out->data(), out->size(), stored.data(), stored.size())
+            : ZSTD_decompress(out->data(), out->size(), stored.data(), stored.size());
     if (ZSTD_isError(n) || n != h.raw_size)
       return fail(fmt::format("cannot decompress ({})",
                               ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));
@@ -538,7 +558,7 @@ Status TraceReader::ReadChunk(const ChunkRef& ref, DecodedChunk* out) const {
   // The header's count is a hint only: never more than the payload can hold.
   out->events.reserve(std::min<size_t>(ref.header.event_count, out->raw.size() / kMinEventBytes));
   if (!DecodeEvents(out->raw.data(), out->raw.size(), ref.header.location,
-                    static_cast<Source>(ref.header.source), schema_, &out->events, &error)) {
+                    static_cast<Source>(ref.header.source), *schema_, &out->events, &error)) {
     int64_t lost =
         static_cast<int64_t>(ref.header.event_count) - static_cast<int64_t>(out->events.size());
     std::string msg =

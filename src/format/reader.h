@@ -141,6 +141,11 @@ class TraceReader {
  public:
   static StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path,
                                                      OpenOptions options = {});
+  // One session from several inputs: the rank files of session directories and single rank
+  // files, from different hosts (each recorder wrote its own rank's file on its node). One
+  // path is Open(path).
+  static StatusOr<std::unique_ptr<TraceReader>> Open(const std::vector<std::string>& paths,
+                                                     OpenOptions options = {});
   ~TraceReader();
 
   const std::string& path() const { return path_; }
@@ -161,7 +166,7 @@ class TraceReader {
   std::string SessionValue(const std::string& key, const std::string& fallback = "") const;
   const Definitions& definitions() const { return defs_; }
   const std::vector<Stream>& streams() const { return streams_; }
-  const KindSchema& schema() const { return schema_; }
+  const KindSchema& schema() const { return *schema_; }
   // Damage found so far (at open, and by ReadChunk calls since).
   const std::vector<Problem>& problems() const { return problems_; }
   bool closed_cleanly() const { return closed_cleanly_; }
@@ -198,6 +203,9 @@ class TraceReader {
   void AddProblem(Problem p, uint32_t file = 0) const;
   static StatusOr<std::unique_ptr<TraceReader>> OpenDirectory(const std::string& path,
                                                               OpenOptions options);
+  static StatusOr<std::unique_ptr<TraceReader>> OpenParts(const std::string& path,
+                                                          std::vector<std::string> files,
+                                                          OpenOptions options);
   void Merge(std::vector<std::unique_ptr<TraceReader>> parts);
 
   int fd_ = -1;
@@ -213,7 +221,8 @@ class TraceReader {
   std::vector<std::string> warnings_;
   Definitions defs_;
   std::vector<Stream> streams_;
-  KindSchema schema_;
+  // The compiled-in table, shared by every reader, unless the file's SCHEMA chunk differs.
+  std::shared_ptr<const KindSchema> schema_ = KindSchema::Builtin();
   mutable std::vector<Problem> problems_;
   mutable std::set<std::pair<uint32_t, uint64_t>> bad_chunks_;  // (file, offset) reported
   bool closed_cleanly_ = false;

@@ -2,10 +2,13 @@
 // rank-<K>.ptrace file of the directory and Merge() presents them as one trace (locations
 // renumbered file by file, CPU locations kept once per host, session values combined). Kept apart
 // from reader.cc, which reads one file or stream. docs/comm.md has the design.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -72,27 +75,82 @@ void AddRemapped(const std::map<Key, uint64_t>& counts,
   }
 }
 
-}  // namespace
-
-StatusOr<std::unique_ptr<TraceReader>> TraceReader::OpenDirectory(const std::string& path,
-                                                                  OpenOptions options) {
-  std::vector<std::filesystem::path> files;
+// The .ptrace files of a session directory, in no particular order.
+Status ListParts(const std::string& path, std::vector<std::string>* files) {
   std::error_code ec;
+  size_t before = files->size();
   for (const auto& entry : std::filesystem::directory_iterator(path, ec))
     if (entry.path().extension() == ".ptrace" && entry.is_regular_file(ec))
-      files.push_back(entry.path());
+      files->push_back(entry.path().string());
   if (ec)
     return Status::Error(fmt::format("cannot list {}: {}", path, ec.message()));
-  if (files.empty())
+  if (files->size() == before)
     return Status::Error(
         fmt::format("{} is a directory without .ptrace files (a session recorded "
                     "per rank holds rank-<K>.ptrace files)",
                     path));
-  std::sort(files.begin(), files.end(), PartBefore);
+  return Status::Ok();
+}
+
+// Every rank file stays open while the session is read: a session of more files than the soft
+// limit of open files (often 1,024) raises it towards the hard limit.
+void AllowOpenFiles(size_t files) {
+  rlimit lim{};
+  const rlim_t want = static_cast<rlim_t>(files) + 64;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= want)
+    return;
+  lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? want : std::min(want, lim.rlim_max);
+  (void)setrlimit(RLIMIT_NOFILE, &lim);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TraceReader>> TraceReader::OpenDirectory(const std::string& path,
+                                                                  OpenOptions options) {
+  std::vector<std::string> files;
+  PARMON_RETURN_IF_ERROR(ListParts(path, &files));
+  return OpenParts(path, std::move(files), options);
+}
+
+StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::vector<std::string>& paths,
+                                                         OpenOptions options) {
+  if (paths.size() == 1)
+    return Open(paths.front(), options);
+  if (paths.empty())
+    return Status::Error("no trace file or session directory given");
+  std::vector<std::string> files;
+  std::string name;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec))
+      PARMON_RETURN_IF_ERROR(ListParts(p, &files));
+    else
+      files.emplace_back(p);
+    name += (name.empty() ? "" : " ") + p;
+  }
+  return OpenParts(name, std::move(files), options);
+}
+
+// The rank files of one session, from one directory or several (ranks that wrote on their own
+// hosts): read one by one, then merged. Files are ordered by rank (rank-<K>.ptrace), whatever
+// directory holds them, so that rank 0's comes first.
+StatusOr<std::unique_ptr<TraceReader>> TraceReader::OpenParts(const std::string& path,
+                                                              std::vector<std::string> files,
+                                                              OpenOptions options) {
+  std::stable_sort(files.begin(), files.end(), [](const std::string& a, const std::string& b) {
+    return PartBefore(std::filesystem::path(a), std::filesystem::path(b));
+  });
+  // A file named twice (its directory and itself) is read once.
+  std::set<std::string> seen;
+  std::erase_if(files, [&](const std::string& f) {
+    std::error_code ec;
+    return !seen.insert(std::filesystem::weakly_canonical(f, ec).string()).second;
+  });
+  AllowOpenFiles(files.size());
   std::vector<std::unique_ptr<TraceReader>> parts;
   std::vector<Problem> unreadable;
   for (const auto& f : files) {
-    auto part = Open(f.string(), options);
+    auto part = Open(f, options);
     if (!part.ok()) {
       unreadable.push_back({0, part.status().message(), -1, {}});
       continue;

@@ -13,6 +13,14 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& path, Sessio
   return FromReader(std::move(*reader), options);
 }
 
+StatusOr<std::unique_ptr<Session>> Session::Open(const std::vector<std::string>& paths,
+                                                 SessionOptions options) {
+  auto reader = format::TraceReader::Open(paths, options.open);
+  if (!reader.ok())
+    return reader.status();
+  return FromReader(std::move(*reader), options);
+}
+
 StatusOr<std::unique_ptr<Session>> Session::FromReader(std::unique_ptr<format::TraceReader> reader,
                                                        SessionOptions options) {
   auto s = std::unique_ptr<Session>(new Session());

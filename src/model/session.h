@@ -39,6 +39,10 @@ class Session {
  public:
   static StatusOr<std::unique_ptr<Session>> Open(const std::string& path,
                                                  SessionOptions options = {});
+  // One session from several inputs (session directories and rank files of ranks recorded on
+  // different hosts): format::TraceReader::Open of the list.
+  static StatusOr<std::unique_ptr<Session>> Open(const std::vector<std::string>& paths,
+                                                 SessionOptions options = {});
   // A session over a reader already open (tests, or a caller that opened it itself).
   static StatusOr<std::unique_ptr<Session>> FromReader(std::unique_ptr<format::TraceReader> reader,
                                                        SessionOptions options = {});
