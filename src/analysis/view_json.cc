@@ -1,6 +1,7 @@
 // The JSON view: every figure of Results, with the field names documented in
 // docs/report-json.md. Times are integer nanoseconds ("_ns"), fractions are 0..1.
 #include "analysis/views.h"
+#include "analysis/omp_views.h"
 
 namespace parmon::analysis {
 namespace {
@@ -260,6 +261,7 @@ nlohmann::json ToJson(const Results& r) {
   j["wait_states"] = WaitStatesJson(r);
   j["diagnosis"] = FindingsJson(r);
   j["mpi"] = MpiJson(r.mpi);
+  j["openmp"] = OmpJson(r.omp);
   return j;
 }
 
