@@ -118,6 +118,41 @@ TEST(OmpE2e, ImbalanceAndBarrierWaitMatchTheProgramsOwnMeasurements) {
   EXPECT_NE(text.out.find("== OpenMP"), std::string::npos) << text.out;
 }
 
+// Critical sections and explicit tasks: each thread's lock wait and task time as the program
+// timed them (asking for the critical section to being inside it; inside each task).
+TEST(OmpE2e, LockWaitAndTaskTimeMatchTheProgramsOwnMeasurements) {
+  TempDir dir;
+  const std::string trace = dir.File("lt.pmt"), side = dir.File("measured.txt");
+  RunResult rec = Parmon({"record", "-q", "-o", trace, "--", BinDir() + "/omp_locks_tasks", side});
+  ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+  std::map<int, std::pair<double, double>> measured;  // thread number: lock, task
+  std::istringstream in(ReadFile(side));
+  std::string k0, k1, k2;
+  int t = 0;
+  double lock = 0, task = 0;
+  while (in >> k0 >> t >> k1 >> lock >> k2 >> task)
+    measured[t] = {lock, task};
+  ASSERT_EQ(measured.size(), 2u) << ReadFile(side);
+  json r = Report(trace);
+  ASSERT_FALSE(r.is_discarded());
+  const json& threads = r["openmp"]["threads"];
+  ASSERT_EQ(threads.size(), 2u) << r["openmp"].dump(1);
+  double lock_sum = 0, task_sum = 0, measured_lock = 0, measured_task = 0;
+  for (const json& th : threads) {
+    // Two threads: the master is thread 0, the worker thread 1.
+    const auto& [ml, mt] = measured[th["master"].get<bool>() ? 0 : 1];
+    ExpectClose(th["lock_ns"].get<double>(), ml, 3e6, "lock wait of " + th["label"].dump());
+    lock_sum += th["lock_ns"].get<double>();
+    task_sum += th["task_ns"].get<double>();
+    measured_lock += ml;
+    measured_task += mt;
+  }
+  EXPECT_GT(measured_lock, 5e6);  // the critical section was contended
+  EXPECT_GT(measured_task, 5e6);
+  ExpectClose(lock_sum, measured_lock, 3e6, "lock wait over the threads");
+  ExpectClose(task_sum, measured_task, 3e6, "task time over the threads");
+}
+
 TEST(OmpE2e, GccLibgompProgramGetsTheSentenceAndRunsOnLibompWhenAsked) {
   if (!Exists(BinDir() + "/omp_imbalance_gomp"))
     GTEST_SKIP() << "omp_imbalance_gomp is built with GCC only";
