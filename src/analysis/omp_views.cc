@@ -39,9 +39,9 @@ void RegionTable(const OmpProfile& p, std::string* out) {
                         FormatCount(r.instances), r.team_size, FormatDuration(r.wall_ns),
                         FormatDuration(r.max_work_ns), FormatDuration(r.lost_ns), r.imbalance);
     std::string work = "  work by thread:";
-    for (size_t k = 0; k < r.thread_work_ns.size() && k < 8; ++k)
+    for (size_t k = 0; k < r.thread_work_ns.size() && k < 7; ++k)
       work += fmt::format(" {}", FormatDuration(r.thread_work_ns[k]));
-    if (r.thread_work_ns.size() > 8)
+    if (r.thread_work_ns.size() > 7)
       work += " ...";
     *out += work + "\n";
   }
