@@ -7,22 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "openmp/omp_args.h"
+
 /* Each thread touches its own cache line: the region is not empty to the compiler (an empty one
  * can be dropped) and costs nothing to speak of beyond the runtime's fork and join. */
 static volatile long g_slots[64 * 16];
 #define TOUCH() (g_slots[(omp_get_thread_num() & 63) * 16]++)
 
-static long Arg(int argc, char** argv, const char* name, long fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (strcmp(argv[i], name) == 0)
-      return atol(argv[i + 1]);
-  return fallback;
-}
-
 int main(int argc, char** argv) {
-  int threads = (int)Arg(argc, argv, "--threads", 2);
-  long regions = Arg(argc, argv, "--regions", 20000);
-  long barriers = Arg(argc, argv, "--barriers", 20000);
+  int threads = (int)OmpArg(argc, argv, "--threads", 2);
+  long regions = OmpArg(argc, argv, "--regions", 20000);
+  long barriers = OmpArg(argc, argv, "--barriers", 20000);
   if (threads < 1 || regions < 1 || barriers < 1) {
     fprintf(stderr, "usage: omp_bench [--threads T] [--regions N] [--barriers N]\n");
     return 2;

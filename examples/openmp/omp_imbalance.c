@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "omp_args.h"
+
 #define MAX_THREADS 64
 
 static volatile double g_sink;
@@ -32,18 +34,11 @@ static void Compute(long units) {
   g_sink = x;
 }
 
-static long Arg(int argc, char** argv, const char* name, long fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (strcmp(argv[i], name) == 0)
-      return atol(argv[i + 1]);
-  return fallback;
-}
-
 int main(int argc, char** argv) {
-  int threads = (int)Arg(argc, argv, "--threads", 4);
-  long regions = Arg(argc, argv, "--regions", 3);
-  long unit = Arg(argc, argv, "--unit", 40);
-  long serial = Arg(argc, argv, "--serial", 50);
+  int threads = (int)OmpArg(argc, argv, "--threads", 4);
+  long regions = OmpArg(argc, argv, "--regions", 3);
+  long unit = OmpArg(argc, argv, "--unit", 40);
+  long serial = OmpArg(argc, argv, "--serial", 50);
   const char* out = NULL;
   for (int i = 1; i + 1 < argc; ++i)
     if (strcmp(argv[i], "--out") == 0)

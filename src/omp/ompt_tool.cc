@@ -48,13 +48,29 @@ struct Span {
   uint64_t index;
   uint64_t team;
 };
+// Begin times of nested spans of one kind (waits, worksharing constructs).
+struct BeginStack {
+  uint64_t begins[kDepth];
+  int depth;
+  void Push() {
+    if (depth < kDepth)
+      begins[depth] = parmon_x_now();
+    ++depth;
+  }
+  // The begin of the span that ends now; false when it was not kept (or none was open).
+  bool Pop(uint64_t* begin) {
+    if (depth == 0)
+      return false;
+    --depth;
+    *begin = depth < kDepth ? begins[depth] : 0;
+    return depth < kDepth;
+  }
+};
 struct ThreadSpans {
   Span tasks[kDepth];
   int task_depth;
-  uint64_t waits[kDepth];
-  int wait_depth;
-  uint64_t works[kDepth];
-  int work_depth;
+  BeginStack waits;
+  BeginStack works;
   uint64_t mutex_begin;
   uint64_t task_begin;  // the explicit task this thread runs now (0: none)
 };
@@ -178,19 +194,14 @@ void OnSyncRegionWait(ompt_sync_region_t kind,
                       ompt_data_t*,
                       ompt_data_t*,
                       const void*) {
-  ThreadSpans& s = t_spans;
+  uint64_t begin = 0;
   if (endpoint == ompt_scope_begin) {
-    if (s.wait_depth < kDepth)
-      s.waits[s.wait_depth] = parmon_x_now();
-    ++s.wait_depth;
+    t_spans.waits.Push();
     return;
   }
-  if (s.wait_depth == 0)
+  if (!t_spans.waits.Pop(&begin) || !Enabled())
     return;
-  --s.wait_depth;
-  if (s.wait_depth >= kDepth || !Enabled())
-    return;
-  uint64_t a[3] = {CurrentRegion(), static_cast<uint64_t>(kind), s.waits[s.wait_depth]};
+  uint64_t a[3] = {CurrentRegion(), static_cast<uint64_t>(kind), begin};
   Emit(parmon_x_now(), Kind::kOmpSyncWait, a, 3);
 }
 
@@ -200,19 +211,14 @@ void OnWork(ompt_work_t wstype,
             ompt_data_t*,
             uint64_t count,
             const void*) {
-  ThreadSpans& s = t_spans;
+  uint64_t begin = 0;
   if (endpoint == ompt_scope_begin) {
-    if (s.work_depth < kDepth)
-      s.works[s.work_depth] = parmon_x_now();
-    ++s.work_depth;
+    t_spans.works.Push();
     return;
   }
-  if (s.work_depth == 0)
+  if (!t_spans.works.Pop(&begin) || !Enabled())
     return;
-  --s.work_depth;
-  if (s.work_depth >= kDepth || !Enabled())
-    return;
-  uint64_t a[4] = {CurrentRegion(), static_cast<uint64_t>(wstype), count, s.works[s.work_depth]};
+  uint64_t a[4] = {CurrentRegion(), static_cast<uint64_t>(wstype), count, begin};
   Emit(parmon_x_now(), Kind::kOmpWork, a, 4);
 }
 
