@@ -325,8 +325,7 @@ struct Engine::Impl {
         break;
       case Kind::kOmpRuntime:
       case Kind::kOmpThread:
-      case Kind::kOmpParallelBegin:
-      case Kind::kOmpParallelEnd:
+      case Kind::kOmpParallel:
       case Kind::kOmpImplicitTask:
       case Kind::kOmpSyncWait:
       case Kind::kOmpWork:

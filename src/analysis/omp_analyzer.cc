@@ -28,21 +28,19 @@ void OmpAnalyzer::Consume(uint32_t loc, uint32_t pid, uint32_t tid, const format
         libgomp_ = true;
       }
       return;
-    case Kind::kOmpParallelBegin: {
+    case Kind::kOmpParallel: {
+      // The region as its master saw it, written at its end: its members' implicit tasks have
+      // ended by now, except the workers' that libomp reports late (RegionEnd).
       Instance& in = Open(pid, e.args[0]);
-      in.begin = e.ts;
+      in.begin = std::min(e.args[3], e.ts);
+      in.end = e.ts;
+      in.ended = true;
       in.construct = static_cast<uint32_t>(e.args[2]);
-      break;
-    }
-    case Kind::kOmpParallelEnd: {
-      auto it = open_.find({pid, e.args[0]});
-      if (it != open_.end()) {
-        it->second.end = e.ts;
-        it->second.ended = true;
-        if (it->second.team != 0 && it->second.done >= it->second.team) {
-          Fold(constructs_, pid, it->second);
-          open_.erase(it);
-        }
+      // The team is the one the implicit tasks report (the runtime may give fewer threads than
+      // requested); the master's has ended before its region.
+      if (in.team != 0 && in.done >= in.team) {
+        Fold(constructs_, pid, in);
+        open_.erase({pid, e.args[0]});
       }
       break;
     }

@@ -1,4 +1,4 @@
-// The analysis engine's OpenMP part: it reads the OMPT events (kinds 34-42, docs/openmp.md) of
+// The analysis engine's OpenMP part: it reads the OMPT events (kinds 34-41, docs/openmp.md) of
 // each thread in time order and books, per thread, its implicit tasks (time in regions) and the
 // waits inside them, and per parallel region instance each team member's work, folding an
 // instance into its construct's totals as soon as its last member is done.

@@ -33,12 +33,11 @@ TEST(OmpAnalyzer, SplitsWorkWaitsAndImbalance) {
   a.Consume(2, 5, 6, Ev(0, Kind::kOmpThread, {2, 1}));
   for (uint64_t base : {100u, 300u}) {
     uint64_t region = base == 100 ? 1 : 2;
-    a.Consume(1, 5, 5, Ev(base, Kind::kOmpParallelBegin, {region, 2, 7}));
     a.Consume(1, 5, 5, Ev(base + 40, Kind::kOmpSyncWait, {region, 3, base + 10}));
     a.Consume(2, 5, 6, Ev(base + 40, Kind::kOmpSyncWait, {region, 3, base + 40}));
     a.Consume(1, 5, 5, Ev(base + 41, Kind::kOmpImplicitTask, {region, 0, 2, base}));
     a.Consume(2, 5, 6, Ev(base + 41, Kind::kOmpImplicitTask, {region, 1, 2, base}));
-    a.Consume(1, 5, 5, Ev(base + 42, Kind::kOmpParallelEnd, {region}));
+    a.Consume(1, 5, 5, Ev(base + 42, Kind::kOmpParallel, {region, 2, 7, base}));
   }
   // A lock wait outside any region counts for the master, not for a region.
   a.Consume(1, 5, 5, Ev(400, Kind::kOmpMutexWait, {1, 9, 395}));
@@ -75,7 +74,6 @@ TEST(OmpAnalyzer, SplitsWorkWaitsAndImbalance) {
 // Tasks run inside a barrier wait are work; a region still open at the end is counted as it is.
 TEST(OmpAnalyzer, TasksInBarriersAndOpenRegions) {
   OmpAnalyzer a;
-  a.Consume(1, 5, 5, Ev(0, Kind::kOmpParallelBegin, {1, 2, 0}));
   a.Consume(1, 5, 5, Ev(30, Kind::kOmpTask, {1, 20}));
   a.Consume(1, 5, 5, Ev(40, Kind::kOmpSyncWait, {1, 9, 10}));
   a.Consume(1, 5, 5, Ev(41, Kind::kOmpImplicitTask, {1, 0, 2, 0}));
@@ -95,9 +93,8 @@ TEST(OmpAnalyzer, TasksInBarriersAndOpenRegions) {
 // both are clipped to the region's end.
 TEST(OmpAnalyzer, LateWorkerReportsEndWithTheRegion) {
   OmpAnalyzer a;
-  a.Consume(1, 5, 5, Ev(0, Kind::kOmpParallelBegin, {1, 2, 7}));
   a.Consume(1, 5, 5, Ev(10, Kind::kOmpImplicitTask, {1, 0, 2, 0}));
-  a.Consume(1, 5, 5, Ev(11, Kind::kOmpParallelEnd, {1}));
+  a.Consume(1, 5, 5, Ev(11, Kind::kOmpParallel, {1, 2, 7, 0}));
   a.Consume(2, 5, 6, Ev(100, Kind::kOmpSyncWait, {1, 9, 5}));
   a.Consume(2, 5, 6, Ev(100, Kind::kOmpImplicitTask, {1, 1, 2, 0}));
   OmpProfile p = Build(a);

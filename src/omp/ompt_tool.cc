@@ -3,11 +3,12 @@
 // on every parallel region, implicit task, barrier wait, worksharing construct, lock wait and
 // explicit task. Each callback writes an event through libparmon's emit path (runtime/emit.h) on
 // the calling thread's own ring, so OpenMP events share the clock, the rings and the loss
-// accounting of every other event (docs/openmp.md, kinds 34-42 in format/kinds.h).
+// accounting of every other event (docs/openmp.md, kinds 34-41 in format/kinds.h).
 //
 // What costs what: a span (implicit task, barrier wait, loop, lock wait, task) is one event
 // written at its end with its begin time as an argument, so a region costs one event per thread
-// plus two on its master, and a barrier one event per thread. The begin times live in small
+// plus one on its master (with the implicit barrier that closes it, two per thread), and a
+// barrier one event per thread. The begin times live in small
 // thread-local stacks, not in OMPT's data slots, because libomp hands a null parallel_data to
 // the end callbacks of implicit tasks and of the barrier that closes a region. A parallel
 // region's id is the process-wide count of regions begun, kept in its parallel_data.
@@ -69,6 +70,8 @@ struct BeginStack {
 struct ThreadSpans {
   Span tasks[kDepth];
   int task_depth;
+  Span parallels[kDepth];  // regions this thread began (index: the construct's name id)
+  int parallel_depth;
   BeginStack waits;
   BeginStack works;
   uint64_t mutex_begin;
@@ -150,17 +153,23 @@ void OnParallelBegin(ompt_data_t*,
                      const void* codeptr) {
   uint64_t id = g_next_region.fetch_add(1, std::memory_order_relaxed);
   parallel->value = id;
-  if (!Enabled())
-    return;
-  uint64_t a[3] = {id, requested, ConstructId(codeptr)};
-  Emit(parmon_x_now(), Kind::kOmpParallelBegin, a, 3);
+  ThreadSpans& s = t_spans;
+  if (s.parallel_depth < kDepth)
+    s.parallels[s.parallel_depth] = {id, parmon_x_now(), ConstructId(codeptr), requested};
+  ++s.parallel_depth;
 }
 
-void OnParallelEnd(ompt_data_t* parallel, ompt_data_t*, int, const void*) {
-  if (!Enabled())
+// One event per region, at its end on the thread that began it.
+void OnParallelEnd(ompt_data_t*, ompt_data_t*, int, const void*) {
+  ThreadSpans& s = t_spans;
+  if (s.parallel_depth == 0)
     return;
-  uint64_t a[1] = {parallel->value};
-  Emit(parmon_x_now(), Kind::kOmpParallelEnd, a, 1);
+  --s.parallel_depth;
+  if (s.parallel_depth >= kDepth || !Enabled())
+    return;
+  const Span& p = s.parallels[s.parallel_depth];
+  uint64_t a[4] = {p.region, p.team, p.index, p.begin};
+  Emit(parmon_x_now(), Kind::kOmpParallel, a, 4);
 }
 
 void OnImplicitTask(ompt_scope_endpoint_t endpoint,
