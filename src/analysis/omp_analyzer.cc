@@ -98,7 +98,7 @@ void OmpAnalyzer::Wait(Thread& t, WaitKind kind, uint64_t begin, uint64_t end) {
     const Pending& old = t.pending.front();
     if (old.kind == kLock)
       t.r.lock_ns += old.ns;
-    t.pending.erase(t.pending.begin());
+    t.pending.pop_front();
   }
   t.pending.push_back({kind, begin, ns});
 }

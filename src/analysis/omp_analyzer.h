@@ -16,6 +16,7 @@
 #define PARMON_SRC_ANALYSIS_OMP_ANALYZER_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -52,7 +53,7 @@ class OmpAnalyzer {
     bool master = false;
     uint64_t first = UINT64_MAX, last = 0;
     bool ended = false;
-    std::vector<Pending> pending;
+    std::deque<Pending> pending;
     OmpThreadResult r;
   };
   struct Instance {
