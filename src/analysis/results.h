@@ -270,7 +270,7 @@ struct Results {
   LoadImbalance imbalance;
   CriticalPath critical_path;
   MpiProfile mpi;
-  OmpProfile omp;  // OpenMP through OMPT (omp_analyzer.h)
+  OmpProfile omp;                 // OpenMP through OMPT (omp_analyzer.h)
   std::vector<Finding> findings;  // ranked, most wall time to save first
 
   // Index of a location id in locations, or -1.

@@ -1,7 +1,7 @@
 // The JSON view: every figure of Results, with the field names documented in
 // docs/report-json.md. Times are integer nanoseconds ("_ns"), fractions are 0..1.
-#include "analysis/views.h"
 #include "analysis/omp_views.h"
+#include "analysis/views.h"
 
 namespace parmon::analysis {
 namespace {

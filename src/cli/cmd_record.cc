@@ -50,7 +50,7 @@ struct RecordArgs {
   std::string buffer_size, overflow = "block", flight_size, window, flush;
   std::string period = "10ms", mode = "trace", duration, threads;
   bool no_switches = false;
-  bool libomp = false;  // --libomp: preload LLVM's libomp (docs/openmp.md)
+  bool libomp = false;     // --libomp: preload LLVM's libomp (docs/openmp.md)
   bool pid_given = false;  // -p appeared (0 is then an error, not "no -p")
   std::vector<std::string> command;
   live::RecordToArgs to;  // --to: stream to a collector (live/record_to.h)

@@ -38,7 +38,7 @@
   X(Fork, 31, 1, false, 0, "child_pid")                                                  \
   X(Exec, 32, 0, true, 0, "")                                                            \
   X(ProcessExit, 33, 1, false, 0, "status")                                              \
-  /* OpenMP through OMPT (src/omp, docs/openmp.md) */                                     \
+  /* OpenMP through OMPT (src/omp, docs/openmp.md) */                                    \
   X(OmpRuntime, 34, 2, true, 0, "ompt,version")                                          \
   X(OmpThread, 35, 2, false, 0, "type,endpoint")                                         \
   X(OmpParallel, 36, 4, false, 0x8, "region,team_size,construct,begin")                  \
