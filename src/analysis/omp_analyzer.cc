@@ -32,7 +32,7 @@ void OmpAnalyzer::Consume(uint32_t loc, uint32_t pid, uint32_t tid, const format
       // The region as its master saw it, written at its end: its members' implicit tasks have
       // ended by now, except the workers' that libomp reports late (RegionEnd).
       Instance& in = Open(pid, e.args[0]);
-      in.begin = std::min(e.args[3], e.ts);
+      in.begin = std::min(std::max(e.args[3], window_start_), e.ts);
       in.end = e.ts;
       in.ended = true;
       in.construct = static_cast<uint32_t>(e.args[2]);
@@ -85,7 +85,7 @@ void OmpAnalyzer::Consume(uint32_t loc, uint32_t pid, uint32_t tid, const format
 }
 
 void OmpAnalyzer::Wait(Thread& t, WaitKind kind, uint64_t begin, uint64_t end) {
-  begin = std::min(begin, end);
+  begin = std::min(std::max(begin, window_start_), end);
   uint64_t ns = end - begin;
   if (kind == kBarrierImplicit || kind == kBarrierExplicit || kind == kSyncOther) {
     // Tasks this thread ran while it waited were work, not waiting.
@@ -110,7 +110,7 @@ uint64_t OmpAnalyzer::RegionEnd(uint32_t pid, uint64_t region, uint64_t ts) cons
 
 void OmpAnalyzer::TaskEnd(Thread& t, const format::Event& e) {
   uint64_t end = RegionEnd(t.pid, e.args[0], e.ts);
-  uint64_t begin = std::min(e.args[3], end);
+  uint64_t begin = std::min(std::max(e.args[3], window_start_), end);
   uint64_t span = end - begin;
   uint64_t barrier = 0, implicit = 0, other = 0, lock = 0, task = 0;
   for (const Pending& p : t.pending) {

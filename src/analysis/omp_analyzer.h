@@ -30,6 +30,8 @@ namespace parmon::analysis {
 
 class OmpAnalyzer {
  public:
+  // Spans that began before the analysed window count from its start (--from).
+  void SetWindowStart(uint64_t ts) { window_start_ = ts; }
   // One OMPT event of the thread at location `loc` (process pid, thread tid).
   void Consume(uint32_t loc, uint32_t pid, uint32_t tid, const format::Event& e);
   // The profile of what was consumed; `name` gives a string id's text, `label` a location's,
@@ -84,6 +86,7 @@ class OmpAnalyzer {
   std::map<InstanceKey, Instance> open_;
   std::map<ConstructKey, Construct> constructs_;
   uint64_t seq_ = 0;
+  uint64_t window_start_ = 0;
   bool ompt_ = false, libgomp_ = false;
   std::string runtime_;
 };

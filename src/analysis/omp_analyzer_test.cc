@@ -108,5 +108,21 @@ TEST(OmpAnalyzer, LateWorkerReportsEndWithTheRegion) {
   EXPECT_DOUBLE_EQ(p.regions[0].imbalance, 10.0 / 7.5);
 }
 
+// A window that starts inside a region (--from): its spans count from the window's start.
+TEST(OmpAnalyzer, SpansAreClippedToTheWindowStart) {
+  OmpAnalyzer a;
+  a.SetWindowStart(50);
+  a.Consume(1, 5, 5, Ev(80, Kind::kOmpSyncWait, {1, 3, 40}));
+  a.Consume(1, 5, 5, Ev(100, Kind::kOmpImplicitTask, {1, 0, 1, 0}));
+  a.Consume(1, 5, 5, Ev(101, Kind::kOmpParallel, {1, 1, 7, 0}));
+  OmpProfile p = Build(a);
+  ASSERT_EQ(p.threads.size(), 1u);
+  EXPECT_EQ(p.threads[0].region_ns, 50u);
+  EXPECT_EQ(p.threads[0].barrier_ns, 30u);
+  EXPECT_EQ(p.threads[0].work_ns, 20u);
+  ASSERT_EQ(p.regions.size(), 1u);
+  EXPECT_EQ(p.regions[0].wall_ns, 51u);
+}
+
 }  // namespace
 }  // namespace parmon::analysis
