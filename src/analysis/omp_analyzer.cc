@@ -47,9 +47,12 @@ void OmpAnalyzer::Consume(uint32_t loc, uint32_t pid, uint32_t tid, const format
     default:
       break;
   }
+  ompt_ = true;  // OMPT events in the window, whether or not the runtime's start is in it
   Thread& t = threads_[loc];
   t.pid = pid;
   t.tid = tid;
+  // The initial thread is the process's main thread (its OmpThread may be before the window).
+  t.master = t.master || (tid == pid && pid != 0);
   t.first = std::min(t.first, e.ts);
   t.last = std::max(t.last, e.ts);
   switch (e.kind_enum()) {
