@@ -30,6 +30,7 @@ Engine::Impl::Impl(const model::Session& s, const Options& o)
     we = ws;
   iv_ns = options.interval_ns ? options.interval_ns : AutoInterval(we - ws);
   bins = Bins::Of(ws, we, iv_ns);
+  omp.SetWindowStart(ws);
   iv_count = bins.count;
   for (const auto& [id, d] : defs.locations)
     LocFor(id);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "analysis/engine_state.h"
+#include "analysis/omp_analyzer.h"
 #include "model/merge.h"
 #include "model/session.h"
 
@@ -110,6 +111,7 @@ struct Engine::Impl {
   bool track_shares = true;
   std::vector<std::shared_ptr<Shares>> spare_shares;  // freed by messages, for CopyShares
   LoopClocks loop_clocks;
+  OmpAnalyzer omp;  // OpenMP (OMPT) events
 
   Impl(const model::Session& s, const Options& o);
   // Every event of the window, from the session's merge, to ConsumeAt (engine.cc).
@@ -321,6 +323,16 @@ struct Engine::Impl {
         ++l.switches;
         l.preempted += e.args[1] != 0;
         has_sched = true;
+        break;
+      case Kind::kOmpRuntime:
+      case Kind::kOmpThread:
+      case Kind::kOmpParallel:
+      case Kind::kOmpImplicitTask:
+      case Kind::kOmpSyncWait:
+      case Kind::kOmpWork:
+      case Kind::kOmpMutexWait:
+      case Kind::kOmpTask:
+        omp.Consume(l.id, l.pid, l.tid, e);
         break;
       case Kind::kSwitchCounts:
         l.switches += e.args[0];

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/omp_results.h"
 #include "format/thread_state.h"
 
 namespace parmon::analysis {
@@ -286,6 +287,7 @@ struct Results {
   LoadImbalance imbalance;
   CriticalPath critical_path;
   MpiProfile mpi;
+  OmpProfile omp;                 // OpenMP through OMPT (omp_analyzer.h)
   std::vector<Finding> findings;  // ranked, most wall time to save first
 
   // Index of a location id in locations, or -1.

@@ -156,6 +156,9 @@ Results Engine::Impl::Finish() {
   BuildImbalance(&res);
   BuildMpiProfile(&res);
   BuildCriticalPath(&res, order, result_index);
+  omp.Build([this](uint32_t id) { return defs.Name(id); },
+            [this](uint32_t id) { return Label(*Resolve(id)); },
+            [this](uint32_t id) { return Resolve(id)->last; }, &res.omp);
   Diagnose(&res);
   return res;
 }

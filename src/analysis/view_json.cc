@@ -1,5 +1,6 @@
 // The JSON view: every figure of Results, with the field names documented in
 // docs/report-json.md. Times are integer nanoseconds ("_ns"), fractions are 0..1.
+#include "analysis/omp_views.h"
 #include "analysis/views.h"
 
 namespace parmon::analysis {
@@ -280,6 +281,7 @@ nlohmann::json ToJson(const Results& r) {
   j["wait_states"] = WaitStatesJson(r);
   j["diagnosis"] = FindingsJson(r);
   j["mpi"] = MpiJson(r.mpi);
+  j["openmp"] = OmpJson(r.omp);
   return j;
 }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/omp_views.h"
 #include "analysis/units.h"
 #include "analysis/views.h"
 
@@ -467,6 +468,7 @@ std::string RenderText(const Results& r, const TextOptions& options) {
   TextCommunication(o, r);
   TextIntervals(o, r, options);
   TextWaitStates(o, r);
+  o.text() += RenderOmpText(r.omp);
   return std::move(o.text());
 }
 

@@ -50,6 +50,7 @@ struct RecordArgs {
   std::string buffer_size, overflow = "block", flight_size, window, flush;
   std::string period = "10ms", mode = "trace", duration, threads;
   bool no_switches = false;
+  bool libomp = false;     // --libomp: preload LLVM's libomp (docs/openmp.md)
   bool pid_given = false;  // -p appeared (0 is then an error, not "no -p")
   std::vector<std::string> command;
   live::RecordToArgs to;  // --to: stream to a collector (live/record_to.h)
@@ -85,6 +86,9 @@ void DeclareOptions(CLI::App& app, RecordArgs& a) {
   app.add_option("--duration", a.duration, "with -p: stop after this long, e.g. 10s");
   app.add_option("--threads", a.threads, "monitor only these thread ids, e.g. 1234,1240");
   app.add_flag("--no-switches", a.no_switches, "do not record context switches (sampling only)");
+  app.add_flag("--libomp", a.libomp,
+               "run the program's OpenMP on LLVM's libomp, whose OMPT parmon records (GCC's "
+               "libgomp has none)");
   app.add_option("--to", a.to.to, "also stream the session to a collector, HOST:PORT[/NAME]");
   app.add_option("--to-linger", a.to.linger, "with --to: how long to keep delivering after the run")
       ->capture_default_str();
@@ -189,8 +193,16 @@ bool Configure(RecordArgs& a, sched::SchedOptions* sched_options) {
   // Communication monitoring (docs/comm.md): MPI, POSIX channels and pthread waits are recorded
   // by preload libraries; each is loaded when it was built.
   a.options.extra_preload.emplace_back(recorder::MpiWrapperLibrary(a.command));
-  for (const char* lib : {"libparmon_posix.so", "libparmon_pthread.so"})
+  for (const char* lib : {"libparmon_posix.so", "libparmon_pthread.so", "libparmon_omp.so"})
     a.options.extra_preload.emplace_back(lib);
+  if (a.libomp) {
+#ifdef PARMON_LIBOMP
+    a.options.extra_preload.emplace_back(PARMON_LIBOMP);
+#else
+    fmt::print(stderr, "parmon record: --libomp: this parmon was built without LLVM's libomp\n");
+    return false;
+#endif
+  }
   if (a.options.attach_pid == 0) {
     // Under mpirun/srun: one file per rank in the -o directory (recorder/mpi_launch.h).
     if (Status s = recorder::ApplyMpiLaunch(&a.options); !s.ok()) {

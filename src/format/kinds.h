@@ -38,6 +38,15 @@
   X(Fork, 31, 1, false, 0, "child_pid")                                                  \
   X(Exec, 32, 0, true, 0, "")                                                            \
   X(ProcessExit, 33, 1, false, 0, "status")                                              \
+  /* OpenMP through OMPT (src/omp, docs/openmp.md) */                                    \
+  X(OmpRuntime, 34, 2, true, 0, "ompt,version")                                          \
+  X(OmpThread, 35, 2, false, 0, "type,endpoint")                                         \
+  X(OmpParallel, 36, 4, false, 0x8, "region,team_size,construct,begin")                  \
+  X(OmpImplicitTask, 37, 4, false, 0x8, "region,index,team_size,begin")                  \
+  X(OmpSyncWait, 38, 3, false, 0x4, "region,kind,begin")                                 \
+  X(OmpWork, 39, 4, false, 0x8, "region,wstype,count,begin")                             \
+  X(OmpMutexWait, 40, 3, false, 0x4, "kind,wait_id,begin")                               \
+  X(OmpTask, 41, 2, false, 0x2, "region,begin")                                          \
   /* communication (64-127): MPI, POSIX channels, pthread sync -- see docs/events.md */  \
   X(MpiInit, 64, 3, false, 0, "rank,size,thread_level")                                  \
   X(MpiEnter, 65, 2, false, 0, "func,site")                                              \
