@@ -7,10 +7,13 @@
 //                                     contending for one mutex (hold 5 ms, 1 ms outside)
 //   duty_cycle [--seconds S] oversub  four spinners (on a 2-CPU machine each is queued ~half)
 //   duty_cycle [--seconds S] spin     one spinner (a target for `parmon record -p`)
-//   duty_cycle [--rounds N] pingpong  two threads bounce a byte through two pipes N times
+//   duty_cycle [--rounds N] [--one-cpu] pingpong
+//                                     two threads bounce a byte through two pipes N times
 //                                     (default 100,000), a few microseconds of work each turn:
 //                                     each switches out and in once per round, 10,000s of times
-//                                     a second
+//                                     a second (--one-cpu: both on the CPU main started on, where
+//                                     a wake-up switches at once, ~100,000 times a second; on two
+//                                     CPUs of a virtual machine each wake-up waits for an IPI)
 //   duty_cycle churn                  100 threads one after another, each on a CPU for 1 ms and
 //                                     gone 2 ms later: most live and die between two samples.
 //                                     Prints "churn threads=100 cpu=NS" (their CPU time summed)
@@ -28,6 +31,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,8 +220,21 @@ static void Bounce(struct Truth* t, int in, int out, int serve) {
   Finish(t);
 }
 
+static int g_one_cpu = -1;  // --one-cpu: the CPU both ping-pong threads are bound to
+
+static void BindPingPong(void) {
+  if (g_one_cpu < 0)
+    return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(g_one_cpu, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+    fprintf(stderr, "duty_cycle: could not bind to CPU %d\n", g_one_cpu);
+}
+
 static void* Pinger(void* arg) {
   struct Truth* t = arg;
+  BindPingPong();
   Begin(t, "pinger");
   Bounce(t, g_pong[0], g_ping[1], 1);
   return NULL;
@@ -225,6 +242,7 @@ static void* Pinger(void* arg) {
 
 static void* Ponger(void* arg) {
   struct Truth* t = arg;
+  BindPingPong();
   Begin(t, "ponger");
   Bounce(t, g_ping[0], g_pong[1], 0);
   return NULL;
@@ -272,6 +290,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_rounds = (uint64_t)r;
+    } else if (strcmp(argv[i], "--one-cpu") == 0) {
+      g_one_cpu = sched_getcpu();
+      if (g_one_cpu < 0)
+        g_one_cpu = 0;
     } else if (strcmp(argv[i], "churn") == 0) {
       return Churn();
     } else if (strcmp(argv[i], "basic") == 0 || strcmp(argv[i], "oversub") == 0 ||
@@ -279,7 +301,8 @@ int main(int argc, char** argv) {
       scenario = argv[i];
     } else {
       fprintf(stderr,
-              "usage: duty_cycle [--seconds S] [--rounds N] [basic|oversub|spin|pingpong|churn]\n");
+              "usage: duty_cycle [--seconds S] [--rounds N] [--one-cpu] "
+              "[basic|oversub|spin|pingpong|churn]\n");
       return 2;
     }
   }

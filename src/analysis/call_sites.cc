@@ -67,7 +67,8 @@ std::unique_ptr<Module> OpenModule(const std::string& path) {
   for (size_t i = 0; i < n; ++i) {
     GElf_Phdr ph;
     if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
-      lowest = std::min<uint64_t>(lowest, ph.p_vaddr & ~(uint64_t{ph.p_align ? ph.p_align : 1} - 1));
+      lowest =
+          std::min<uint64_t>(lowest, ph.p_vaddr & ~(uint64_t{ph.p_align ? ph.p_align : 1} - 1));
   }
   m->link_base = (lowest == UINT64_MAX ? 0 : lowest) + bias;
   return m;

@@ -472,15 +472,16 @@ TEST(SchedE2E, SwitchCountsAndCpuTimeAgreeWithProc) {
   }
 }
 
-// Two threads bounce a byte through two pipes 100,000 times with a few microseconds of work
-// each turn: each switches out and in once a round, tens of thousands of times a second. The
+// Two threads bound to one CPU bounce a byte through two pipes 300,000 times with a few
+// microseconds of work each turn: each switches out and in once a round, ~100,000 times a second
+// (unbound, each wake-up waits for an IPI on this VM and the rate fell under 10,000 at load). The
 // switch records miss a few microseconds of each switch (the kernel's own time between them),
 // which once left such a thread 34% short of its CPU time; the sampler puts it back from the
 // thread's CPU counter. Oracle: each thread's own CLOCK_THREAD_CPUTIME_ID at its end, against
 // the running time the sampler booked for it over its life (what `parmon report` sums).
 TEST(SchedE2E, RunningMatchesTheCpuClockOfThreadsThatSwitchOften) {
   TempDir dir;
-  Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"pingpong"});
+  Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--rounds", "300000", "--one-cpu", "pingpong"});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   ASSERT_EQ(r.truth.size(), 2u) << r.run.out;
   if (r.trace.CountAll(Kind::kSwitchIn) == 0)
