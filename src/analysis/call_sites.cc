@@ -18,9 +18,11 @@
 #include <string>
 #include <tuple>
 
+#include "analysis/call_sites.h"
 #include "analysis/mpi_time.h"
 
 #ifdef PARMON_HAVE_LIBDW
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #endif
@@ -75,8 +77,10 @@ std::unique_ptr<Module> OpenModule(const std::string& path) {
 }
 #endif
 
+}  // namespace
+
 // Resolves the raw sites, each module opened once.
-class Resolver {
+class CallSiteResolver::Impl {
  public:
   std::string Resolve(const std::string& raw) {
     auto [it, fresh] = done_.try_emplace(raw);
@@ -102,11 +106,27 @@ class Resolver {
     const Dwarf_Addr addr = m->link_base + offset - 1;  // inside the call instruction
     const char* func = dwfl_module_addrname(m->mod, addr);
     std::string where;
+    auto set = [&](const char* file, int lineno) {
+      if (!file)
+        return;
+      std::string f = file;
+      where = fmt::format("{}:{}", f.substr(f.rfind('/') + 1), lineno);
+    };
     if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, addr)) {
       int lineno = 0;
-      if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
-        std::string f = file;
-        where = fmt::format("{}:{}", f.substr(f.rfind('/') + 1), lineno);
+      set(dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr), lineno);
+    } else {
+      // No .debug_aranges (clang does not write them by default): find the unit by its ranges.
+      Dwarf_Addr bias = 0;
+      for (Dwarf_Die* cu = nullptr; (cu = dwfl_module_nextcu(m->mod, cu, &bias)) != nullptr;) {
+        if (dwarf_haspc(cu, addr - bias) <= 0)
+          continue;
+        if (Dwarf_Line* dl = dwarf_getsrc_die(cu, addr - bias)) {
+          int lineno = 0;
+          dwarf_lineno(dl, &lineno);
+          set(dwarf_linesrc(dl, nullptr, nullptr), lineno);
+        }
+        break;
       }
     }
     std::string mod = path.substr(path.rfind('/') + 1);
@@ -124,10 +144,20 @@ class Resolver {
 #endif
 };
 
-}  // namespace
+CallSiteResolver::CallSiteResolver() : impl_(std::make_unique<Impl>()) {}
+CallSiteResolver::~CallSiteResolver() = default;
+std::string CallSiteResolver::Resolve(const std::string& raw) {
+  return impl_->Resolve(raw);
+}
+
+void ResolveOmpConstructs(OmpProfile* omp) {
+  CallSiteResolver resolver;
+  for (auto& r : omp->regions)
+    r.construct = resolver.Resolve(r.construct);
+}
 
 void BuildMpiCallSites(Results* res) {
-  Resolver resolver;
+  CallSiteResolver resolver;
   struct Agg {
     uint64_t calls = 0, ns = 0;
     std::map<int32_t, uint64_t> by_rank;

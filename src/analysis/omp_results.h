@@ -34,7 +34,8 @@ struct OmpThreadResult {
 // instances in the window. A thread's work in an instance is its implicit task's time minus its
 // waits in it; imbalance = sum over instances of the slowest thread's work / sum of the mean.
 struct OmpRegionResult {
-  std::string construct;  // "main+0x1f3" (function + offset of the construct), "?" when unknown
+  // Where the construct is: "omp_imbalance.c:58 (main)" (analysis/call_sites.h), "?" when unknown
+  std::string construct;
   uint32_t pid = 0;
   uint64_t instances = 0;
   uint32_t team_size = 0;  // the largest team seen

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/call_sites.h"
 #include "analysis/engine_impl.h"
 
 namespace parmon::analysis {
@@ -159,6 +160,7 @@ Results Engine::Impl::Finish() {
   omp.Build([this](uint32_t id) { return defs.Name(id); },
             [this](uint32_t id) { return Label(*Resolve(id)); },
             [this](uint32_t id) { return Resolve(id)->last; }, &res.omp);
+  ResolveOmpConstructs(&res.omp);
   Diagnose(&res);
   return res;
 }

@@ -17,9 +17,11 @@
 // notices a program whose GOMP_* entry points resolve to libgomp and writes one OmpRuntime event
 // with ompt = 0, so the report can say why there are no OpenMP regions instead of showing none.
 #include <dlfcn.h>
+#include <limits.h>
 #include <omp-tools.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -90,8 +92,9 @@ uint64_t CurrentRegion() {
   return d > 0 && d <= kDepth ? t_spans.tasks[d - 1].region : 0;
 }
 
-// The name of a construct: the function holding its return address ("main+0x4f",
-// "prog+0x1234" when the symbol is not exported), interned once per address.
+// The name of a construct: its return address as "0x<offset> <module path>" (a call site,
+// resolved by the report to file, line and function: analysis/call_sites.h), interned once per
+// address.
 uint32_t ConstructId(const void* codeptr) {
   constexpr int kSlots = 256;
   static std::mutex mu;
@@ -106,22 +109,25 @@ uint32_t ConstructId(const void* codeptr) {
   std::lock_guard<std::mutex> lock(mu);
   size_t slot = (reinterpret_cast<uintptr_t>(codeptr) >> 4) % kSlots;
   if (keys[slot] != codeptr) {
-    char name[256];
+    char name[PATH_MAX + 32];
+    char exe[PATH_MAX];
     Dl_info info{};
-    if (dladdr(codeptr, &info) != 0 && info.dli_sname != nullptr) {
-      snprintf(name, sizeof name, "%s+0x%zx", info.dli_sname,
+    if (dladdr(codeptr, &info) != 0 && info.dli_fbase != nullptr) {
+      const char* module = info.dli_fname ? info.dli_fname : "";
+      if (module[0] != '/') {  // the executable, named as it was started: the kernel's path
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = 0;
+        module = exe;
+      }
+      snprintf(name, sizeof name, "0x%zx %s",
                static_cast<size_t>(static_cast<const char*>(codeptr) -
-                                   static_cast<const char*>(info.dli_saddr)));
-    } else if (info.dli_fname != nullptr) {
-      const char* base = strrchr(info.dli_fname, '/');
-      snprintf(name, sizeof name, "%s+0x%zx", base ? base + 1 : info.dli_fname,
-               static_cast<size_t>(static_cast<const char*>(codeptr) -
-                                   static_cast<const char*>(info.dli_fbase)));
+                                   static_cast<const char*>(info.dli_fbase)),
+               module);
     } else {
       snprintf(name, sizeof name, "%p", codeptr);
     }
     keys[slot] = codeptr;
-    ids[slot] = parmon_x_intern(name, static_cast<uint32_t>(format::StringCategory::kRegion));
+    ids[slot] = parmon_x_intern(name, static_cast<uint32_t>(format::StringCategory::kCallSite));
   }
   last_key = codeptr;
   last_id = ids[slot];

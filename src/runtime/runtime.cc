@@ -308,7 +308,10 @@ PARMON_COLD bool MakeRoom(ThreadRing* r, uint32_t nslots, bool must_deliver) {
   const int saved_errno = errno;
   bool ok = false;
   SegmentHeader* seg = g_segment;
-  if (r->state == kUnattached && !Attach(r))
+  // A thread whose ring was retired as it exited (its key destructor, or the library's destructor
+  // at exit) may still emit from destructors that run later (libomp's, say): it takes a ring
+  // again, under the same location, rather than losing those events.
+  if ((r->state == kUnattached || r->state == kRetiredThread) && !Attach(r))
     r->state = kNoRing;
   if (r->state != kAttached) {
     if (seg)
