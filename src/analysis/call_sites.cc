@@ -114,7 +114,8 @@ class CallSiteResolver::Impl {
     };
     if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, addr)) {
       int lineno = 0;
-      set(dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr), lineno);
+      const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
+      set(file, lineno);
     } else {
       // No .debug_aranges (clang does not write them by default): find the unit by its ranges.
       Dwarf_Addr bias = 0;
@@ -124,7 +125,8 @@ class CallSiteResolver::Impl {
         if (Dwarf_Line* dl = dwarf_getsrc_die(cu, addr - bias)) {
           int lineno = 0;
           dwarf_lineno(dl, &lineno);
-          set(dwarf_linesrc(dl, nullptr, nullptr), lineno);
+          const char* file = dwarf_linesrc(dl, nullptr, nullptr);
+          set(file, lineno);
         }
         break;
       }
