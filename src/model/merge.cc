@@ -123,6 +123,28 @@ struct Later {
 };
 }  // namespace
 
+// Takes the heap's top head (already moved to the back by pop_heap) out of the heap and the live
+// set.
+void Merge::DropHeapBack() {
+  Head* h = heap_.back();
+  heap_.pop_back();
+  auto it = std::find(live_.begin(), live_.end(), h);
+  SyncLiveTs();
+  Remove(static_cast<size_t>(it - live_.begin()));
+  heap_valid_ = true;  // the heap already lacks it
+  live_ts_stale_ = true;
+}
+
+bool Merge::HandOut(Head& h, format::Event* out, uint64_t until, StreamIndex* stream) {
+  if (h.event.ts > until)
+    return false;
+  *out = h.event;
+  if (stream)
+    *stream = h.stream;
+  pending_ = &h;
+  return true;
+}
+
 bool Merge::NextFromHeap(format::Event* out, uint64_t until, StreamIndex* stream) {
   if (!heap_valid_) {
     SyncLiveTs();
@@ -136,21 +158,10 @@ bool Merge::NextFromHeap(format::Event* out, uint64_t until, StreamIndex* stream
     if (h.event.ts > to_) {
       h.finished = true;
       std::pop_heap(heap_.begin(), heap_.end(), Later{});
-      heap_.pop_back();
-      auto it = std::find(live_.begin(), live_.end(), &h);
-      SyncLiveTs();
-      Remove(static_cast<size_t>(it - live_.begin()));
-      heap_valid_ = true;  // the heap already lacks it
-      live_ts_stale_ = true;
+      DropHeapBack();
       continue;
     }
-    if (h.event.ts > until)
-      return false;
-    *out = h.event;
-    if (stream)
-      *stream = h.stream;
-    pending_ = &h;
-    return true;
+    return HandOut(h, out, until, stream);
   }
   return false;
 }
@@ -167,12 +178,7 @@ void Merge::AdvancePending() {
       std::push_heap(heap_.begin(), heap_.end(), Later{});
       return;
     }
-    heap_.pop_back();
-    auto it = std::find(live_.begin(), live_.end(), h);
-    SyncLiveTs();
-    Remove(static_cast<size_t>(it - live_.begin()));
-    heap_valid_ = true;
-    live_ts_stale_ = true;
+    DropHeapBack();
     return;
   }
   SyncLiveTs();
@@ -205,13 +211,7 @@ bool Merge::Next(format::Event* out, uint64_t until, StreamIndex* stream) {
       Remove(best);
       continue;
     }
-    if (h.event.ts > until)
-      return false;
-    *out = h.event;
-    if (stream)
-      *stream = h.stream;
-    pending_ = &h;
-    return true;
+    return HandOut(h, out, until, stream);
   }
   return false;
 }

@@ -112,6 +112,9 @@ class Merge {
   bool heap_valid_ = false;
   bool live_ts_stale_ = false;
   bool NextFromHeap(format::Event* out, uint64_t until, StreamIndex* stream);
+  void DropHeapBack();
+  // Hands out h's event unless it is past `until`; it is advanced on the next call.
+  bool HandOut(Head& h, format::Event* out, uint64_t until, StreamIndex* stream);
   void SyncLiveTs();
   std::optional<uint64_t> last_until_;
 };
