@@ -84,6 +84,19 @@ std::string RenderCsv(const Results& r) {
     o += fmt::format("{},{},{},{},{},{}\n", Field(w.pattern), w.location, Field(w.location_label),
                      Field(w.call), w.instances, w.ns);
 
+  // The MPI profile (mpiP's tables): per function and per call site, with the spread over ranks.
+  o +=
+      "\n# table: mpi_functions\nfunction,calls,ns,min_rank_ns,mean_rank_ns,max_rank_ns,max_rank\n";
+  for (const auto& f : r.mpi.functions)
+    o += fmt::format("{},{},{},{},{:.0f},{},{}\n", Field(f.name), f.calls, f.ns, f.min_rank_ns,
+                     f.mean_rank_ns, f.max_rank_ns, f.max_rank);
+  o += "\n# table: mpi_call_sites\nsite,function,calls,ns,ranks,min_rank_ns,mean_rank_ns,"
+       "max_rank_ns,max_rank,cov\n";
+  for (const auto& c : r.mpi.call_sites)
+    o += fmt::format("{},{},{},{},{},{},{:.0f},{},{},{:.4f}\n", Field(c.site), Field(c.function),
+                     c.calls, c.ns, c.ranks, c.min_rank_ns, c.mean_rank_ns, c.max_rank_ns,
+                     c.max_rank, c.cov);
+
   o += "\n# table: diagnosis\nrank,id,time_at_stake_ns,text,evidence\n";
   for (size_t i = 0; i < r.findings.size(); ++i)
     o += fmt::format("{},{},{},{},{}\n", i + 1, r.findings[i].id, r.findings[i].time_at_stake_ns,

@@ -289,6 +289,18 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
   if (r.wait_states.empty())
     o += "<tr><td colspan=\"5\">No time was lost waiting for a partner.</td></tr>\n";
   o += "</table>\n";
+  if (!r.mpi.call_sites.empty()) {  // trace mode: where in the program the MPI time goes
+    o += "<h2>MPI call sites</h2><table><tr><th>call site</th><th>function</th><th>calls</th>"
+         "<th>time</th><th>mean/rank</th><th>max/rank</th><th>at</th><th>CoV</th></tr>\n";
+    for (const auto& c : r.mpi.call_sites)
+      o += fmt::format(
+          "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>"
+          "<td>{}</td><td>rank {}</td><td>{:.2f}</td></tr>\n",
+          Esc(c.site), Esc(c.function), FormatCount(c.calls), FormatDuration(c.ns),
+          FormatDuration(static_cast<uint64_t>(c.mean_rank_ns)), FormatDuration(c.max_rank_ns),
+          c.max_rank, c.cov);
+    o += "</table>\n";
+  }
   o += "<script type=\"application/json\" id=\"report-data\">" + ScriptSafe(DumpJson(ToJson(r))) +
        "</script>\n";
   if (!chart_js.empty()) {

@@ -79,6 +79,7 @@ double StealNs() {
 struct Recorded {
   RunResult rec;
   json report;
+  std::string csv, html;  // the same report as CSV and HTML
   std::map<int, Truth> truth;
   double stolen_share = 0;  // of the CPUs over the run
 };
@@ -121,6 +122,10 @@ Recorded Record(const std::string& mode, const std::vector<std::string>& env = {
   if (rep.exit_code != 0)
     return r;
   r.report = json::parse(rep.out);
+  r.csv = Parmon({"report", trace, "--format", "csv"}).out;
+  std::string page = dir.File("r.html");
+  if (Parmon({"report", trace, "--format", "html", "-o", page}).exit_code == 0)
+    r.html = ReadFile(page);
   r.truth = ParseTruth(r.rec.out);
   double run = 0;
   for (const auto& [rank, t] : r.truth)
@@ -278,6 +283,19 @@ TEST(ReportMpiTimeE2E, TraceModeNamesEachCallSiteWithItsLine) {
     EXPECT_EQ((*found)["ranks"].get<double>(), kRanks);
     EXPECT_EQ((*found)["ns"].get<double>(), fn_ns[name]);  // one site per function here
   }
+  // The same table in CSV.
+  const std::string& csv = r.csv;
+  EXPECT_NE(csv.find("# table: mpi_call_sites\n"), std::string::npos);
+  EXPECT_NE(csv.find("\nmpi_truth.c:" + std::to_string(line_of["MPI_Sendrecv"]) +
+                     " (main),MPI_Sendrecv,100," +
+                     std::to_string(static_cast<uint64_t>(fn_ns["MPI_Sendrecv"])) + ",4,"),
+            std::string::npos)
+      << csv;
+  // And in HTML.
+  EXPECT_NE(r.html.find("<h2>MPI call sites</h2>"), std::string::npos);
+  EXPECT_NE(r.html.find("<td class=\"l\">mpi_truth.c:" + std::to_string(line_of["MPI_Barrier"]) +
+                        " (main)</td><td class=\"l\">MPI_Barrier</td><td>100</td>"),
+            std::string::npos);
 }
 
 TEST(ReportMpiTimeE2E, PeriodicModeCountsTimesAndShares) {
