@@ -106,7 +106,7 @@ struct Loc {
   bool in_mpi = false;
   uint64_t mpi_enter = 0;
   uint32_t mpi_func = 0;
-  uint32_t mpi_site = 0;  // the open call's call site (string id; 0: not recorded)
+  uint32_t mpi_site = 0;               // the open call's call site (string id; 0: not recorded)
   uint64_t mpi_ns = 0, mpi_calls = 0;  // mpi_ns: outside MPI_Init/Init_thread/Finalize
   uint64_t mpi_startup_ns = 0, mpi_shutdown_ns = 0;
   MpiTime mpi_time;  // time inside MPI against the sampled states (mpi_time.cc)

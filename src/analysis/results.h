@@ -101,10 +101,10 @@ struct LocationResult {
   // What the kernel saw the thread do while inside MPI calls (polling = running, queued,
   // sleeping, locks, ...): detail of the comm-wait state, which holds all of mpi_ns.
   StateTimes mpi_kernel_states{};
-  std::vector<CallFamilyStat> mpi_families;    // by time, descending
-  std::vector<MpiFunctionStat> mpi_functions;  // by time, descending (not start-up, shut-down)
+  std::vector<CallFamilyStat> mpi_families;     // by time, descending
+  std::vector<MpiFunctionStat> mpi_functions;   // by time, descending (not start-up, shut-down)
   std::vector<MpiCallSiteStat> mpi_call_sites;  // unresolved sites; by time, descending
-  std::vector<RegionStat> top_regions;         // by inclusive time, descending
+  std::vector<RegionStat> top_regions;          // by inclusive time, descending
   // Wait states (time lost waiting for a partner), MPI and channels.
   uint64_t late_sender_ns = 0;
   uint64_t late_receiver_ns = 0;
