@@ -50,10 +50,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   double work[MAX_THREADS] = {0}, wait[MAX_THREADS] = {0};
-  double sum_max = 0, sum_mean = 0;
+  double sum_max = 0, sum_mean = 0, serial_s = 0;
   int team = threads;
   for (long r = 0; r < regions; ++r) {
+    double s0 = omp_get_wtime();
     Compute(serial);
+    serial_s += omp_get_wtime() - s0;
     double region_work[MAX_THREADS] = {0};
 #pragma omp parallel num_threads(threads)
     {
@@ -80,7 +82,9 @@ int main(int argc, char** argv) {
     sum_max += max;
     sum_mean += sum / team;
   }
+  double s0 = omp_get_wtime();
   Compute(serial);
+  serial_s += omp_get_wtime() - s0;
   printf("omp_imbalance: %d threads, %ld regions, imbalance %.3f\n", team, regions,
          sum_mean > 0 ? sum_max / sum_mean : 1.0);
   if (out != NULL) {
@@ -92,7 +96,8 @@ int main(int argc, char** argv) {
     fprintf(f, "threads %d\nregions %ld\n", team, regions);
     for (int t = 0; t < team; ++t)
       fprintf(f, "thread %d work_ns %.0f barrier_ns %.0f\n", t, work[t] * 1e9, wait[t] * 1e9);
-    fprintf(f, "imbalance %.6f\n", sum_mean > 0 ? sum_max / sum_mean : 1.0);
+    fprintf(f, "imbalance %.6f\nserial_ns %.0f\n", sum_mean > 0 ? sum_max / sum_mean : 1.0,
+            serial_s * 1e9);
     fclose(f);
   }
   return 0;

@@ -227,7 +227,7 @@ void OmpAnalyzer::Fold(std::map<ConstructKey, Construct>& constructs,
 
 void OmpAnalyzer::Build(const std::function<std::string(uint32_t)>& name,
                         const std::function<std::string(uint32_t)>& label,
-                        const std::function<uint64_t(uint32_t)>& last,
+                        const std::function<std::pair<uint64_t, uint64_t>(uint32_t)>& span,
                         OmpProfile* out) const {
   OmpProfile& p = *out;
   p.ompt = ompt_;
@@ -250,8 +250,11 @@ void OmpAnalyzer::Build(const std::function<std::string(uint32_t)>& name,
     r.pid = t.pid;
     r.tid = t.tid;
     r.master = t.master;
-    uint64_t end = std::max(t.last, last(loc));
-    r.span_ns = end > t.first ? end - t.first : 0;
+    const auto [loc_first, loc_last] = span(loc);
+    const uint64_t begin =
+        t.master ? std::min(t.first, std::max(loc_first, window_start_)) : t.first;
+    const uint64_t end = std::max(t.last, loc_last);
+    r.span_ns = end > begin ? end - begin : 0;
     uint64_t outside = r.span_ns - std::min(r.span_ns, r.region_ns);
     (t.master ? r.serial_ns : r.idle_ns) = outside;
     p.threads.push_back(std::move(r));

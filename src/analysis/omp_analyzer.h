@@ -35,11 +35,13 @@ class OmpAnalyzer {
   // One OMPT event of the thread at location `loc` (process pid, thread tid).
   void Consume(uint32_t loc, uint32_t pid, uint32_t tid, const format::Event& e);
   // The profile of what was consumed; `name` gives a string id's text, `label` a location's,
-  // `last` the time of a location's last event of any kind (a thread's span ends there: the
-  // master's serial time after its last region). Leaves the analyzer as it was.
+  // `span` the times of a location's first and last events of any kind in the window: a thread's
+  // span ends at the last (the master's serial time after its last region), and the master's
+  // starts at the first (its serial time before the first region, when libomp is not even
+  // started). Leaves the analyzer as it was.
   void Build(const std::function<std::string(uint32_t)>& name,
              const std::function<std::string(uint32_t)>& label,
-             const std::function<uint64_t(uint32_t)>& last,
+             const std::function<std::pair<uint64_t, uint64_t>(uint32_t)>& span,
              OmpProfile* out) const;
 
  private:

@@ -21,7 +21,8 @@ format::Event Ev(uint64_t ts, Kind k, std::initializer_list<uint64_t> args) {
 OmpProfile Build(const OmpAnalyzer& a) {
   OmpProfile p;
   a.Build([](uint32_t id) { return id == 7 ? std::string("main+0x10") : std::string(); },
-          [](uint32_t loc) { return "t" + std::to_string(loc); }, [](uint32_t) { return 0; }, &p);
+          [](uint32_t loc) { return "t" + std::to_string(loc); },
+          [](uint32_t) { return std::pair<uint64_t, uint64_t>(UINT64_MAX, 0); }, &p);
   return p;
 }
 

@@ -159,7 +159,11 @@ Results Engine::Impl::Finish() {
   BuildCriticalPath(&res, order, result_index);
   omp.Build([this](uint32_t id) { return defs.Name(id); },
             [this](uint32_t id) { return Label(*Resolve(id)); },
-            [this](uint32_t id) { return Resolve(id)->last; }, &res.omp);
+            [this](uint32_t id) {
+              const Loc& l = *Resolve(id);
+              return std::make_pair(l.first, l.last);
+            },
+            &res.omp);
   ResolveOmpConstructs(&res.omp);
   Diagnose(&res);
   return res;

@@ -109,25 +109,8 @@ uint32_t ConstructId(const void* codeptr) {
   std::lock_guard<std::mutex> lock(mu);
   size_t slot = (reinterpret_cast<uintptr_t>(codeptr) >> 4) % kSlots;
   if (keys[slot] != codeptr) {
-    char name[PATH_MAX + 32];
-    char exe[PATH_MAX];
-    Dl_info info{};
-    if (dladdr(codeptr, &info) != 0 && info.dli_fbase != nullptr) {
-      const char* module = info.dli_fname ? info.dli_fname : "";
-      if (module[0] != '/') {  // the executable, named as it was started: the kernel's path
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        exe[n > 0 ? n : 0] = 0;
-        module = exe;
-      }
-      snprintf(name, sizeof name, "0x%zx %s",
-               static_cast<size_t>(static_cast<const char*>(codeptr) -
-                                   static_cast<const char*>(info.dli_fbase)),
-               module);
-    } else {
-      snprintf(name, sizeof name, "%p", codeptr);
-    }
     keys[slot] = codeptr;
-    ids[slot] = parmon_x_intern(name, static_cast<uint32_t>(format::StringCategory::kCallSite));
+    ids[slot] = preload::InternCodeAddress(codeptr);
   }
   last_key = codeptr;
   last_id = ids[slot];

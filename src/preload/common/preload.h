@@ -16,7 +16,10 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -77,6 +80,30 @@ inline uint32_t FunctionId(uint32_t* slot, const char* name) {
     __atomic_store_n(slot, id, __ATOMIC_RELAXED);
   }
   return id;
+}
+
+// The id of a code address as a call site (DefString category kCallSite): "0x<offset> <module
+// path>", the offset from where its module was loaded, which the report resolves to file and
+// line (analysis/call_sites.h). 0 when dladdr knows no module for it. Interned: callers cache it.
+[[gnu::cold]] inline uint32_t InternCodeAddress(const void* pc) {
+  Dl_info info{};
+  if (pc == nullptr || dladdr(pc, &info) == 0 || info.dli_fbase == nullptr)
+    return 0;
+  char exe[PATH_MAX];
+  const char* module = info.dli_fname ? info.dli_fname : "";
+  if (module[0] != '/') {  // the executable, named as it was started: take the kernel's path
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+      return 0;
+    exe[n] = 0;
+    module = exe;
+  }
+  char name[PATH_MAX + 32];
+  snprintf(name, sizeof name, "0x%lx %s",
+           static_cast<unsigned long>(reinterpret_cast<uintptr_t>(pc) -
+                                      reinterpret_cast<uintptr_t>(info.dli_fbase)),
+           module);
+  return parmon_x_intern(name, static_cast<uint32_t>(format::StringCategory::kCallSite));
 }
 
 // The real function: the next definition of `name` after this library, looked up on first use

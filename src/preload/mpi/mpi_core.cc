@@ -259,30 +259,8 @@ std::atomic<int> g_abi{0};
 }  // namespace
 
 namespace {
-// A call site's id: the interned "0x<offset> <module>" of its return address (kCallSite), which
-// the report resolves to file and line after the run. A small per-thread cache keeps dladdr and
-// the intern lock off the path of a call made again from the same place.
-[[gnu::cold]] uint32_t InternSite(const void* pc) {
-  Dl_info info{};
-  if (dladdr(pc, &info) == 0 || info.dli_fbase == nullptr)
-    return 0;
-  char path[PATH_MAX];
-  const char* module = info.dli_fname ? info.dli_fname : "";
-  if (module[0] != '/') {  // the executable, named as it was started: take the kernel's path
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n <= 0)
-      return 0;
-    path[n] = 0;
-    module = path;
-  }
-  char name[PATH_MAX + 32];
-  snprintf(name, sizeof name, "0x%lx %s",
-           static_cast<unsigned long>(reinterpret_cast<uintptr_t>(pc) -
-                                      reinterpret_cast<uintptr_t>(info.dli_fbase)),
-           module);
-  return parmon_x_intern(name, static_cast<uint32_t>(format::StringCategory::kCallSite));
-}
-
+// A call site's id (InternCodeAddress), with a small per-thread cache that keeps dladdr and the
+// intern lock off the path of a call made again from the same place.
 uint64_t SiteId(const void* pc) {
   struct Slot {
     const void* pc;
@@ -293,7 +271,7 @@ uint64_t SiteId(const void* pc) {
     return 0;
   Slot& s = cache[(reinterpret_cast<uintptr_t>(pc) * 0x9E3779B97F4A7C15ull) >> 58];
   if (s.pc != pc) {
-    s.id = InternSite(pc);
+    s.id = InternCodeAddress(pc);
     s.pc = pc;
   }
   return s.id;
