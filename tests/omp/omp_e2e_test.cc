@@ -99,8 +99,11 @@ TEST(OmpE2e, ImbalanceAndBarrierWaitMatchTheProgramsOwnMeasurements) {
             "omp_imbalance.c:" + std::to_string(pragma_line) + " (main)");
   EXPECT_EQ(region["instances"].get<int>(), 3);
   EXPECT_EQ(region["team_size"].get<int>(), 3);
-  // The design makes thread i work i + 1 units: 3 / 2 = 1.5 on an idle machine.
-  EXPECT_GT(m.imbalance, 1.2);
+  // The design makes thread i work i + 1 units: 3 / 2 = 1.5 on an idle machine. Three threads on
+  // two busy CPUs stretch every thread's wall-clock work by its preemptions, which evens the ratio
+  // out (1.16 seen in CI under ctest -j2): the region only has to be imbalanced for the comparison
+  // below to mean something; that comparison is the test of parmon.
+  EXPECT_GT(m.imbalance, 1.05);
   ExpectClose(region["imbalance"].get<double>(), m.imbalance, 0, "imbalance");
   // The program times its explicit barrier: parmon's barrier wait less the implicit barriers
   // (the end of the region, where a preempted master can keep the others a time slice).
