@@ -277,6 +277,42 @@ void Writer::Mpi(Location& l, const format::Event& e) {
   }
 }
 
+// A switch in or out, or a user counter's value, as a Metric record of the location.
+void Writer::Metric(Location& l, const format::Event& e) {
+  OTF2_EvtWriter* w = WriterOf(l);
+  if (!w)
+    return;
+  if (e.kind_enum() == Kind::kSwitchIn || e.kind_enum() == Kind::kSwitchOut) {
+    const bool in = e.kind_enum() == Kind::kSwitchIn;
+    const OTF2_Type types[2] = {OTF2_TYPE_INT64, OTF2_TYPE_INT64};
+    OTF2_MetricValue values[2];
+    values[0].signed_int = in ? kRunning : e.args[1] ? kPreempted : kBlocked;
+    values[1].signed_int = in ? static_cast<int64_t>(e.args[0]) : -1;
+    state_metric_ = true;
+    Check(OTF2_EvtWriter_Metric(w, nullptr, e.ts, kStateClass, 2, types, values),
+          "write a thread state");
+  } else {
+    const bool is_double = e.kind_enum() == Kind::kCounterDouble;
+    auto [it, added] =
+        counters_.try_emplace({static_cast<uint32_t>(e.args[0]), is_double}, CounterMetric{});
+    if (added) {
+      it->second.cls = static_cast<OTF2_MetricRef>(kStateClass + counters_.size());
+      it->second.member = static_cast<OTF2_MetricMemberRef>(kCpuMember + counters_.size());
+      it->second.name = static_cast<uint32_t>(e.args[0]);
+      it->second.is_double = is_double;
+    }
+    const OTF2_Type type = is_double ? OTF2_TYPE_DOUBLE : OTF2_TYPE_INT64;
+    OTF2_MetricValue value;
+    if (is_double)
+      std::memcpy(&value.floating_point, &e.args[1], sizeof(double));
+    else
+      value.signed_int = static_cast<int64_t>(e.args[1]);
+    Check(OTF2_EvtWriter_Metric(w, nullptr, e.ts, it->second.cls, 1, &type, &value),
+          "write a counter");
+  }
+  ++l.events;
+}
+
 void Writer::CommDef(const format::Event& e) {
   if (e.nargs < 3 || (e.args[2] & 1) != 0)
     return;  // intercommunicators: members are the remote group's, ranks stay world ranks
@@ -338,6 +374,12 @@ void Writer::Event(const format::Event& event) {
     case Kind::kMpiRequestDone:
     case Kind::kMpiCollective:
       Mpi(l, e);
+      break;
+    case Kind::kSwitchIn:
+    case Kind::kSwitchOut:
+    case Kind::kCounterInt:
+    case Kind::kCounterDouble:
+      Metric(l, e);
       break;
     default:
       break;

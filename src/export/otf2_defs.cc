@@ -2,7 +2,7 @@
 // properties from the aligned session clock, the system tree (machine > host), a location group
 // per process, a location per thread with its event count, a region per user region and MPI
 // function, and the MPI communicators (COMM_LOCATIONS: each rank's main thread; a COMM_GROUP per
-// communicator in its rank order).
+// communicator in its rank order), and the metrics: the thread state and each user counter.
 #include <fmt/format.h>
 
 #include "export/otf2_writer.h"
@@ -97,6 +97,37 @@ struct DefsWriter {
     }
   }
 
+  void Member(OTF2_MetricMemberRef ref, const std::string& name, const char* description,
+              OTF2_Type type) {
+    w.Check(OTF2_GlobalDefWriter_WriteMetricMember(gdw, ref, Str(name), Str(description),
+                                                   OTF2_METRIC_TYPE_USER, OTF2_METRIC_ABSOLUTE_POINT,
+                                                   type, OTF2_BASE_DECIMAL, 0, Str("")),
+            "write a metric member");
+  }
+
+  void Class(OTF2_MetricRef ref, const std::vector<OTF2_MetricMemberRef>& members) {
+    w.Check(OTF2_GlobalDefWriter_WriteMetricClass(
+                gdw, ref, static_cast<uint8_t>(members.size()), members.data(),
+                OTF2_METRIC_ASYNCHRONOUS, OTF2_RECORDER_KIND_ABSTRACT),
+            "write a metric class");
+  }
+
+  void Metrics() {
+    // Class refs must be defined for every ref used: the state class is written when a switch
+    // was, or when counters (whose refs follow it) were.
+    if (w.state_metric_ || !w.counters_.empty()) {
+      Member(kStateMember, "thread state", "2 running, 1 preempted (runnable), 0 blocked",
+             OTF2_TYPE_INT64);
+      Member(kCpuMember, "cpu", "the CPU the thread runs on, -1 off CPU", OTF2_TYPE_INT64);
+      Class(kStateClass, {kStateMember, kCpuMember});
+    }
+    for (const auto& [key, c] : w.counters_) {
+      Member(c.member, NameOf(w.session_, c.name), "a counter of the program",
+             c.is_double ? OTF2_TYPE_DOUBLE : OTF2_TYPE_INT64);
+      Class(c.cls, {c.member});
+    }
+  }
+
   void Comms() {
     if (w.comms_.empty())
       return;
@@ -170,6 +201,7 @@ Status Writer::Finish() {
     defs.Tree();
     defs.Regions();
     defs.Comms();
+    defs.Metrics();
   }
   Check(OTF2_Archive_Close(archive_), "close the archive");
   archive_ = nullptr;

@@ -5,7 +5,10 @@
 // host; user regions and every MPI function are OTF2 regions (paradigm USER / MPI); MpiSend and
 // MpiRecv become MpiSend/MpiIsend(+MpiIsendComplete) and MpiRecv records with communicator, tag
 // and bytes, peers as ranks in their communicator; MpiCollective becomes MpiCollectiveBegin (at
-// the event) and MpiCollectiveEnd (at the call's leave). Times are aligned ns (resolution 1e9).
+// the event) and MpiCollectiveEnd (at the call's leave). Context switches become a Metric record
+// of the "thread state" class (members "thread state": 2 running, 1 preempted and runnable,
+// 0 blocked; "cpu": the CPU it runs on, -1 off CPU); each user counter is a metric class of its
+// own. Times are aligned ns (resolution 1e9).
 //
 // Streaming: OTF2 buffers each location's events in chunks of kChunk bytes and flushes full
 // chunks to its file, so memory is (threads x 1 MiB) plus the definitions, not the event count.
@@ -48,6 +51,19 @@ struct Process {
   OTF2_LocationRef main = OTF2_UNDEFINED_LOCATION;  // the rank's location in COMM_LOCATIONS
 };
 
+// The thread-state metric: class and member refs 0 and 1; counters come after.
+constexpr OTF2_MetricRef kStateClass = 0;
+constexpr OTF2_MetricMemberRef kStateMember = 0, kCpuMember = 1;
+constexpr int64_t kRunning = 2, kPreempted = 1, kBlocked = 0;
+
+// A user counter's metric: its class holds the one member.
+struct CounterMetric {
+  OTF2_MetricRef cls = 0;
+  OTF2_MetricMemberRef member = 0;
+  uint32_t name = 0;  // the counter's string id
+  bool is_double = false;
+};
+
 struct Comm {
   OTF2_CommRef ref = 0;
   uint64_t parmon_id = 0;
@@ -69,6 +85,7 @@ class Writer {
   void Event(const format::Event& e);
   void CommDef(const format::Event& e);
   void Mpi(Location& l, const format::Event& e);
+  void Metric(Location& l, const format::Event& e);
   OTF2_EvtWriter* WriterOf(Location& l);
   OTF2_RegionRef RegionOf(const Frame& f);
   Comm& CommOf(uint64_t parmon_comm);
@@ -87,6 +104,8 @@ class Writer {
   std::map<std::pair<uint32_t, bool>, OTF2_RegionRef> regions_;
   std::map<uint64_t, Comm> comms_;
   uint32_t world_size_ = 0;
+  bool state_metric_ = false;                                // a switch was written
+  std::map<std::pair<uint32_t, bool>, CounterMetric> counters_;  // by (name id, double)
   Nesting nesting_;
   // Nonblocking sends in flight: (location, request) -> true.
   std::map<std::pair<uint32_t, uint64_t>, bool> isends_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -33,6 +34,10 @@ struct Truth {
   std::multiset<Message> sends, recvs;
   std::multiset<std::tuple<int64_t, std::string, uint64_t, uint64_t>> collectives;
   std::set<std::string> thread_names;
+  // Context switches of thread locations by the state they leave the thread in (2 running,
+  // 1 preempted, 0 blocked) and user counters' values, as the OTF2 metrics carry them.
+  std::map<std::string, uint64_t> states;
+  std::multiset<std::pair<std::string, double>> counters;
 };
 
 Truth Count(const std::string& path) {
@@ -64,6 +69,21 @@ Truth Count(const std::string& path) {
             .insert({s.RankOf(e.location), static_cast<int64_t>(e.args[0]),
                      static_cast<int64_t>(e.args[1]), e.args[3]});
         break;
+      case Kind::kSwitchIn:
+      case Kind::kSwitchOut:
+        if (s.definitions().locations.count(e.location) &&
+            s.definitions().locations.at(e.location).type == format::LocationType::kThread)
+          ++t.states[e.kind_enum() == Kind::kSwitchIn ? "2" : e.args[1] ? "1" : "0"];
+        break;
+      case Kind::kCounterInt:
+        t.counters.insert({name, static_cast<double>(static_cast<int64_t>(e.args[1]))});
+        break;
+      case Kind::kCounterDouble: {
+        double v;
+        std::memcpy(&v, &e.args[1], sizeof v);
+        t.counters.insert({name, v});
+        break;
+      }
       case Kind::kMpiCollective: {
         std::string op = name.substr(4);  // MPI_Allreduce -> ALLREDUCE, as OTF2 names it
         std::transform(op.begin(), op.end(), op.begin(), ::toupper);
@@ -203,6 +223,42 @@ TEST(ExportE2E, Otf2RegionsAndThreadsReadBackByOtf2Tools) {
   RunResult again = Parmon({"export", trace, "--format", "otf2", "-o", dir.File("otf2")});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.err.find("already holds"), std::string::npos) << again.err;
+}
+
+// Context switches become the "thread state" metric (state and CPU), one record per switch, and
+// each user counter a metric of its own with the program's values.
+TEST(ExportE2E, Otf2ThreadStatesAndCountersAreMetrics) {
+  if (!HavePythonOtf2())
+    GTEST_SKIP() << "needs python3-otf2 (scripts/setup.sh installs it)";
+  TempDir dir;
+  std::string trace = RecordThreads(dir);
+  Truth truth = Count(trace);
+  ASSERT_GT(truth.states["2"], 0u) << "no switch recorded";
+  RunResult r = Parmon({"export", trace, "--format", "otf2", "-o", dir.File("otf2")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json sum = Otf2Summary(dir.File("otf2"));
+  uint64_t switches = 0;
+  for (const auto& [state, n] : truth.states) {
+    EXPECT_EQ(sum["states"].value(state, 0u), n) << "state " << state;
+    switches += n;
+  }
+  EXPECT_EQ(sum["metrics"].value("thread state", 0u), switches);
+  EXPECT_EQ(sum["backwards"], 0);
+
+  const std::string counted = dir.File("counters.ptrace");
+  RunResult rec = Parmon({"record", "-q", "-o", counted, "--", BinDir() + "/all_kinds"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  Truth with_counters = Count(counted);
+  ASSERT_EQ(with_counters.counters.size(), 2u);  // items = -12345, then 2.5
+  r = Parmon({"export", counted, "--format", "otf2", "-o", dir.File("otf2c")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  sum = Otf2Summary(dir.File("otf2c"));
+  std::multiset<std::pair<std::string, double>> counters;
+  for (const json& c : sum["counters"])
+    counters.insert({c[0].get<std::string>(), c[1].get<double>()});
+  EXPECT_EQ(counters, with_counters.counters);
+  EXPECT_EQ(counters.count({"items", -12345.0}), 1u);
+  EXPECT_EQ(counters.count({"items", 2.5}), 1u);
 }
 
 // Messages and collectives of a per-rank MPI session: every one in the archive, exactly.

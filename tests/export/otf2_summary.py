@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Reads an OTF2 archive with the python3-otf2 bindings (Debian) and prints what the export
 tests check, as JSON: locations (name, process, events), enters and leaves per region, every
-MPI send and receive (process, peer, tag, bytes, communicator), every collective end."""
+MPI send and receive (process, peer, tag, bytes, communicator), every collective end, and the
+metric records: how many per metric (its first member's name), the thread-state values and the
+counters' values."""
 import collections
 import json
 import sys
@@ -18,6 +20,7 @@ with otf2.reader.open(sys.argv[1]) as trace:
                   "length": defs.clock_properties.trace_length},
         "enter": collections.Counter(), "leave": collections.Counter(),
         "sends": [], "recvs": [], "collectives": [], "events": 0, "backwards": 0,
+        "metrics": collections.Counter(), "states": collections.Counter(), "counters": [],
     }
     last = {}
     for location, event in trace.events:
@@ -35,6 +38,13 @@ with otf2.reader.open(sys.argv[1]) as trace:
         elif isinstance(event, otf2.events.MpiRecv):
             out["recvs"].append([location.group.name, event.sender, event.msg_tag,
                                  event.msg_length, event.communicator.name])
+        elif isinstance(event, otf2.events.Metric):
+            member = event.metric.members[0].name
+            out["metrics"][member] += 1
+            if member == "thread state":
+                out["states"][str(event.values[0])] += 1
+            else:
+                out["counters"].append([member, event.values[0]])
         elif isinstance(event, otf2.events.MpiCollectiveEnd):
             out["collectives"].append([location.group.name, str(event.collective_op).split(".")[-1],
                                        event.communicator.name, event.size_sent,
