@@ -97,18 +97,20 @@ struct DefsWriter {
     }
   }
 
-  void Member(OTF2_MetricMemberRef ref, const std::string& name, const char* description,
+  void Member(OTF2_MetricMemberRef ref,
+              const std::string& name,
+              const char* description,
               OTF2_Type type) {
-    w.Check(OTF2_GlobalDefWriter_WriteMetricMember(gdw, ref, Str(name), Str(description),
-                                                   OTF2_METRIC_TYPE_USER, OTF2_METRIC_ABSOLUTE_POINT,
-                                                   type, OTF2_BASE_DECIMAL, 0, Str("")),
+    w.Check(OTF2_GlobalDefWriter_WriteMetricMember(
+                gdw, ref, Str(name), Str(description), OTF2_METRIC_TYPE_USER,
+                OTF2_METRIC_ABSOLUTE_POINT, type, OTF2_BASE_DECIMAL, 0, Str("")),
             "write a metric member");
   }
 
   void Class(OTF2_MetricRef ref, const std::vector<OTF2_MetricMemberRef>& members) {
-    w.Check(OTF2_GlobalDefWriter_WriteMetricClass(
-                gdw, ref, static_cast<uint8_t>(members.size()), members.data(),
-                OTF2_METRIC_ASYNCHRONOUS, OTF2_RECORDER_KIND_ABSTRACT),
+    w.Check(OTF2_GlobalDefWriter_WriteMetricClass(gdw, ref, static_cast<uint8_t>(members.size()),
+                                                  members.data(), OTF2_METRIC_ASYNCHRONOUS,
+                                                  OTF2_RECORDER_KIND_ABSTRACT),
             "write a metric class");
   }
 

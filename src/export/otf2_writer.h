@@ -104,7 +104,7 @@ class Writer {
   std::map<std::pair<uint32_t, bool>, OTF2_RegionRef> regions_;
   std::map<uint64_t, Comm> comms_;
   uint32_t world_size_ = 0;
-  bool state_metric_ = false;                                // a switch was written
+  bool state_metric_ = false;                                    // a switch was written
   std::map<std::pair<uint32_t, bool>, CounterMetric> counters_;  // by (name id, double)
   Nesting nesting_;
   // Nonblocking sends in flight: (location, request) -> true.
