@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "format/string_ids.h"
+
 namespace parmon::recorder {
 
 std::optional<LaunchedRank> RankFromLauncher() {
@@ -67,8 +69,9 @@ Status ApplyMpiLaunch(RecordOptions* options) {
   if (!launched)
     return Status::Ok();
   PARMON_ASSIGN_OR_RETURN(options->output, PrepareRankFile(options->output, *launched));
-  // 2^20 string ids per rank below 2^31 (ids from 2^31 are the runtime's unrecorded ones).
-  options->first_string_id = 1 + static_cast<uint32_t>(launched->rank % 2048) * (1u << 20);
+  // A range of string ids of its own for every rank of the job (format/string_ids.h).
+  options->first_string_id = format::RankFirstStringId(static_cast<uint32_t>(launched->rank),
+                                                       static_cast<uint32_t>(launched->size));
   options->extra_session.emplace_back("mpi_rank", std::to_string(launched->rank));
   options->extra_session.emplace_back("mpi_size", std::to_string(launched->size));
   options->extra_session.emplace_back("launcher", launched->launcher);

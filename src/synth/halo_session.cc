@@ -13,6 +13,7 @@
 #include "format/event.h"
 #include "format/kinds.h"
 #include "format/session_info.h"
+#include "format/string_ids.h"
 #include "format/writer.h"
 
 namespace parmon::synth {
@@ -27,13 +28,13 @@ constexpr uint64_t kStart = 100'000'000'000ull;
 // Each rank's calls take these few hundred ns; a ping-pong takes 2 latencies and kPongTurn.
 constexpr uint64_t kCall = 100;
 constexpr uint64_t kPongTurn = 500;
-// String ids of the MPI functions, from the rank's own range (as mpi_launch.cc assigns them).
+// String ids of the MPI functions, from the rank's own range (format/string_ids.h).
 enum Func : uint32_t { kInit, kIrecv, kIsend, kWaitall, kFinalize, kFuncs };
 const char* const kFuncNames[kFuncs] = {"MPI_Init", "MPI_Irecv", "MPI_Isend", "MPI_Waitall",
                                         "MPI_Finalize"};
 
-uint32_t FirstStringId(uint32_t rank) {
-  return 1 + (rank % 2048) * (1u << 20);
+uint32_t FirstStringId(uint32_t rank, uint32_t ranks) {
+  return format::RankFirstStringId(rank, ranks);
 }
 
 // The simulated run on the global time base.
@@ -143,9 +144,9 @@ class RankWriter {
   int64_t offset_;
 };
 
-Status WriteDefinitions(format::TraceWriter* w, uint32_t rank) {
+Status WriteDefinitions(format::TraceWriter* w, uint32_t rank, uint32_t ranks) {
   format::StreamEncoder defs(0, Source::kDefinitions);
-  const uint32_t first = FirstStringId(rank);
+  const uint32_t first = FirstStringId(rank, ranks);
   auto add = [&](Kind k, std::initializer_list<uint64_t> args, const char* payload) {
     Event e = Make(k, 0, args);
     e.payload = payload;
@@ -191,7 +192,7 @@ Status Epoch(const Run& run,
 }
 
 Status WriteIterations(const Run& run, const HaloOptions& o, RankWriter* rw, uint32_t r) {
-  const uint32_t n = o.ranks, first = FirstStringId(r);
+  const uint32_t n = o.ranks, first = FirstStringId(r, n);
   const uint32_t left = (r + n - 1) % n, right = (r + 1) % n;
   uint64_t request = 1;
   for (uint32_t it = 0; it < o.iterations; ++it) {
@@ -246,9 +247,9 @@ Status WriteRank(const std::string& dir, const Run& run, const HaloOptions& o, u
   s.mpi_size = o.ranks;
   s.extra["launcher"] = "synthetic";
   PARMON_RETURN_IF_ERROR(w->WriteSession(format::EncodeSession(s)));
-  PARMON_RETURN_IF_ERROR(WriteDefinitions(w, r));
+  PARMON_RETURN_IF_ERROR(WriteDefinitions(w, r, o.ranks));
   RankWriter rw(w, o.chunk_bytes, offset);
-  const uint32_t first = FirstStringId(r);
+  const uint32_t first = FirstStringId(r, o.ranks);
   PARMON_RETURN_IF_ERROR(rw.Add(Kind::kMpiEnter, kStart, {first + kInit}));
   PARMON_RETURN_IF_ERROR(Epoch(run, o, &rw, r, 0, kStart + 1000));
   PARMON_RETURN_IF_ERROR(rw.Add(Kind::kMpiInit, run.init_end, {r, o.ranks, 0}));
