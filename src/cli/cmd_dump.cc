@@ -225,13 +225,15 @@ int FollowDump(const std::string& path,
     }
   }
   const format::TraceReader& r = live.reader();
+  if (live.abandoned())
+    fmt::print(stderr, "parmon dump: {}: every event it wrote is printed\n", live.WhyAbandoned());
   for (const auto& p : r.problems())
     fmt::print(stderr, "parmon dump: {}\n", p.message);
   for (const auto& w : r.warnings())
     fmt::print(stderr, "parmon dump: {}\n", w);
   if (!live.ended())
     return 130;  // interrupted before the session ended
-  return r.problems().empty() ? 0 : 3;
+  return r.problems().empty() && !live.abandoned() ? 0 : 3;
 }
 
 }  // namespace

@@ -284,6 +284,9 @@ int FollowReport(const std::string& path,
     fmt::print("\033[H\033[2J");
   else if (interim)
     fmt::print("=== parmon report {}: the recording has ended ===\n", path);
+  if (live.abandoned())
+    fmt::print(stderr, "parmon report: {}: the report covers every event it wrote\n",
+               live.WhyAbandoned());
   fflush(stdout);
   // The followed file: the path itself, or the local copy of a collector's session.
   auto results = LoadResults(live.path(), in, &usage_error);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <cstring>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -37,6 +39,28 @@ bool NotWrittenYet(const std::string& path) {
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Whether the recorder that writes a local trace has gone: the session names its pid and host;
+// on this host, a pid that no longer exists, is a zombie or runs something other than parmon
+// (reused) is a recorder gone. On another host (a file on a shared file system) nothing can be
+// known: false, the follower waits.
+bool RecorderGone(const format::SessionInfo& s) {
+  char host[256] = {};
+  if (s.recorder_pid == 0 || s.host.empty() || gethostname(host, sizeof host - 1) != 0 ||
+      s.host != host)
+    return false;
+  std::ifstream stat_file(fmt::format("/proc/{}/stat", s.recorder_pid));
+  std::string stat;
+  if (!std::getline(stat_file, stat))
+    return true;
+  // "pid (comm) state ...": comm may hold spaces and parentheses, the last ')' ends it.
+  const size_t open = stat.find('('), close = stat.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 2 >= stat.size())
+    return true;
+  const std::string comm = stat.substr(open + 1, close - open - 1);
+  const char state = stat[close + 2];
+  return state == 'Z' || state == 'X' || comm.rfind("parmon", 0) != 0;
 }
 
 std::atomic<int> stop_requests{0};
@@ -106,8 +130,10 @@ StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(LiveSource source) {
     if (!NotWrittenYet(path)) {
       t->directory_ = IsDirectory(path);
       s = t->OpenNow();
-      if (s.ok())
+      if (s.ok()) {
+        t->WatchLocalRecorder();
         return t;
+      }
       // A session directory before its first rank has written a header reads as unreadable.
       if (!t->directory_)
         return s;
@@ -128,6 +154,24 @@ StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Follow(const std::string& name) 
   if (!source.ok())
     return source.status();
   return Open(std::move(*source));
+}
+
+void LiveTrace::WatchLocalRecorder() {
+  if (source_.writer_gone || directory_ || !reader_ || reader_->closed_cleanly())
+    return;
+  const format::SessionInfo info = reader_->metadata().session;
+  if (info.recorder_pid == 0)
+    return;
+  source_.writer_gone = [info] { return RecorderGone(info); };
+  source_.why_gone = [info, path = path_] {
+    return fmt::format("the recorder of {} (pid {}) ended without closing it (killed?)", path,
+                       info.recorder_pid);
+  };
+}
+
+std::string LiveTrace::WhyAbandoned() const {
+  const std::string why = source_.why_gone ? source_.why_gone() : std::string();
+  return why.empty() ? fmt::format("the recording ended without closing {} (killed?)", path_) : why;
 }
 
 Status LiveTrace::OpenNow() {

@@ -39,7 +39,8 @@ namespace parmon::live_view {
 struct LiveSource {
   std::string path;  // a trace file or a per-rank session directory
   // True once whatever writes path has gone (a recorder child that exited, a fetch from a
-  // collector that ended). Null: the recorder is not ours; wait until it closes the file.
+  // collector that ended). Null: for a local trace file, its recorder's pid (from the session)
+  // is watched once it opens; otherwise wait until the file is closed.
   std::function<bool()> writer_gone;
   // Why the writer is gone, when it failed (a remote fetch refused or cut): for messages.
   std::function<std::string()> why_gone;
@@ -68,6 +69,9 @@ class LiveTrace {
   // (abandoned(); a refresh after it went has read all it wrote).
   bool ended() const { return finished() || abandoned_; }
   bool abandoned() const { return abandoned_; }
+  // One sentence on how the writer went when abandoned(): the recorder's pid for a local file,
+  // the collector's refusal or cut for a remote one.
+  std::string WhyAbandoned() const;
 
   const std::string& path() const { return path_; }
   const format::TraceReader& reader() const { return *reader_; }
@@ -91,6 +95,10 @@ class LiveTrace {
  private:
   LiveTrace() = default;
   Status OpenNow();
+  // A local trace file with no writer_gone of its own: the recorder named in its session
+  // (pid on this host) is watched, so a killed recorder ends the follow instead of leaving it
+  // waiting (per-rank directories are not watched: each file has its own recorder).
+  void WatchLocalRecorder();
 
   LiveSource source_;
   std::string path_;

@@ -56,7 +56,7 @@ struct Follower {
     }
     ended = live.ended();
     if (live.abandoned())
-      ended_why = fmt::format("the recording ended without closing {} (killed?)", live.path());
+      ended_why = live.WhyAbandoned();
     return Status::Ok();
   }
   // The wait before the next refresh: the period, or three times the last analysis when that is

@@ -149,6 +149,29 @@ TEST(LiveE2e, RecorderKilledLeavesTheStoredSessionReadable) {
   EXPECT_EQ(Parmon({"report", "--partial", dir.File("store/dead.ptrace")}).exit_code, 0);
 }
 
+// `dump --follow` of a local file whose recorder is killed: the follower sees from the session's
+// recorder pid that nothing more will come, prints every event that was written (the same lines
+// as the post-mortem dump), says so in one sentence and ends with status 3, instead of waiting
+// for a Ctrl-C.
+TEST(LiveE2e, FollowOfALocalFileEndsWhenItsRecorderIsKilled) {
+  TempDir dir;
+  const std::string trace = dir.File("local.ptrace");
+  Process rec({ParmonBin(), "record", "-q", "-o", trace, "--", BinDir() + "/duty_cycle",
+               "--seconds", "6", "basic"},
+              dir.File("rec.out"), dir.File("rec.err"));
+  ASSERT_TRUE(WaitFor([&] { return SizeOf(trace) > 2000; }, 60));
+  Process follow({ParmonBin(), "dump", "--follow", trace}, dir.File("follow.out"),
+                 dir.File("follow.err"));
+  ASSERT_TRUE(WaitFor([&] { return !follow.Out().empty(); }, 60)) << follow.Err();
+  rec.Kill(SIGKILL);
+  rec.Wait(10);
+  EXPECT_EQ(follow.Wait(60), 3) << follow.Err();
+  EXPECT_NE(follow.Err().find("ended without closing it"), std::string::npos) << follow.Err();
+  auto post = Parmon({"dump", trace});
+  EXPECT_EQ(post.exit_code, 3) << post.err;
+  EXPECT_EQ(follow.Out(), post.out);
+}
+
 TEST(LiveE2e, NetworkCutIsSpooledAndResent) {
   TempDir dir;
   Collector c(dir.File("store"), dir.File("serve.log"));
