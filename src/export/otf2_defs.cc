@@ -65,19 +65,36 @@ struct DefsWriter {
             "write the clock properties");
   }
 
+  // machine > one node per host (a per-rank session's files name each rank's host) > a
+  // location group per process > a location per thread.
   void Tree() {
-    const std::string host = w.session_.info().host.empty() ? "localhost" : w.session_.info().host;
     w.Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(gdw, 0, Str("machine"), Str("machine"),
                                                      OTF2_UNDEFINED_SYSTEM_TREE_NODE),
             "write the system tree");
-    w.Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(gdw, 1, Str(host), Str("node"), 0),
+    std::map<std::string, OTF2_SystemTreeNodeRef> nodes;
+    auto node_of = [&](uint32_t file) {
+      std::string host = w.session_.reader().PartHost(file);
+      if (host.empty())
+        host = "localhost";
+      auto [it, added] = nodes.try_emplace(host, static_cast<OTF2_SystemTreeNodeRef>(1));
+      if (added) {
+        it->second = static_cast<OTF2_SystemTreeNodeRef>(nodes.size());
+        w.Check(
+            OTF2_GlobalDefWriter_WriteSystemTreeNode(gdw, it->second, Str(host), Str("node"), 0),
             "write the system tree");
+      }
+      return it->second;
+    };
     OTF2_LocationGroupRef g = 0;
-    for (const auto& [key, p] : w.processes_)
+    for (const auto& [key, p] : w.processes_) {
+      const OTF2_SystemTreeNodeRef node = node_of(key.first);
       w.Check(OTF2_GlobalDefWriter_WriteLocationGroup(gdw, g++, Str(p.name),
-                                                      OTF2_LOCATION_GROUP_TYPE_PROCESS, 1,
+                                                      OTF2_LOCATION_GROUP_TYPE_PROCESS, node,
                                                       OTF2_UNDEFINED_LOCATION_GROUP),
               "write a location group");
+    }
+    if (nodes.empty())
+      node_of(0);
     for (uint32_t id : w.location_order_) {
       const Location& l = w.locations_.at(id);
       w.Check(OTF2_GlobalDefWriter_WriteLocation(gdw, l.ref, Str(ThreadLabel(w.session_, id)),

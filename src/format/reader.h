@@ -151,6 +151,12 @@ class TraceReader {
   const std::string& path() const { return path_; }
   // The files read: the trace itself, or each rank's file of a session directory.
   const std::vector<std::string>& parts() const { return parts_; }
+  // The host that wrote part `file` (its session's host; "" when unknown).
+  std::string PartHost(uint32_t file) const {
+    if (part_hosts_.empty())
+      return metadata_.session.host;
+    return file < part_hosts_.size() ? part_hosts_[file] : std::string();
+  }
   uint64_t file_size() const { return file_size_; }
   uint16_t version_major() const { return version_major_; }
   uint16_t version_minor() const { return version_minor_; }
@@ -211,6 +217,7 @@ class TraceReader {
   int fd_ = -1;
   std::vector<int> part_fds_;  // files 1.. of a merged session (file 0 is fd_)
   std::vector<std::string> parts_;
+  std::vector<std::string> part_hosts_;  // by part, for a session of several files
   std::string path_;
   uint64_t file_size_ = 0;
   uint16_t version_major_ = 0;

@@ -193,6 +193,7 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
     }
     p.fd_ = -1;
     parts_.push_back(p.path_);
+    part_hosts_.push_back(p.metadata_.session.host);
     file_size_ += p.file_size_;
     closed_cleanly_ = closed_cleanly_ && p.closed_cleanly_;
     complete_until_ = std::min(complete_until_, p.complete_until());

@@ -4,6 +4,7 @@
 // model::Merge reads it: every region and MPI call enter and leave, every message (sender,
 // receiver, tag, bytes), every collective, the thread and process names.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -288,8 +289,37 @@ void CheckMpiArchive(const std::string& run, const std::string& archive) {
   for (const json& l : sum["locations"])
     ranks.insert(RankOfGroup(l["group"]));
   EXPECT_EQ(ranks, (std::set<int64_t>{0, 1, 2}));
+  // Every rank ran here: one system tree node, this host.
+  std::set<std::string> nodes;
+  for (const auto& [group, node] : sum["nodes"].items())
+    nodes.insert(node.get<std::string>());
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  EXPECT_EQ(nodes, (std::set<std::string>{host}));
   RunResult p = parmon::testing::Run({"otf2-print", archive + "/traces.otf2"});
   EXPECT_EQ(p.exit_code, 0) << p.err;
+}
+
+// A per-rank session whose files were written on several hosts (parmon-synth writes each rank's
+// file as a recorder on its node would, 4 ranks per host): a system tree node per host, each
+// rank's process under its own.
+TEST(ExportE2E, Otf2HasASystemTreeNodePerHostOfAPerRankSession) {
+  if (!HavePythonOtf2() || !Exists(BinDir() + "/parmon-synth"))
+    GTEST_SKIP() << "needs python3-otf2 and parmon-synth";
+  TempDir dir;
+  RunResult gen =
+      parmon::testing::Run({BinDir() + "/parmon-synth", "-o", dir.File("run"), "--ranks", "12",
+                            "--iterations", "3", "--ranks-per-host", "4"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  RunResult r = Parmon({"export", dir.File("run"), "--format", "otf2", "-o", dir.File("otf2")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json sum = Otf2Summary(dir.File("otf2"));
+  ASSERT_EQ(sum["nodes"].size(), 12u) << sum["nodes"].dump();
+  for (const auto& [group, node] : sum["nodes"].items()) {
+    const int64_t rank = RankOfGroup(group);
+    ASSERT_GE(rank, 0) << group;
+    EXPECT_EQ(node.get<std::string>(), "synth-node-" + std::to_string(rank / 4)) << group;
+  }
 }
 
 TEST(ExportE2E, Otf2MessagesOfAnMpiRing) {

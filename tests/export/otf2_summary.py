@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Reads an OTF2 archive with the python3-otf2 bindings (Debian) and prints what the export
-tests check, as JSON: locations (name, process, events), enters and leaves per region, every
+tests check, as JSON: locations (name, process, events), each process's system tree node, enters and leaves per region, every
 MPI send and receive (process, peer, tag, bytes, communicator), every collective end, and the
 metric records: how many per metric (its first member's name), the thread-state values and the
 counters' values."""
@@ -15,6 +15,7 @@ with otf2.reader.open(sys.argv[1]) as trace:
     out = {
         "locations": [{"name": l.name, "group": l.group.name, "events": l.number_of_events}
                       for l in defs.locations],
+        "nodes": {g.name: g.system_tree_parent.name for g in defs.location_groups},
         "clock": {"resolution": defs.clock_properties.timer_resolution,
                   "offset": defs.clock_properties.global_offset,
                   "length": defs.clock_properties.trace_length},
