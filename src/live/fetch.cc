@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -19,6 +21,10 @@
 
 namespace parmon::live {
 namespace {
+
+constexpr size_t kMaxFetchRanks = 1u << 19;
+constexpr size_t kMaxFollowRanks = 4096;
+constexpr size_t kFetchWorkers = 16;
 
 struct One {
   uint64_t bytes = 0;
@@ -119,7 +125,27 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
     result.complete = single.complete;
     return result;
   }
-  // A per-rank session: a directory of rank files, each fetched on its own thread.
+  // A per-rank session: a directory of rank files. The list comes from the collector, so it is
+  // checked before it sizes anything: distinct ranks >= 0, at most kMaxFetchRanks (the most
+  // ranks a job's string ids can tell apart). Following needs every rank's stream open at
+  // once (a thread each, bounded by kMaxFollowRanks); a one-off copy uses a pool.
+  std::vector<int> sorted = single.ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() < 0 || std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    return Status::Error(
+        fmt::format("the collector's list of the ranks of {} is not valid (negative or repeated "
+                    "ranks)",
+                    session));
+  if (sorted.size() > kMaxFetchRanks)
+    return Status::Error(
+        fmt::format("the collector lists {} ranks for {}, more than the {} a "
+                    "session can have",
+                    sorted.size(), session, kMaxFetchRanks));
+  if (follow && sorted.size() > kMaxFollowRanks)
+    return Status::Error(
+        fmt::format("{} has {} ranks: following more than {} ranks at once is "
+                    "not supported; copy it without --follow",
+                    session, sorted.size(), kMaxFollowRanks));
   result.per_rank = true;
   std::error_code ec;
   if (std::filesystem::is_regular_file(out_path, ec))
@@ -128,12 +154,16 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
   if (ec)
     return Status::Error(fmt::format("cannot create the directory {}: {}", out_path, ec.message()));
   std::vector<One> parts(single.ranks.size());
+  std::atomic<size_t> next{0};
+  const size_t workers = follow ? parts.size() : std::min<size_t>(parts.size(), kFetchWorkers);
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < single.ranks.size(); ++i)
-    threads.emplace_back([&, i] {
-      int k = single.ranks[i];
-      parts[i] = FetchStream(ep, token, session, k, fmt::format("{}/rank-{}.ptrace", out_path, k),
-                             follow, stop);
+  for (size_t w = 0; w < workers; ++w)
+    threads.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < parts.size();) {
+        int k = single.ranks[i];
+        parts[i] = FetchStream(ep, token, session, k, fmt::format("{}/rank-{}.ptrace", out_path, k),
+                               follow, stop);
+      }
     });
   for (auto& t : threads)
     t.join();
