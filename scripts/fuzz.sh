@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_trace fuzz_rank_dir fuzz_cli)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_trace fuzz_rank_dir fuzz_cli fuzz_stream)
 bash scripts/build.sh fuzz "${targets[@]}"
 status=0
 for target in "${targets[@]}"; do
