@@ -308,6 +308,8 @@ struct Engine::Impl {
         BlockingCall(l, State::kCommWait, e.args[3], e.ts);
         break;
       case Kind::kSyncWait:
+        if (e.args[1] == kSyncSpin && !l.in_mpi && !l.cpu)
+          SpinWait(l, e.args[2], e.ts);
         BlockingCall(l, State::kLockWait, e.args[2], e.ts);
         break;
       case Kind::kTimerWait:
@@ -422,6 +424,18 @@ struct Engine::Impl {
       return;
     l.waits[static_cast<int>(s)] += d;
     AddSpan(l.iv_waits, s, b, e);
+  }
+
+  // SyncWait's type for pthread_spin_lock (docs/events.md).
+  static constexpr uint64_t kSyncSpin = 9;
+  void SpinWait(Loc& l, uint64_t begin, uint64_t end) {
+    uint64_t d = Clip(std::min(begin, end), end);
+    if (!d)
+      return;
+    l.spin_ns += d;
+    if (l.iv_spin.empty())
+      l.iv_spin.resize(iv_count);
+    AddSpan(l.iv_spin, State::kLockWait, std::min(begin, end), end);
   }
 
   void BlockingCall(Loc& l, State s, uint64_t begin, uint64_t end) {

@@ -102,6 +102,10 @@ struct Loc {
   uint64_t cpu_busy = 0, cpu_total = 0;  // cpu locations
   std::vector<StateTimes> iv;            // sampled states (or cpu busy/idle) per interval
   std::vector<StateTimes> iv_waits;      // inferred waits per interval
+  // Spinlock waits (SyncWait type 9): the thread ran, so the sampler books the time as running;
+  // the report moves it to lock wait. Per interval only once a spin was seen (kLockWait column).
+  uint64_t spin_ns = 0;
+  std::vector<StateTimes> iv_spin;
   // MPI
   bool in_mpi = false;
   uint64_t mpi_enter = 0;

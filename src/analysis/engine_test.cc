@@ -255,5 +255,38 @@ TEST(Analyzers, SampledThreadStatesAndIntervals) {
     EXPECT_EQ(r.intervals.location_states[li][i][static_cast<int>(State::kRunning)], 600 * kUs);
 }
 
+// A thread spins 3 ms on a busy spinlock (SyncWait type 9, 2-5 ms): the sampler saw it running
+// all 10 ms; the report books the 3 ms as lock wait, in total and in the intervals it covers.
+void BuildSpin(TraceBuilder& b) {
+  b.Process(400, 1, "s");
+  b.Thread(1, 400, 401, "spinner");
+  b.Ev(1, 0, Kind::kThreadBegin);
+  b.Ev(1, 5 * kMs, Kind::kSyncWait, {0x1000, 9, TraceBuilder::At(2 * kMs), 0});
+  b.Ev(1, 10 * kMs, Kind::kThreadEnd);
+  b.Ev(1, 10 * kMs, Kind::kThreadStates, {10 * kMs, 0, 0, 0, 0, 0, 0, 0}, "",
+       format::Source::kSampler);
+}
+
+TEST(Analyzers, SpinlockWaitIsLockWaitNotRunning) {
+  Trace t = Make("spin", &BuildSpin);
+  Results r = Engine(*t.session, FixedIntervals()).Run();
+  const LocationResult& l = Loc(r, 1);
+  EXPECT_EQ(l.state_source, "sampled");
+  EXPECT_EQ(l.states[static_cast<int>(State::kRunning)], 7 * kMs);
+  EXPECT_EQ(l.states[static_cast<int>(State::kLockWait)], 3 * kMs);
+  EXPECT_EQ(l.cpu_ns, 10 * kMs) << "the CPU it used is still its CPU time";
+  int li = r.LocationIndex(1);
+  ASSERT_EQ(r.intervals.count, 10u);
+  for (size_t i = 0; i < 10; ++i) {
+    const bool spinning = i >= 2 && i < 5;
+    EXPECT_EQ(r.intervals.location_states[li][i][static_cast<int>(State::kLockWait)],
+              spinning ? kMs : 0)
+        << i;
+    EXPECT_EQ(r.intervals.location_states[li][i][static_cast<int>(State::kRunning)],
+              spinning ? 0 : kMs)
+        << i;
+  }
+}
+
 }  // namespace
 }  // namespace parmon::analysis

@@ -326,6 +326,17 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
     }
     r.parmon_held_ns = held_total - held;
     row = l.iv;
+    // A spinlock's waiter ran while it waited: the sampler's running is the program's lock wait.
+    auto spin_to_lock = [](StateTimes& st, uint64_t spin) {
+      const uint64_t take = std::min(spin, st[static_cast<int>(State::kRunning)]);
+      st[static_cast<int>(State::kRunning)] -= take;
+      st[static_cast<int>(State::kLockWait)] += take;
+    };
+    if (l.spin_ns) {
+      spin_to_lock(r.states, l.spin_ns);
+      for (size_t i = 0; i < iv_count && i < l.iv_spin.size(); ++i)
+        spin_to_lock(row[i], l.iv_spin[i][static_cast<int>(State::kLockWait)]);
+    }
   } else {
     // Inferred: the location's life minus the instrumented waits is running.
     r.states = l.waits;

@@ -231,6 +231,19 @@ NewRequest TrackRequest(MPI_Request req,
   return {id, false, false};
 }
 
+void RetrackRequest(uint64_t key, uint64_t id, uint64_t posted, CommInfo* comm, uint8_t kind) {
+  ReqSlot* s = ClaimReq(key);
+  if (s == nullptr)
+    return;
+  s->id = id;
+  s->posted = posted;
+  s->comm = comm;
+  s->kind = kind;
+  s->persistent = false;
+  s->active = true;
+  s->key.store(key, std::memory_order_release);  // publish: pairs with FindReq's acquire
+}
+
 // ---- matched probes (MPI_Mprobe -> MPI_Mrecv) ------------------------------------------------
 namespace {
 struct MsgSlot {

@@ -178,7 +178,8 @@ struct Completion::Entry {
   CommInfo* comm;
   uint8_t kind;  // 0: not tracked (or a repeat of entry `first`)
   bool persistent;
-  uint8_t pad[2];
+  bool removed;  // taken out of the table before the call (put back if it did not complete)
+  uint8_t pad;
   int32_t first;  // >= 0: the same handle as this earlier entry
 };
 static_assert(sizeof(Completion::Entry) == 40 || sizeof(Completion::Entry) <= 48);
@@ -196,6 +197,7 @@ Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
     Entry& e = entries_[i];
     e.kind = 0;
     e.first = -1;
+    e.removed = false;
     MPI_Request r = creqs ? creqs[i] : PMPI_Request_f2c(freqs[i]);
     if (r == MPI_REQUEST_NULL)
       continue;
@@ -210,6 +212,22 @@ Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
     e.persistent = s->persistent;
   }
   DropDuplicates();
+  // MPI_THREAD_MULTIPLE: once the call below completes a (non-persistent) request, MPI frees
+  // its handle and another thread's MPI_Irecv or MPI_Isend may get the same handle before this
+  // thread is back here to untrack it; the table would then still hold this request under that
+  // handle, and the other thread's new request would be taken for a completed one sharing it.
+  // So the entries are taken out of the table now, while the handles are still this thread's,
+  // and those that did not complete are put back when the call has returned (~Completion).
+  for (int i = 0; i < n_; ++i) {
+    Entry& e = entries_[i];
+    if (e.kind == 0 || e.persistent)
+      continue;
+    ReqSlot* s = FindReq(e.key);
+    uint64_t k = e.key;
+    if (s != nullptr && s->id == e.id &&
+        s->key.compare_exchange_strong(k, kTomb, std::memory_order_acq_rel))
+      e.removed = true;
+  }
 }
 
 // One handle twice in the array (a request object MPI shares among requests it completed at
@@ -251,6 +269,11 @@ void Completion::DropDuplicates() {
 }
 
 Completion::~Completion() {
+  for (int i = 0; i < n_; ++i) {
+    const Entry& e = entries_[i];
+    if (e.kind != 0 && e.removed)
+      RetrackRequest(e.key, e.id, e.posted, e.comm, e.kind);
+  }
   if (entries_ != small_)
     free(entries_);
 }

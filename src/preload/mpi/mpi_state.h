@@ -158,6 +158,10 @@ NewRequest TrackRequest(MPI_Request req,
                         bool persistent,
                         MPI_Status* st);
 
+// Puts back a request a completion call took out of the table before it ran and that did not
+// complete (a test that found it unfinished): its handle is still the program's.
+void RetrackRequest(uint64_t key, uint64_t id, uint64_t posted, CommInfo* comm, uint8_t kind);
+
 // ---- periodic mode (mpi_core.cc) -------------------------------------------------------------
 struct Stats {
   uint64_t last_flush;

@@ -1,9 +1,10 @@
 // libparmon_posix: the "link probes" of Hathi-2, inserted automatically. Interposes the POSIX
 // calls through which processes talk to each other and wait: reads and writes on pipes, FIFOs,
-// sockets and character devices (the read/write and send/recv families), poll/select/epoll
-// waits, sleeps, and fork/exec/exit. Loaded with LD_PRELOAD by `parmon record`; the events are
-// in docs/events.md (kinds 96-103 and the runtime's Fork/Exec/ProcessExit), the design in
-// docs/comm.md.
+// sockets and character devices (the read/write and send/recv families, sendmmsg/recvmmsg,
+// splice/sendfile), poll/select/epoll waits, sleeps, and fork/posix_spawn/exec/exit. stdio's
+// writes, which glibc makes below the interposable symbols, are caught in stdio.cc. Loaded with
+// LD_PRELOAD by `parmon record`; the events are in docs/events.md (kinds 96-103 and the runtime's
+// Fork/Exec/ProcessExit), the design in docs/comm.md.
 //
 // Every wrapper follows preload.h: when recording is off, paused, or the thread is already
 // inside one of parmon's wrappers (an MPI call's progress engine polling its sockets, say), the
@@ -17,9 +18,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -86,6 +89,52 @@ sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen
 }
 PARMON_INTERPOSE ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   PARMON_IO(kChanWrite, kSendmsg, fd, PARMON_REAL(sendmsg)(fd, msg, flags));
+}
+
+// Several messages in one call: one event per message (posix_channel.cc).
+PARMON_INTERPOSE int sendmmsg(int fd, mmsghdr* v, unsigned int n, int flags) {
+  if (!pp::On())
+    return PARMON_REAL(sendmmsg)(fd, v, n, flags);
+  uint64_t begin = pp::Now();
+  int rc = PARMON_REAL(sendmmsg)(fd, v, n, flags);
+  pp::RecordIoBatch(Kind::kChanWrite, pp::kSendmmsg, fd, v, rc, begin);
+  return rc;
+}
+PARMON_INTERPOSE int recvmmsg(int fd, mmsghdr* v, unsigned int n, int flags, timespec* timeout) {
+  if (!pp::On())
+    return PARMON_REAL(recvmmsg)(fd, v, n, flags, timeout);
+  uint64_t begin = pp::Now();
+  int rc = PARMON_REAL(recvmmsg)(fd, v, n, flags, timeout);
+  pp::RecordIoBatch(Kind::kChanRead, pp::kRecvmmsg, fd, v, rc, begin);
+  return rc;
+}
+
+// Bytes moved by the kernel from one fd to another: a read on the first and a write on the
+// second, each recorded when its fd is a channel (a file's side is not, as for read and write).
+PARMON_INTERPOSE ssize_t
+splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t n, unsigned int flags) {
+  if (!pp::On())
+    return PARMON_REAL(splice)(fd_in, off_in, fd_out, off_out, n, flags);
+  uint64_t begin = pp::Now();
+  ssize_t rc = PARMON_REAL(splice)(fd_in, off_in, fd_out, off_out, n, flags);
+  pp::RecordTransfer(pp::kSplice, fd_in, fd_out, rc, begin);
+  return rc;
+}
+PARMON_INTERPOSE ssize_t sendfile(int fd_out, int fd_in, off_t* offset, size_t n) {
+  if (!pp::On())
+    return PARMON_REAL(sendfile)(fd_out, fd_in, offset, n);
+  uint64_t begin = pp::Now();
+  ssize_t rc = PARMON_REAL(sendfile)(fd_out, fd_in, offset, n);
+  pp::RecordTransfer(pp::kSendfile, fd_in, fd_out, rc, begin);
+  return rc;
+}
+PARMON_INTERPOSE ssize_t sendfile64(int fd_out, int fd_in, off64_t* offset, size_t n) {
+  if (!pp::On())
+    return PARMON_REAL(sendfile64)(fd_out, fd_in, offset, n);
+  uint64_t begin = pp::Now();
+  ssize_t rc = PARMON_REAL(sendfile64)(fd_out, fd_in, offset, n);
+  pp::RecordTransfer(pp::kSendfile, fd_in, fd_out, rc, begin);
+  return rc;
 }
 
 // ---- waits -------------------------------------------------------------------------------------
@@ -271,10 +320,43 @@ PARMON_INTERPOSE int openat(int dir, const char* path, int flags, ...) {
 // ---- processes ---------------------------------------------------------------------------------
 PARMON_INTERPOSE pid_t fork(void) {
   pid_t rc = PARMON_REAL(fork)();
-  if (rc > 0 && pp::On()) {
-    pp::Recording r;
-    uint64_t a = static_cast<uint64_t>(rc);
-    parmon_x_emit(parmon::preload::K(Kind::kFork), &a, 1, nullptr, 0);
+  if (rc > 0)
+    pp::RecordFork(rc);
+  return rc;
+}
+
+// posix_spawn runs the child in glibc's own code up to its exec (the internal __execve, which
+// execve's wrapper never sees): the parent records Fork(child) as fork does; the child's new
+// image, which inherits LD_PRELOAD and the session through the environment it is given,
+// announces itself (ProcessBegin) and is named by what it runs, as after fork+exec. The symbols
+// are versioned (GLIBC_2.15 is the current one). `pid` may be null.
+PARMON_INTERPOSE int posix_spawn(pid_t* pid,
+                                 const char* path,
+                                 const posix_spawn_file_actions_t* actions,
+                                 const posix_spawnattr_t* attr,
+                                 char* const argv[],
+                                 char* const envp[]) {
+  pid_t child = 0;
+  int rc = PARMON_REAL_VERSION(posix_spawn, "GLIBC_2.15")(&child, path, actions, attr, argv, envp);
+  if (rc == 0) {
+    if (pid != nullptr)
+      *pid = child;
+    pp::RecordFork(child);
+  }
+  return rc;
+}
+PARMON_INTERPOSE int posix_spawnp(pid_t* pid,
+                                  const char* file,
+                                  const posix_spawn_file_actions_t* actions,
+                                  const posix_spawnattr_t* attr,
+                                  char* const argv[],
+                                  char* const envp[]) {
+  pid_t child = 0;
+  int rc = PARMON_REAL_VERSION(posix_spawnp, "GLIBC_2.15")(&child, file, actions, attr, argv, envp);
+  if (rc == 0) {
+    if (pid != nullptr)
+      *pid = child;
+    pp::RecordFork(child);
   }
   return rc;
 }

@@ -42,10 +42,12 @@ std::atomic<uint8_t> g_fd_state[kFdSlots];
 namespace {
 
 constexpr const char* kFnNames[kFnCount] = {
-    "read",  "readv",  "pread",     "recv",           "recvfrom",   "recvmsg",
-    "write", "writev", "pwrite",    "send",           "sendto",     "sendmsg",
-    "poll",  "ppoll",  "select",    "pselect",        "epoll_wait", "epoll_pwait",
-    "sleep", "usleep", "nanosleep", "clock_nanosleep"};
+    "read",      "readv",           "pread",       "recv",     "recvfrom",
+    "recvmsg",   "write",           "writev",      "pwrite",   "send",
+    "sendto",    "sendmsg",         "poll",        "ppoll",    "select",
+    "pselect",   "epoll_wait",      "epoll_pwait", "sleep",    "usleep",
+    "nanosleep", "clock_nanosleep", "sendmmsg",    "recvmmsg", "splice",
+    "sendfile",  "stdio_write"};
 uint32_t g_fn_ids[kFnCount];
 
 inline uint64_t FnId(Fn fn) {
@@ -261,6 +263,40 @@ void RecordIo(Kind kind, Fn fn, int fd, ssize_t rc, uint64_t begin) {
   parmon_x_emit(K(kind), a, 4, nullptr, 0);
 }
 
+void RecordIoBatch(Kind kind, Fn fn, int fd, const mmsghdr* v, int rc, uint64_t begin) {
+  Recording r;
+  uint64_t end = Now();
+  if (!Channel(fd))
+    return;
+  if (rc <= 0 || v == nullptr) {
+    uint64_t a[4] = {static_cast<uint64_t>(fd), static_cast<uint64_t>(static_cast<int64_t>(rc)),
+                     begin, FnId(fn)};
+    parmon_x_emit(K(kind), a, 4, nullptr, 0);
+    return;
+  }
+  for (int i = 0; i < rc; ++i) {
+    uint64_t a[4] = {static_cast<uint64_t>(fd), v[i].msg_len, i == 0 ? begin : end, FnId(fn)};
+    parmon_x_emit(K(kind), a, 4, nullptr, 0);
+  }
+}
+
+void RecordTransfer(Fn fn, int fd_in, int fd_out, ssize_t rc, uint64_t begin) {
+  Recording r;
+  uint64_t end = Now();
+  bool first = true;
+  const uint64_t bytes = static_cast<uint64_t>(static_cast<int64_t>(rc));
+  if (Channel(fd_in)) {
+    uint64_t a[4] = {static_cast<uint64_t>(fd_in), bytes, begin, FnId(fn)};
+    parmon_x_emit(K(Kind::kChanRead), a, 4, nullptr, 0);
+    first = false;
+  }
+  // A return of 0 is the end of the input: a read that found nothing, and no write.
+  if (rc != 0 && Channel(fd_out)) {
+    uint64_t a[4] = {static_cast<uint64_t>(fd_out), bytes, first ? begin : end, FnId(fn)};
+    parmon_x_emit(K(Kind::kChanWrite), a, 4, nullptr, 0);
+  }
+}
+
 void RecordWait(Fn fn, uint64_t nfds, int ready, uint64_t begin) {
   Recording r;
   uint64_t a[4] = {FnId(fn), nfds, static_cast<uint64_t>(static_cast<int64_t>(ready)), begin};
@@ -279,6 +315,14 @@ void RecordExec(const char* path) {
   Recording r;
   parmon_x_emit(K(Kind::kExec), nullptr, 0, path, static_cast<uint32_t>(strnlen(path, 4096)));
 }
+void RecordFork(pid_t child) {
+  if (child <= 0 || !On())
+    return;
+  Recording r;
+  uint64_t a = static_cast<uint64_t>(child);
+  parmon_x_emit(K(Kind::kFork), &a, 1, nullptr, 0);
+}
+
 void RecordExit(int status) {
   if (!On())
     return;

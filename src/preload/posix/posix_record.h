@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -69,6 +70,11 @@ enum Fn {
   kUsleep,
   kNanosleep,
   kClockNanosleep,
+  kSendmmsg,
+  kRecvmmsg,
+  kSplice,
+  kSendfile,
+  kStdioWrite,
   kFnCount
 };
 
@@ -92,11 +98,21 @@ inline uint64_t TimespecNs(const timespec* ts) {
 // Called after the real function returned, while recording (On() was true before the call).
 // They take the guard themselves (Recording).
 void RecordIo(Kind kind, Fn fn, int fd, ssize_t rc, uint64_t begin);
+// sendmmsg/recvmmsg: one ChanWrite/ChanRead per message transferred (msg_len bytes each; one
+// event with rc when the call failed). The first carries the call's blocking time, the others
+// begin when the call returned, so the wait is counted once.
+void RecordIoBatch(Kind kind, Fn fn, int fd, const struct mmsghdr* v, int rc, uint64_t begin);
+// splice/sendfile: rc bytes left fd_in (a ChanRead, when it is a channel) and reached fd_out (a
+// ChanWrite, when it is a channel; none when rc is 0, the end of the input). The first event
+// written carries the blocking time.
+void RecordTransfer(Fn fn, int fd_in, int fd_out, ssize_t rc, uint64_t begin);
 void RecordWait(Fn fn, uint64_t nfds, int ready, uint64_t begin);
 void RecordTimer(Fn fn, uint64_t requested_ns, uint64_t begin);
 // These check On() themselves (exec and exit do not return to the wrapper).
 void RecordExec(const char* path);
 void RecordExit(int status);
+// fork's and posix_spawn's Fork(child) in the parent (checks On() itself).
+void RecordFork(pid_t child);
 
 // execl-style argument lists gathered into an array (the size is bounded by ARG_MAX anyway).
 constexpr int kMaxExeclArgs = 4096;

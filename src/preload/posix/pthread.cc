@@ -1,5 +1,6 @@
 // libparmon_pthread: waits on thread synchronisation, recorded as SyncWait/SyncSignal events
-// (docs/events.md): mutexes, rwlocks, condition variables, barriers, joins and semaphores.
+// (docs/events.md): mutexes, spinlocks, rwlocks, condition variables, barriers, joins and
+// semaphores.
 // Loaded with LD_PRELOAD by `parmon record` next to libparmon_posix.
 //
 // What costs what: a lock that is free costs its try-lock and nothing else (no event, not even
@@ -48,7 +49,8 @@ enum SyncType : uint64_t {
   kBarrier = 5,
   kJoin = 6,
   kSemaphore = 7,
-  kBroadcast = 8
+  kBroadcast = 8,
+  kSpin = 9
 };
 
 inline bool On() {
@@ -106,6 +108,13 @@ PARMON_INTERPOSE int pthread_mutex_lock(pthread_mutex_t* m) {
 PARMON_INTERPOSE int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* t) {
   PARMON_LOCK(kMutex, m, PARMON_REAL(pthread_mutex_trylock)(m),
               PARMON_REAL(pthread_mutex_timedlock)(m, t));
+}
+// A spinlock: the try-lock first, as for a mutex; a busy one is timed from the failed try until
+// the real lock returns. The thread runs (spins) meanwhile, yet the time is a lock wait: the
+// report books it so, not as computation.
+PARMON_INTERPOSE int pthread_spin_lock(pthread_spinlock_t* l) {
+  PARMON_LOCK(kSpin, const_cast<int*>(l), PARMON_REAL(pthread_spin_trylock)(l),
+              PARMON_REAL(pthread_spin_lock)(l));
 }
 PARMON_INTERPOSE int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
   PARMON_LOCK(kRwRead, l, PARMON_REAL(pthread_rwlock_tryrdlock)(l),
