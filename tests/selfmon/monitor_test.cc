@@ -181,8 +181,8 @@ TEST(Monitor, ReadsRacingThePublisherSeeWholePasses) {
       std::vector<SamplerCore::Output> out;
       const uint64_t run = (pass * 7919) % (10 * kMs);
       for (int t = 0; t < kThreads; ++t)
-        out.push_back(States(2000 + t, pass * 10 * kMs, {run, 10 * kMs - run}));
-      pub.Publish(out, pass * 10 * kMs, 10 * kMs);
+        out.push_back(States(2000 + t, 1000 * kMs + pass * 10 * kMs, {run, 10 * kMs - run}));
+      pub.Publish(out, 1000 * kMs + pass * 10 * kMs, 10 * kMs);
     }
   });
   parmon_thread_figures out[kThreads];
