@@ -35,7 +35,7 @@ using parmon_examples::Location;
 using parmon_examples::Region;
 using parmon_examples::Scope;
 
-// One unit of work: a chain of dependent multiply-adds (about 0.1 ms per 100000 steps).
+// One unit of work: a chain of dependent multiply-adds (about 0.1-0.2 ms per 50000 steps).
 uint64_t Unit(uint64_t k, long steps) {
   uint64_t x = k * 0x9e3779b97f4a7c15ULL + 1, acc = 0;
   for (long i = 0; i < steps; ++i) {
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
                     "split rounds evenly, or by each worker's CPU share read from parmon");
   options.AddInt("units", 6000, 1, 100000000, "work units in all");
   options.AddInt("round", 400, 2, 100000000, "units handed out per round");
-  options.AddInt("steps", 100000, 1, 1000000000, "multiply-adds per unit (~1 ns each)");
+  options.AddInt("steps", 50000, 1, 1000000000, "multiply-adds per unit (~1 ns each)");
   options.AddInt("spinners", 2, 0, 64, "busy threads sharing the second worker's CPU");
   options.Parse(argc, argv);
   const bool balanced = options.String("form") == "balanced";
