@@ -3,7 +3,7 @@
 // every second and moved work accordingly. Uses parmon's self-monitoring API (parmon.hpp,
 // docs/selfmon.md).
 //
-// Two workers are pinned to two different CPUs (sched_setaffinity); --spinners busy threads are
+// Two workers are pinned to two different CPUs (sched_setaffinity); --spinners busy processes are
 // pinned to the second worker's CPU, so that worker gets about 1/(spinners+1) of its CPU and
 // queues for the rest. The master hands out --units work units in rounds of --round units:
 //   - static: each round is split evenly; every round waits for the slow worker;
@@ -16,6 +16,9 @@
 // Self-check: every unit was done exactly once. Counts: per worker "worker-<w>", the region
 // "round" once per round it worked in; results: seconds, units per worker, the shares read.
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -64,7 +67,7 @@ int main(int argc, char** argv) {
   options.AddInt("units", 6000, 1, 100000000, "work units in all");
   options.AddInt("round", 400, 2, 100000000, "units handed out per round");
   options.AddInt("steps", 50000, 1, 1000000000, "multiply-adds per unit (~1 ns each)");
-  options.AddInt("spinners", 2, 0, 64, "busy threads sharing the second worker's CPU");
+  options.AddInt("spinners", 4, 0, 64, "busy processes sharing the second worker's CPU");
   options.Parse(argc, argv);
   const bool balanced = options.String("form") == "balanced";
   const long units = options.Int("units"), round_units = options.Int("round");
@@ -98,7 +101,6 @@ int main(int argc, char** argv) {
   std::condition_variable cv;
   long round = 0;  // guarded by mu: bumped by the master to start a round, -1 to stop
   int pending = 0;
-  std::atomic<bool> stop_spinning{false};
 
   auto work = [&](int w) {
     static const Region round_region("round");
@@ -129,14 +131,24 @@ int main(int argc, char** argv) {
         cv.notify_all();
     }
   };
-  std::vector<std::thread> spin;
-  for (long s = 0; s < spinners; ++s)
-    spin.emplace_back([&] {
-      parmon_thread_name("spinner");
+  // The spinners are processes of their own sessions, not threads of this one: with the kernel's
+  // autogroup scheduling (sched_autogroup_enabled, on in most distributions) a session's CPU
+  // share is split among the CPUs its threads are runnable on, so spinner threads here would
+  // move this session's share to the second CPU and starve the first worker instead.
+  std::vector<pid_t> spin;
+  const pid_t parent = getpid();
+  for (long s = 0; s < spinners; ++s) {
+    const pid_t child = fork();
+    if (child == 0) {
+      setsid();
       Pin(cpus[1]);
-      while (!stop_spinning.load(std::memory_order_relaxed)) {
-      }
-    });
+      for (unsigned long k = 1;; ++k)
+        if (k % (1ul << 24) == 0 && getppid() != parent)
+          _exit(0);  // the parent is gone
+    }
+    if (child > 0)
+      spin.push_back(child);
+  }
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w)
     threads.emplace_back(work, w);
@@ -153,6 +165,7 @@ int main(int argc, char** argv) {
   monitor.Read();  // the baseline: the next read covers the first round
 
   double weight[kWorkers] = {1, 1};
+  bool seen_share[kWorkers] = {false, false};
   nlohmann::json shares_read = nlohmann::json::array();
   const double t0 = parmon_examples::Now();
   long next = 0, rounds = 0;
@@ -181,9 +194,13 @@ int main(int argc, char** argv) {
       const double share = parmon::Monitor::CpuShare(f);
       const uint64_t wanted = f.states_ns[PARMON_STATE_RUNNING] + f.states_ns[PARMON_STATE_QUEUED];
       row.push_back(share);
-      // Enough running or queued time to tell (2 ms): the next round follows the share.
-      if (balanced && share > 0 && wanted >= 2'000'000)
-        weight[w] = std::max(share, 0.02);
+      // Enough running or queued time to tell (2 ms): the next round follows the share, smoothed
+      // over the rounds (half the latest, half the past) against a round's bad luck.
+      if (balanced && share > 0 && wanted >= 2'000'000) {
+        weight[w] = seen_share[w] ? 0.5 * weight[w] + 0.5 * share : share;
+        weight[w] = std::max(weight[w], 0.02);
+        seen_share[w] = true;
+      }
     }
     shares_read.push_back(row);
   }
@@ -195,9 +212,10 @@ int main(int argc, char** argv) {
   }
   for (auto& t : threads)
     t.join();
-  stop_spinning.store(true);
-  for (auto& t : spin)
-    t.join();
+  for (pid_t child : spin) {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+  }
 
   const bool all_once = std::all_of(done.begin(), done.end(), [](uint8_t d) { return d == 1; });
   bool pinned = workers[0].pinned && workers[1].pinned;

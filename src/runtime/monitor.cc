@@ -27,7 +27,8 @@ using shm::MonitorEntry;
 using shm::MonitorFigures;
 using shm::MonitorTable;
 
-// One entry's figures as copied by a read.
+// One entry's cumulative figures as the previous PARMON_SINCE_LAST_READ copied them (88 bytes:
+// a read of 64 threads keeps its working set in L1).
 struct Snap {
   uint32_t generation;
   uint32_t flags;
@@ -35,10 +36,6 @@ struct Snap {
   uint32_t threads;
   uint64_t first_ns, last_ns;
   uint64_t states_ns[kMonitorStates];
-  uint64_t cpu_ns;
-  uint64_t last_begin_ns;
-  uint64_t last_states_ns[kMonitorStates];
-  uint64_t last_cpu_ns;
 };
 
 struct CpuSnap {
@@ -48,19 +45,19 @@ struct CpuSnap {
 }  // namespace
 }  // namespace parmon::runtime
 
-// The handle: mapped, not allocated (libparmon has no allocator of its own), ~110 KB.
+// The handle: mapped, not allocated (libparmon has no allocator of its own), ~110 KB. Two copies
+// of the figures: the previous PARMON_SINCE_LAST_READ's (snaps[prev]) and the one being read;
+// a read since the last one flips them instead of copying.
 struct parmon_monitor {
   parmon::shm::MonitorTable* table;
   int count;
+  int prev;                                           // 0 or 1: which copy is the previous read's
   uint32_t entry[parmon::shm::kMonitorEntries];       // table index of each watched thread
   uint32_t generation[parmon::shm::kMonitorEntries];  // of our claim
   int32_t tid[parmon::shm::kMonitorEntries];
-  parmon::runtime::Snap prev[parmon::shm::kMonitorEntries];  // the previous read's copy
-  parmon::runtime::Snap cur[parmon::shm::kMonitorEntries];
-  uint32_t cpu_count;  // of prev_cpu / cur_cpu
-  bool have_prev_cpu;  // prev_cpu holds a previous read's copy
-  parmon::runtime::CpuSnap prev_cpu[parmon::shm::kMonitorCpus];
-  parmon::runtime::CpuSnap cur_cpu[parmon::shm::kMonitorCpus];
+  uint32_t cpu_count[2];  // of cpus[0] / cpus[1]
+  parmon::runtime::Snap snaps[2][parmon::shm::kMonitorEntries];
+  parmon::runtime::CpuSnap cpus[2][parmon::shm::kMonitorCpus];
 };
 
 namespace parmon::runtime {
@@ -68,47 +65,62 @@ namespace {
 
 constexpr auto kRelaxed = std::memory_order_relaxed;
 
-void Copy(const MonitorFigures& f, Snap* s) {
-  s->generation = f.generation.load(kRelaxed);
-  s->flags = f.flags.load(kRelaxed);
-  s->last_cpu = f.last_cpu.load(kRelaxed);
-  s->threads = f.threads.load(kRelaxed);
-  s->first_ns = f.first_ns.load(kRelaxed);
-  s->last_ns = f.last_ns.load(kRelaxed);
-  for (int i = 0; i < kMonitorStates; ++i)
-    s->states_ns[i] = f.states_ns[i].load(kRelaxed);
-  s->cpu_ns = f.cpu_ns.load(kRelaxed);
-  s->last_begin_ns = f.last_begin_ns.load(kRelaxed);
-  for (int i = 0; i < kMonitorStates; ++i)
-    s->last_states_ns[i] = f.last_states_ns[i].load(kRelaxed);
-  s->last_cpu_ns = f.last_cpu_ns.load(kRelaxed);
-}
+double Fraction(uint64_t part, uint64_t whole);
 
-// Copies the watched entries and the CPU table as of one published pass (the sequence lock).
-void Snapshot(parmon_monitor* m) {
-  MonitorTable* t = m->table;
-  for (;;) {
-    const uint64_t s = t->seq.load(std::memory_order_acquire);
-    if (s & 1) {
-      _mm_pause();  // the sampler thread is publishing: a few microseconds at most
-      continue;
-    }
-    for (int i = 0; i < m->count; ++i)
-      Copy(t->entries[m->entry[i]].figures, &m->cur[i]);
-    uint32_t ncpu = t->cpu_count.load(kRelaxed);
-    if (ncpu > kMonitorCpus)
-      ncpu = kMonitorCpus;
-    for (uint32_t c = 0; c < ncpu; ++c) {
-      const shm::MonitorCpu& src = t->cpus[c];
-      m->cur_cpu[c] = {src.busy_ns.load(kRelaxed), src.total_ns.load(kRelaxed),
-                       src.last_busy_ns.load(kRelaxed), src.last_total_ns.load(kRelaxed)};
-    }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (t->seq.load(kRelaxed) == s) {
-      m->cpu_count = ncpu;
-      return;
-    }
+// One watched thread's output from its figures in the table (relaxed loads, inside the sequence
+// lock: the caller retries when a pass was published meanwhile). Since-reads keep the cumulative
+// figures in *cur for the next read to subtract.
+void Fill(const MonitorFigures& fig,
+          uint32_t generation,
+          int32_t tid,
+          bool since,
+          const Snap& p,
+          Snap* cur,
+          parmon_thread_figures& f) {
+  Snap c;
+  c.generation = fig.generation.load(kRelaxed);
+  c.flags = fig.flags.load(kRelaxed);
+  c.last_cpu = fig.last_cpu.load(kRelaxed);
+  c.threads = fig.threads.load(kRelaxed);
+  c.last_ns = fig.last_ns.load(kRelaxed);
+  f.tid = tid;
+  f.cpu_busy = -1.0;
+  f.utilisation = 0.0;
+  if (c.generation != generation || c.last_ns == 0) {
+    // The sampler has not booked it since it was watched.
+    if (since)
+      *cur = Snap{};
+    f.cpu = -1;
+    f.threads = 0;
+    f.flags = PARMON_FIGURES_NONE;
+    f.start_ns = f.end_ns = f.elapsed_ns = f.cpu_ns = 0;
+    for (int s = 0; s < PARMON_STATE_COUNT; ++s)
+      f.states_ns[s] = 0;
+    return;
   }
+  f.cpu = c.last_cpu;
+  f.threads = c.threads;
+  f.flags = (c.flags & parmon::shm::kMonitorExited) ? PARMON_FIGURES_EXITED : 0;
+  f.end_ns = c.last_ns;
+  if (since) {
+    c.first_ns = fig.first_ns.load(kRelaxed);
+    const bool had = p.generation == c.generation && p.last_ns != 0;
+    f.start_ns = had ? p.last_ns : c.first_ns;
+    for (int s = 0; s < PARMON_STATE_COUNT; ++s) {
+      c.states_ns[s] = fig.states_ns[s].load(kRelaxed);
+      f.states_ns[s] = c.states_ns[s] - (had ? p.states_ns[s] : 0);
+    }
+    *cur = c;
+  } else {
+    f.start_ns = fig.last_begin_ns.load(kRelaxed);
+    for (int s = 0; s < PARMON_STATE_COUNT; ++s)
+      f.states_ns[s] = fig.last_states_ns[s].load(kRelaxed);
+  }
+  // CPU time is the booked running (MonitorFigures::cpu_ns holds the same).
+  f.cpu_ns = f.states_ns[PARMON_STATE_RUNNING];
+  f.elapsed_ns = f.end_ns > f.start_ns ? f.end_ns - f.start_ns : 0;
+  if (f.elapsed_ns == 0)
+    f.flags |= PARMON_FIGURES_NONE;  // no pass booked it since the previous read
 }
 
 double Fraction(uint64_t part, uint64_t whole) {
@@ -165,7 +177,7 @@ PARMON_EXPORT int parmon_monitor_watch(parmon_monitor* m, int32_t tid, int* inde
     m->entry[k] = i;
     m->generation[k] = e.generation;
     m->tid[k] = static_cast<int32_t>(watched_tid);
-    std::memset(&m->prev[k], 0, sizeof m->prev[k]);
+    std::memset(&m->snaps[m->prev][k], 0, sizeof(Snap));
     // Release: the sampler that sees Watched (acquire) sees pid, tid and generation.
     e.state.store(parmon::shm::kMonitorWatched, std::memory_order_release);
     m->count = k + 1;
@@ -183,59 +195,67 @@ PARMON_EXPORT int parmon_monitor_read(parmon_monitor* m,
   if (m == nullptr || (out == nullptr && n > 0) || n < 0 ||
       (what != PARMON_SINCE_LAST_READ && what != PARMON_LAST_INTERVAL))
     return -PARMON_E_INVALID;
-  Snapshot(m);
   const bool since = what == PARMON_SINCE_LAST_READ;
+  const int into = 1 - m->prev;
+  Snap* cur = m->snaps[into];
+  const Snap* prev = m->snaps[m->prev];
+  CpuSnap* cur_cpu = m->cpus[into];
+  const CpuSnap* prev_cpu = m->cpus[m->prev];
   const int count = n < m->count ? n : m->count;
-  for (int i = 0; i < count; ++i) {
-    const Snap& c = m->cur[i];
-    const Snap& p = m->prev[i];
-    parmon_thread_figures& f = out[i];
-    std::memset(&f, 0, sizeof f);
-    f.tid = m->tid[i];
-    f.cpu = -1;
-    f.cpu_busy = -1.0;
-    if (c.generation != m->generation[i] || c.last_ns == 0) {
-      f.flags = PARMON_FIGURES_NONE;  // the sampler has not booked it since it was watched
+  MonitorTable* t = m->table;
+  // The outputs straight from the table under its sequence lock; again if a pass came meanwhile.
+  uint32_t ncpu = 0;
+  for (;;) {
+    const uint64_t seq = t->seq.load(std::memory_order_acquire);
+    if (seq & 1) {
+      _mm_pause();  // the sampler thread is publishing: a few microseconds at most
       continue;
     }
-    f.cpu = c.last_cpu;
-    f.threads = c.threads;
-    f.flags = (c.flags & parmon::shm::kMonitorExited) ? PARMON_FIGURES_EXITED : 0;
-    uint64_t running = 0;
-    if (since) {
-      const bool had = p.generation == c.generation && p.last_ns != 0;
-      f.start_ns = had ? p.last_ns : c.first_ns;
-      f.end_ns = c.last_ns;
-      for (int s = 0; s < PARMON_STATE_COUNT; ++s)
-        f.states_ns[s] = c.states_ns[s] - (had ? p.states_ns[s] : 0);
-      f.cpu_ns = c.cpu_ns - (had ? p.cpu_ns : 0);
-    } else {
-      f.start_ns = c.last_begin_ns;
-      f.end_ns = c.last_ns;
-      for (int s = 0; s < PARMON_STATE_COUNT; ++s)
-        f.states_ns[s] = c.last_states_ns[s];
-      f.cpu_ns = c.last_cpu_ns;
+    for (int i = 0; i < count; ++i)
+      Fill(t->entries[m->entry[i]].figures, m->generation[i], m->tid[i], since, prev[i], &cur[i],
+           out[i]);
+    // Watched threads beyond `n`: their copy too, so the next read's span is the same for all.
+    if (since)
+      for (int i = count; i < m->count; ++i) {
+        parmon_thread_figures unused;
+        Fill(t->entries[m->entry[i]].figures, m->generation[i], m->tid[i], true, prev[i], &cur[i],
+             unused);
+      }
+    ncpu = t->cpu_count.load(kRelaxed);
+    if (ncpu > kMonitorCpus)
+      ncpu = kMonitorCpus;
+    for (uint32_t c = 0; c < ncpu; ++c) {
+      const parmon::shm::MonitorCpu& src = t->cpus[c];
+      if (since) {
+        cur_cpu[c].busy_ns = src.busy_ns.load(kRelaxed);
+        cur_cpu[c].total_ns = src.total_ns.load(kRelaxed);
+      }
+      cur_cpu[c].last_busy_ns = src.last_busy_ns.load(kRelaxed);
+      cur_cpu[c].last_total_ns = src.last_total_ns.load(kRelaxed);
     }
-    running = f.states_ns[PARMON_STATE_RUNNING];
-    f.elapsed_ns = f.end_ns > f.start_ns ? f.end_ns - f.start_ns : 0;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (t->seq.load(kRelaxed) == seq)
+      break;
+  }
+  m->cpu_count[into] = ncpu;
+  const bool have_prev_cpu = m->cpu_count[m->prev] > 0;
+  for (int i = 0; i < count; ++i) {
+    parmon_thread_figures& f = out[i];
     if (f.elapsed_ns == 0)
-      f.flags |= PARMON_FIGURES_NONE;  // no pass booked it since the previous read
-    f.utilisation = f.elapsed_ns > 0 ? Fraction(running, f.elapsed_ns) : 0.0;
-    if (c.last_cpu >= 0 && static_cast<uint32_t>(c.last_cpu) < m->cpu_count) {
-      const CpuSnap& cc = m->cur_cpu[c.last_cpu];
-      const CpuSnap& pc = m->prev_cpu[c.last_cpu];
-      if (since && m->have_prev_cpu && cc.total_ns > pc.total_ns)
+      continue;
+    f.utilisation = Fraction(f.states_ns[PARMON_STATE_RUNNING], f.elapsed_ns);
+    if (f.cpu >= 0 && static_cast<uint32_t>(f.cpu) < ncpu) {
+      const CpuSnap& cc = cur_cpu[f.cpu];
+      const CpuSnap& pc = prev_cpu[f.cpu];
+      if (since && have_prev_cpu && cc.total_ns > pc.total_ns)
         f.cpu_busy = Fraction(cc.busy_ns - pc.busy_ns, cc.total_ns - pc.total_ns);
       else
         f.cpu_busy = Fraction(cc.last_busy_ns, cc.last_total_ns);
     }
   }
-  if (since) {
-    // The next read subtracts this one's copy (of every watched thread, not only those given).
-    std::memcpy(m->prev, m->cur, sizeof(Snap) * static_cast<size_t>(m->count));
-    std::memcpy(m->prev_cpu, m->cur_cpu, sizeof(CpuSnap) * m->cpu_count);
-    m->have_prev_cpu = m->cpu_count > 0;
-  }
+  // The next read since this one subtracts this copy: flip.
+  if (since)
+    m->prev = into;
   return count;
 }
 

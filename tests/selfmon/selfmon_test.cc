@@ -4,7 +4,7 @@
 //     points per state (tests/selfmon/selfmon_states.c: threads running, queued, sleeping,
 //     waiting on a lock and on a pipe);
 //   - NotRecorded: run plainly, parmon_monitor_open says PARMON_E_NOT_RECORDED;
-//   - BalancedIsFaster: examples/balance, whose second worker shares its CPU with two spinners,
+//   - BalancedIsFaster: examples/balance, whose second worker shares its CPU with four spinners,
 //     finishes clearly faster when the master splits the work by the CPU shares it read than
 //     when it splits evenly (medians of three runs each), and it did so because of what it read:
 //     the shares it read tell the workers apart, and the balanced form gave the first worker
@@ -64,7 +64,7 @@ int AllowedCpus() {
 }
 
 TEST(SelfMonitoring, NotRecorded) {
-  RunResult r = Run({BinDir() + "/selfmon_states", "10"});
+  RunResult r = parmon::testing::Run({BinDir() + "/selfmon_states", "10"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.out.find("not recorded 5"), std::string::npos) << r.out;  // PARMON_E_NOT_RECORDED
 }
@@ -131,8 +131,9 @@ TEST(SelfMonitoring, MatchesReport) {
   EXPECT_GT(pct("sleeper", 4), 80.0);
   EXPECT_GT(pct("locker", 3), 80.0);
   EXPECT_GT(pct("reader", 2), 80.0);
-  if (AllowedCpus() >= 2)  // one CPU: everything queues
-    EXPECT_GT(pct("spin", 0), 40.0);
+  // The spinners run or queue all the time (how much of each depends on the machine's load).
+  for (const char* name : {"spin", "pair-0", "pair-1"})
+    EXPECT_GT(pct(name, 0) + pct(name, 1), 90.0) << name;
   EXPECT_GT(pct("pair-0", 1) + pct("pair-1", 1), 50.0);  // two spinners on one CPU
   // The last interval alone: one sampler period or so, within the span read.
   const auto last = ParseFigures(rec.out, "last");
@@ -149,7 +150,7 @@ TEST(SelfMonitoring, MatchesReport) {
 TEST(SelfMonitoring, Fortran) {
   if (!Exists(BinDir() + "/selfmon_f"))
     GTEST_SKIP() << "no Fortran compiler";
-  RunResult plain = Run({BinDir() + "/selfmon_f"});
+  RunResult plain = parmon::testing::Run({BinDir() + "/selfmon_f"});
   EXPECT_NE(plain.out.find("fortran 5"), std::string::npos) << plain.out;  // not recorded
   TempDir dir;
   RunResult r = Parmon({"record", "-q", "-o", dir.File("f.ptrace"), "--", BinDir() + "/selfmon_f"});
@@ -213,7 +214,7 @@ TEST(SelfMonitoring, BalancedIsFaster) {
     ++rows_used;
   }
   ASSERT_GT(rows_used, 3);
-  EXPECT_GT(share0 / rows_used, share1 / rows_used + 0.25);
+  EXPECT_GT(share0 / rows_used, 1.5 * share1 / rows_used);
   const json& units = last_balanced["results"]["units"];
   EXPECT_GT(units[0].get<double>(), 1.5 * units[1].get<double>());
 }
