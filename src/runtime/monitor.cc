@@ -27,14 +27,11 @@ using shm::MonitorEntry;
 using shm::MonitorFigures;
 using shm::MonitorTable;
 
-// One entry's cumulative figures as the previous PARMON_SINCE_LAST_READ copied them (88 bytes:
+// One entry's cumulative figures as the previous PARMON_SINCE_LAST_READ copied them (72 bytes:
 // a read of 64 threads keeps its working set in L1).
 struct Snap {
   uint32_t generation;
-  uint32_t flags;
-  int32_t last_cpu;
-  uint32_t threads;
-  uint64_t first_ns, last_ns;
+  uint64_t last_ns;
   uint64_t states_ns[kMonitorStates];
 };
 
@@ -77,16 +74,12 @@ void Fill(const MonitorFigures& fig,
           const Snap& p,
           Snap* cur,
           parmon_thread_figures& f) {
-  Snap c;
-  c.generation = fig.generation.load(kRelaxed);
-  c.flags = fig.flags.load(kRelaxed);
-  c.last_cpu = fig.last_cpu.load(kRelaxed);
-  c.threads = fig.threads.load(kRelaxed);
-  c.last_ns = fig.last_ns.load(kRelaxed);
+  const uint32_t gen = fig.generation.load(kRelaxed);
+  const uint64_t last_ns = fig.last_ns.load(kRelaxed);
   f.tid = tid;
   f.cpu_busy = -1.0;
   f.utilisation = 0.0;
-  if (c.generation != generation || c.last_ns == 0) {
+  if (gen != generation || last_ns == 0) {
     // The sampler has not booked it since it was watched.
     if (since)
       *cur = Snap{};
@@ -98,19 +91,25 @@ void Fill(const MonitorFigures& fig,
       f.states_ns[s] = 0;
     return;
   }
-  f.cpu = c.last_cpu;
-  f.threads = c.threads;
-  f.flags = (c.flags & parmon::shm::kMonitorExited) ? PARMON_FIGURES_EXITED : 0;
-  f.end_ns = c.last_ns;
+  f.cpu = fig.last_cpu.load(kRelaxed);
+  f.threads = fig.threads.load(kRelaxed);
+  f.flags = (fig.flags.load(kRelaxed) & parmon::shm::kMonitorExited) ? PARMON_FIGURES_EXITED : 0;
+  f.end_ns = last_ns;
   if (since) {
-    c.first_ns = fig.first_ns.load(kRelaxed);
-    const bool had = p.generation == c.generation && p.last_ns != 0;
-    f.start_ns = had ? p.last_ns : c.first_ns;
-    for (int s = 0; s < PARMON_STATE_COUNT; ++s) {
-      c.states_ns[s] = fig.states_ns[s].load(kRelaxed);
-      f.states_ns[s] = c.states_ns[s] - (had ? p.states_ns[s] : 0);
+    const bool had = p.generation == gen && p.last_ns != 0;
+    f.start_ns = had ? p.last_ns : fig.first_ns.load(kRelaxed);
+    cur->generation = gen;
+    cur->last_ns = last_ns;
+    if (had) {
+      for (int s = 0; s < PARMON_STATE_COUNT; ++s) {
+        const uint64_t v = fig.states_ns[s].load(kRelaxed);
+        cur->states_ns[s] = v;
+        f.states_ns[s] = v - p.states_ns[s];
+      }
+    } else {
+      for (int s = 0; s < PARMON_STATE_COUNT; ++s)
+        f.states_ns[s] = cur->states_ns[s] = fig.states_ns[s].load(kRelaxed);
     }
-    *cur = c;
   } else {
     f.start_ns = fig.last_begin_ns.load(kRelaxed);
     for (int s = 0; s < PARMON_STATE_COUNT; ++s)
