@@ -116,10 +116,11 @@ void parmon_resume(void);
 #define PARMON_SINCE_LAST_READ 0
 #define PARMON_LAST_INTERVAL 1
 
-/* parmon_thread_figures.flags */
-#define PARMON_FIGURES_NONE 1   /* nothing booked for it in the span (not seen by the sampler yet) \
-                                 */
-#define PARMON_FIGURES_EXITED 2 /* the thread (for PARMON_PROCESS: the process) has ended */
+/* parmon_thread_figures.flags: NONE, nothing booked for it in the span (not seen by the sampler
+ * yet, or no pass since the previous read); EXITED, the thread (for PARMON_PROCESS: the process)
+ * has ended. */
+#define PARMON_FIGURES_NONE 1
+#define PARMON_FIGURES_EXITED 2
 
 typedef struct parmon_monitor parmon_monitor;
 

@@ -63,7 +63,8 @@ void MonitorPublisher::Publish(const std::vector<SamplerCore::Output>& out,
     entries.push_back(i);
     watched[uint64_t{e.pid} << 32 | e.tid].push_back(i);
   }
-  std::vector<PassFigures> pass(shm::kMonitorEntries);
+  // Only a session with watched threads pays for more than the scan above.
+  std::vector<PassFigures> pass(entries.empty() ? 0 : shm::kMonitorEntries);
   auto each = [&](uint32_t pid, uint32_t tid, auto&& fn) {
     if (auto it = watched.find(uint64_t{pid} << 32 | tid); it != watched.end())
       for (uint32_t i : it->second)
