@@ -4,6 +4,23 @@ module parmon
   use, intrinsic :: iso_c_binding
   implicit none
   integer(c_int), parameter :: PARMON_OK = 0, PARMON_E_INACTIVE = 1, PARMON_E_TOO_LARGE = 2
+  integer(c_int), parameter :: PARMON_E_DROPPED = 3, PARMON_E_INVALID = 4
+  integer(c_int), parameter :: PARMON_E_NOT_RECORDED = 5, PARMON_E_FULL = 6
+  ! Self-monitoring (docs/selfmon.md): states_ns(PARMON_STATE_RUNNING + 1) is the running time.
+  integer(c_int), parameter :: PARMON_STATE_RUNNING = 0, PARMON_STATE_QUEUED = 1, &
+    PARMON_STATE_COMM = 2, PARMON_STATE_LOCK = 3, PARMON_STATE_TIMER = 4, PARMON_STATE_IO = 5, &
+    PARMON_STATE_OTHER = 6, PARMON_STATE_COUNT = 7
+  integer(c_int32_t), parameter :: PARMON_SELF = 0, PARMON_PROCESS = -1
+  integer(c_int), parameter :: PARMON_SINCE_LAST_READ = 0, PARMON_LAST_INTERVAL = 1
+  integer(c_int32_t), parameter :: PARMON_FIGURES_NONE = 1, PARMON_FIGURES_EXITED = 2
+  ! The C struct parmon_thread_figures (unsigned fields as signed integers of the same size).
+  type, bind(C) :: parmon_thread_figures
+    integer(c_int32_t) :: tid, cpu, flags, threads
+    integer(c_int64_t) :: start_ns, end_ns, elapsed_ns
+    integer(c_int64_t) :: states_ns(7)
+    integer(c_int64_t) :: cpu_ns
+    real(c_double) :: utilisation, cpu_busy
+  end type
   interface
     integer(c_int) function parmon_is_active() bind(C, name="parmon_is_active")
       import :: c_int
@@ -42,6 +59,32 @@ module parmon
     subroutine parmon_pause() bind(C, name="parmon_pause")
     end subroutine
     subroutine parmon_resume() bind(C, name="parmon_resume")
+    end subroutine
+    ! Self-monitoring: monitor is a type(c_ptr) handle.
+    integer(c_int32_t) function parmon_thread_id() bind(C, name="parmon_thread_id")
+      import :: c_int32_t
+    end function
+    integer(c_int) function parmon_monitor_open(monitor) bind(C, name="parmon_monitor_open")
+      import :: c_int, c_ptr
+      type(c_ptr), intent(out) :: monitor
+    end function
+    integer(c_int) function parmon_monitor_watch(monitor, tid, index) &
+        bind(C, name="parmon_monitor_watch")
+      import :: c_int, c_int32_t, c_ptr
+      type(c_ptr), value :: monitor
+      integer(c_int32_t), value :: tid
+      integer(c_int), intent(out) :: index
+    end function
+    integer(c_int) function parmon_monitor_read(monitor, what, figures, n) &
+        bind(C, name="parmon_monitor_read")
+      import :: c_int, c_ptr, parmon_thread_figures
+      type(c_ptr), value :: monitor
+      integer(c_int), value :: what, n
+      type(parmon_thread_figures), intent(out) :: figures(*)
+    end function
+    subroutine parmon_monitor_close(monitor) bind(C, name="parmon_monitor_close")
+      import :: c_ptr
+      type(c_ptr), value :: monitor
     end subroutine
   end interface
 end module parmon

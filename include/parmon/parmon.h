@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define PARMON_API_VERSION 1
+#define PARMON_API_VERSION 2 /* 2: self-monitoring (parmon_monitor_*) */
 
 /* Largest payload parmon_trace_data accepts, in bytes. Larger payloads are refused with
  * PARMON_E_TOO_LARGE; nothing is ever truncated. */
@@ -32,10 +32,12 @@ extern "C" {
 
 /* Return codes. */
 #define PARMON_OK 0
-#define PARMON_E_INACTIVE 1  /* not running under parmon, or paused: nothing recorded */
-#define PARMON_E_TOO_LARGE 2 /* payload larger than PARMON_TRACE_DATA_MAX */
-#define PARMON_E_DROPPED 3   /* buffer full (--overflow drop): counted as lost */
-#define PARMON_E_INVALID 4   /* bad argument (null pointer with non-zero size, ...) */
+#define PARMON_E_INACTIVE 1     /* not running under parmon, or paused: nothing recorded */
+#define PARMON_E_TOO_LARGE 2    /* payload larger than PARMON_TRACE_DATA_MAX */
+#define PARMON_E_DROPPED 3      /* buffer full (--overflow drop): counted as lost */
+#define PARMON_E_INVALID 4      /* bad argument (null pointer with non-zero size, ...) */
+#define PARMON_E_NOT_RECORDED 5 /* self-monitoring: not run under `parmon record` (no session) */
+#define PARMON_E_FULL 6 /* self-monitoring: the session's table of watched threads is full */
 
 typedef uint32_t parmon_id;
 
@@ -69,6 +71,88 @@ void parmon_process_name(const char* name);
  * While paused every call is a no-op; the trace marks the paused interval. */
 void parmon_pause(void);
 void parmon_resume(void);
+
+/* ---- Self-monitoring (docs/selfmon.md) ---------------------------------------------------------
+ *
+ * A program names the threads it wants watched and reads back, for the last sampler interval or
+ * for the time since its previous read, how the recorder booked each one: running, queued for a
+ * CPU, and blocked in communication, locks, timers, I/O or other waits; its CPU time; its
+ * utilisation (running / elapsed) and the busy fraction of the CPU it last ran on. These are the
+ * figures of the trace's ThreadStates events, which `parmon report` sums: the recorder's /proc
+ * sampler (with the context-switch records) publishes them into the session's shared memory after
+ * every pass (`parmon record -t`, 10 ms by default), and a read copies them under a sequence lock
+ * -- no system call, no lock, about 0.5 us for 64 threads (bench/monitor_bench.sh).
+ *
+ * Run without `parmon record`, parmon_monitor_open returns PARMON_E_NOT_RECORDED (there is no
+ * in-process fallback: see docs/selfmon.md). A monitor is used by one thread at a time.
+ *
+ *   parmon_monitor* m;
+ *   if (parmon_monitor_open(&m) == PARMON_OK) {
+ *     parmon_monitor_watch(m, worker_tid[0], NULL);            (a tid from parmon_thread_id())
+ *     ...
+ *     parmon_thread_figures f[NWORKERS];
+ *     int n = parmon_monitor_read(m, PARMON_SINCE_LAST_READ, f, NWORKERS);
+ *     ... f[i].states_ns[PARMON_STATE_RUNNING] / (double)f[i].elapsed_ns ...
+ *     parmon_monitor_close(m);
+ *   }
+ */
+
+/* The states of parmon_thread_figures.states_ns, in the order of `parmon report`. */
+#define PARMON_STATE_RUNNING 0 /* on a CPU */
+#define PARMON_STATE_QUEUED 1  /* runnable, waiting for a CPU */
+#define PARMON_STATE_COMM 2    /* blocked on a message, pipe, socket */
+#define PARMON_STATE_LOCK 3    /* blocked on a mutex, condition variable, barrier, join */
+#define PARMON_STATE_TIMER 4   /* sleeping */
+#define PARMON_STATE_IO 5      /* blocked on disk I/O */
+#define PARMON_STATE_OTHER 6   /* stopped, other waits */
+#define PARMON_STATE_COUNT 7
+
+/* parmon_monitor_watch: the calling thread / every thread of this process (an MPI rank's). */
+#define PARMON_SELF 0
+#define PARMON_PROCESS (-1)
+
+/* parmon_monitor_read: figures since this monitor's previous read (the first read: since the
+ * thread was watched), or of the sampler's latest interval alone. */
+#define PARMON_SINCE_LAST_READ 0
+#define PARMON_LAST_INTERVAL 1
+
+/* parmon_thread_figures.flags: NONE, nothing booked for it in the span (not seen by the sampler
+ * yet, or no pass since the previous read); EXITED, the thread (for PARMON_PROCESS: the process)
+ * has ended. */
+#define PARMON_FIGURES_NONE 1
+#define PARMON_FIGURES_EXITED 2
+
+typedef struct parmon_monitor parmon_monitor;
+
+typedef struct parmon_thread_figures {
+  int32_t tid;                            /* the thread's kernel id (0: the whole process) */
+  int32_t cpu;                            /* the CPU it was last seen on, -1 unknown */
+  uint32_t flags;                         /* PARMON_FIGURES_* */
+  uint32_t threads;                       /* threads booked (1, or a process's count) */
+  uint64_t start_ns, end_ns;              /* the span covered, session clock ns (as trace times) */
+  uint64_t elapsed_ns;                    /* end_ns - start_ns */
+  uint64_t states_ns[PARMON_STATE_COUNT]; /* time per state over the span; they add up to
+                                             elapsed_ns per thread */
+  uint64_t cpu_ns;    /* CPU time over the span (running, reconciled with the kernel's CPU clock) */
+  double utilisation; /* running / elapsed (a process: in CPUs) */
+  double cpu_busy;    /* busy fraction of the CPU it last ran on over about the span; -1 unknown */
+} parmon_thread_figures;
+
+/* The calling thread's kernel thread id (gettid), to hand to the thread that watches it. */
+int32_t parmon_thread_id(void);
+
+/* Opens a monitor. PARMON_E_NOT_RECORDED when not run under parmon record; PARMON_E_INVALID for
+ * a null pointer. */
+int parmon_monitor_open(parmon_monitor** monitor);
+/* Watches a thread of this process: a tid, PARMON_SELF or PARMON_PROCESS. Stores its index in
+ * the order of parmon_monitor_read's output in *index (may be null). PARMON_E_FULL when the
+ * session watches kMonitorEntries (256) threads already or this monitor 256. */
+int parmon_monitor_watch(parmon_monitor* monitor, int32_t tid, int* index);
+/* Fills out[0..min(n, watched)) in watch order and returns how many, or -PARMON_E_* on error.
+ * `what`: PARMON_SINCE_LAST_READ or PARMON_LAST_INTERVAL. */
+int parmon_monitor_read(parmon_monitor* monitor, int what, parmon_thread_figures* out, int n);
+/* Stops watching and frees the monitor. */
+void parmon_monitor_close(parmon_monitor* monitor);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -2,6 +2,8 @@
 #ifndef PARMON_PARMON_HPP_
 #define PARMON_PARMON_HPP_
 
+#include <vector>
+
 #include "parmon/parmon.h"
 
 namespace parmon {
@@ -39,6 +41,58 @@ class Counter {
 
  private:
   parmon_id id_;
+};
+
+// Self-monitoring (parmon.h, docs/selfmon.md): watch threads, read how the recorder booked them.
+//   parmon::Monitor m;                  // m.error(): PARMON_E_NOT_RECORDED when not recorded
+//   m.Watch(worker_tid);                // a tid from parmon_thread_id(), PARMON_SELF or
+//                                       // PARMON_PROCESS (this process / MPI rank, all threads)
+//   for (const parmon_thread_figures& f : m.Read()) ...   // since the previous Read
+// Copyable figures, no exceptions; one thread uses a Monitor at a time.
+class Monitor {
+ public:
+  Monitor() : error_(parmon_monitor_open(&m_)) {}
+  ~Monitor() { parmon_monitor_close(m_); }
+  Monitor(const Monitor&) = delete;
+  Monitor& operator=(const Monitor&) = delete;
+
+  // PARMON_OK, or why the monitor cannot be used (every call then does nothing).
+  int error() const { return error_; }
+  bool ok() const { return error_ == PARMON_OK; }
+  // The index of the thread in Read()'s output, or -PARMON_E_* .
+  int Watch(int32_t tid = PARMON_SELF) {
+    if (!ok())
+      return -error_;
+    int index = -1;
+    const int rc = parmon_monitor_watch(m_, tid, &index);
+    if (rc != PARMON_OK)
+      return -rc;
+    figures_.resize(static_cast<size_t>(index) + 1);
+    return index;
+  }
+  // One entry per watched thread, in watch order; `what`: PARMON_SINCE_LAST_READ or
+  // PARMON_LAST_INTERVAL. Empty when not recorded. The reference stays valid until the next call.
+  const std::vector<parmon_thread_figures>& Read(int what = PARMON_SINCE_LAST_READ) {
+    if (ok() && !figures_.empty()) {
+      const int n =
+          parmon_monitor_read(m_, what, figures_.data(), static_cast<int>(figures_.size()));
+      if (n < 0)
+        figures_.clear();
+    }
+    return figures_;
+  }
+  // Running / (running + queued) of a figure: the share of the CPU the thread got while it
+  // wanted one (1 when it never waited for one); -1 without figures.
+  static double CpuShare(const parmon_thread_figures& f) {
+    const double run = static_cast<double>(f.states_ns[PARMON_STATE_RUNNING]);
+    const double queued = static_cast<double>(f.states_ns[PARMON_STATE_QUEUED]);
+    return run + queued > 0 ? run / (run + queued) : -1.0;
+  }
+
+ private:
+  parmon_monitor* m_ = nullptr;
+  int error_;
+  std::vector<parmon_thread_figures> figures_;
 };
 
 }  // namespace parmon

@@ -92,6 +92,9 @@ class Recorder final : public SourceSink {
   void NoteProcess(uint32_t pid, uint32_t ppid, const std::string& command) override;
   void RenameThread(uint32_t pid, uint32_t tid, const std::string& name, uint64_t ts) override;
   void AddEndValue(std::string key, std::string value) override;
+  shm::MonitorTable* monitor_table() override {
+    return segment_ ? shm::Monitor(segment_->header()) : nullptr;
+  }
 
  private:
   Status Open();

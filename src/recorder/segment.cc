@@ -47,7 +47,9 @@ StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options
     slots = 1;
   while (slots < 2 * shm::kMaxEventSlots)
     slots <<= 1;
-  const uint64_t header_bytes = 4096 + sizeof(shm::ControlPage);  // header, then control page
+  // The header, the control page, then the self-monitoring table (whole pages each).
+  const uint64_t monitor_offset = 4096 + sizeof(shm::ControlPage);
+  const uint64_t header_bytes = monitor_offset + sizeof(shm::MonitorTable);
   const uint64_t controls_bytes =
       (uint64_t{options.ring_count} * sizeof(shm::RingControl) + 4095) / 4096 * 4096;
   const uint64_t ring_bytes = slots * sizeof(shm::Slot);
@@ -92,6 +94,9 @@ StatusOr<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options
   h->run_mode = static_cast<uint32_t>(options.run_mode);
   h->period_ns = options.period_ns;
   h->control_offset = 4096;
+  h->monitor_offset = monitor_offset;
+  auto* monitor = new (shm::Monitor(h)) shm::MonitorTable();
+  monitor->entry_count = shm::kMonitorEntries;
   auto* control = new (shm::Control(h)) shm::ControlPage();
   control->enabled.store(1, std::memory_order_relaxed);
   control->period_ns.store(options.period_ns, std::memory_order_relaxed);

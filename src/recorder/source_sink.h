@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "format/codec.h"
+#include "runtime/shm_abi.h"
 
 namespace parmon::recorder {
 
@@ -45,6 +46,9 @@ class SourceSink {
                             uint32_t /*tid*/,
                             const std::string& /*name*/,
                             uint64_t /*ts*/) {}
+  // The session's self-monitoring table in shared memory (docs/selfmon.md), which the sampler
+  // publishes watched threads' figures into; null without a segment (tests).
+  virtual shm::MonitorTable* monitor_table() { return nullptr; }
   // A key/value for the session's END record (a source's totals).
   virtual void AddEndValue(std::string key, std::string value) = 0;
 };

@@ -57,7 +57,10 @@ SegmentHeader* MapSegment() {
   }
   if (seg->magic != shm::kSegmentMagic || seg->abi_version != shm::kAbiVersion ||
       seg->segment_size != static_cast<uint64_t>(st.st_size) || seg->control_offset % 4096 != 0 ||
-      seg->control_offset + sizeof(shm::ControlPage) > seg->rings_offset) {
+      seg->control_offset + sizeof(shm::ControlPage) > seg->rings_offset ||
+      seg->monitor_offset % 4096 != 0 ||
+      seg->monitor_offset + sizeof(shm::MonitorTable) > seg->rings_offset ||
+      shm::Monitor(seg)->entry_count > shm::kMonitorEntries) {
     munmap(map, static_cast<size_t>(st.st_size));
     return nullptr;
   }

@@ -41,7 +41,9 @@ constexpr uint64_t kSegmentMagic = 0x48534e4f4d524150ull;  // "PARMONSH"
 // 3: futex words for wake-ups between writers and the recorder (wake_seq .. writers_waiting).
 // 4: a control page (control_offset, ControlPage) the recorder writes while the program runs:
 // the enabled word of the hot path (pause/resume) and the period (`parmon ctl`).
-constexpr uint32_t kAbiVersion = 4;
+// 5: the self-monitoring table (monitor_offset, MonitorTable): threads a program watches and the
+// figures the recorder's sampler publishes for them after each pass (docs/selfmon.md).
+constexpr uint32_t kAbiVersion = 5;
 constexpr const char* kEnvSegment = "PARMON_SHM";
 
 struct Slot {
@@ -118,6 +120,70 @@ struct alignas(4096) ControlPage {
 static_assert(sizeof(ControlPage) == 4096);
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free);
 
+// The self-monitoring table (ABI 5, docs/selfmon.md). A program (libparmon's parmon_monitor_*)
+// claims entries naming the threads it wants watched; the recorder's sampler thread, the table's
+// only writer of figures, adds each pass's booking of those threads to their entries and
+// publishes the pass under one sequence lock, so a read of many threads sees one pass for all.
+//   - Claiming (program): an entry's `state` goes Free -> Claiming by CAS; the program writes
+//     pid, tid and bumps generation, then stores Watched (release). Closing stores Free.
+//   - Publishing (sampler thread): seq.store(odd, relaxed); fence(release); figures with relaxed
+//     atomic stores; seq.store(even, release). An entry whose generation is not the figures'
+//     `generation` is reset (its figures start at zero) in the pass that first sees it.
+//   - Reading (program): s = seq.load(acquire), odd: retry; figures with relaxed loads;
+//     fence(acquire); seq.load(relaxed) == s, else retry. No system call, no lock.
+// All figures are cumulative since the entry was (re)watched, so a reader keeps its previous copy
+// and subtracts; `last_*` hold the latest pass's interval alone.
+constexpr uint32_t kMonitorEntries = 256;  // watched threads per session
+constexpr uint32_t kMonitorCpus = 256;     // CPUs whose busy time is published
+constexpr int kMonitorStates = 7;          // format::ThreadState as reports show them (kOther)
+
+enum MonitorEntryState : uint32_t { kMonitorFree = 0, kMonitorClaiming = 1, kMonitorWatched = 2 };
+
+// What the sampler booked for one watched thread (tid) or a whole process (tid 0: every thread
+// of pid, summed). Written only inside the table's sequence lock.
+struct MonitorFigures {
+  std::atomic<uint32_t> generation;  // of the claim these figures belong to (0: none yet)
+  std::atomic<uint32_t> flags;       // kMonitorExited, ...
+  std::atomic<int32_t> last_cpu;     // the CPU it was last seen on, -1 unknown
+  std::atomic<uint32_t> threads;     // threads booked in the latest pass (a process: several)
+  std::atomic<uint64_t> first_ns;    // session ns where the figures begin (0: nothing yet)
+  std::atomic<uint64_t> last_ns;     // ... and end: the end of the latest booked interval
+  std::atomic<uint64_t> states_ns[kMonitorStates];  // cumulative, report order
+  std::atomic<uint64_t> cpu_ns;                     // cumulative CPU time
+  std::atomic<uint64_t> last_begin_ns;              // the latest pass's interval: its start
+  std::atomic<uint64_t> last_states_ns[kMonitorStates];
+  std::atomic<uint64_t> last_cpu_ns;
+};
+constexpr uint32_t kMonitorExited = 1;  // the thread ended (for a process: the process did)
+
+struct alignas(64) MonitorEntry {
+  std::atomic<uint32_t> state;  // MonitorEntryState, written by the program
+  uint32_t pid;                 // written by the program while Claiming
+  uint32_t tid;                 // 0: the whole process
+  uint32_t generation;          // bumped by each claim
+  MonitorFigures figures;       // written by the recorder
+};
+
+// A CPU's busy and total time, cumulative, and over its latest sample (/proc/stat, every 50 ms).
+struct MonitorCpu {
+  std::atomic<uint64_t> busy_ns;
+  std::atomic<uint64_t> total_ns;
+  std::atomic<uint64_t> last_busy_ns;
+  std::atomic<uint64_t> last_total_ns;
+};
+
+struct alignas(4096) MonitorTable {
+  std::atomic<uint64_t> seq;        // the sequence lock over everything the recorder writes
+  std::atomic<uint64_t> passes;     // sampler passes published (0: no sampler has published)
+  std::atomic<uint64_t> pass_ns;    // session ns of the latest pass
+  std::atomic<uint64_t> period_ns;  // the sampler's period then
+  std::atomic<uint32_t> cpu_count;  // entries of cpus[] in use
+  uint32_t entry_count;             // kMonitorEntries
+  MonitorCpu cpus[kMonitorCpus];
+  MonitorEntry entries[kMonitorEntries];
+};
+static_assert(sizeof(MonitorEntry) % 64 == 0);
+
 enum SessionState : uint32_t { kRecording = 0, kFinishing = 1 };
 
 // `parmon record --mode`: trace keeps every event, periodic asks the sources and the preload
@@ -144,6 +210,8 @@ struct alignas(64) SegmentHeader {
   uint64_t period_ns;
   // Of the ControlPage from the segment start (a multiple of 4096).
   uint64_t control_offset;
+  // Of the MonitorTable from the segment start (a multiple of 4096; ABI 5).
+  uint64_t monitor_offset;
   // Wake-ups between writers and the recorder, futex words of the shared mapping (FUTEX_WAIT
   // without FUTEX_PRIVATE_FLAG works across processes). Kept on their own cache line: they are
   // written only when a ring is half full or a writer waits, never on the hot path.
@@ -180,6 +248,9 @@ inline void WakeRecorder(SegmentHeader* h) {
 
 inline ControlPage* Control(SegmentHeader* h) {
   return reinterpret_cast<ControlPage*>(reinterpret_cast<char*>(h) + h->control_offset);
+}
+inline MonitorTable* Monitor(SegmentHeader* h) {
+  return reinterpret_cast<MonitorTable*>(reinterpret_cast<char*>(h) + h->monitor_offset);
 }
 inline RingControl* Rings(SegmentHeader* h) {
   return reinterpret_cast<RingControl*>(reinterpret_cast<char*>(h) + h->rings_offset);

@@ -245,6 +245,8 @@ class SamplerCore {
   uint64_t assumed_ = 0;
 };
 
+class MonitorPublisher;
+
 class ProcSampler : public recorder::RecorderSource {
  public:
   explicit ProcSampler(SamplerOptions options);
@@ -264,6 +266,8 @@ class ProcSampler : public recorder::RecorderSource {
 
   SamplerOptions options_;
   std::unique_ptr<SamplerCore> core_;
+  // Publishes watched threads' figures into the segment after each pass (docs/selfmon.md).
+  std::unique_ptr<MonitorPublisher> monitor_;
   TickConversion clock_;
   std::thread thread_;
   std::mutex mu_;

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "sched/events.h"
+#include "sched/monitor.h"
 #include "sched/sampler_tuning.h"
 
 namespace parmon::sched {
@@ -39,6 +40,8 @@ Status ProcSampler::Start(recorder::SourceSink& recorder) {
   if (clock_.base != ClockBase::kMonotonic && !clock_.ticks_are_tsc)
     return Status::Error("the session clock cannot be read from here; sampling is off");
   core_ = std::make_unique<SamplerCore>(options_, SessionNow());
+  if (shm::MonitorTable* table = recorder.monitor_table())
+    monitor_ = std::make_unique<MonitorPublisher>(table);
   if (recorder.child_pid() > 0) {
     core_->AddProcess(static_cast<uint32_t>(recorder.child_pid()));
     known_pids_.insert(static_cast<uint32_t>(recorder.child_pid()));
@@ -53,7 +56,11 @@ uint64_t ProcSampler::SessionNow() const {
 
 void ProcSampler::Pass() {
   std::vector<SamplerCore::Output> batch;
-  core_->Sample(SessionNow(), &batch);
+  const uint64_t now = SessionNow();
+  core_->Sample(now, &batch);
+  // The program's watched threads see this pass before the recorder's loop delivers it.
+  if (monitor_)
+    monitor_->Publish(batch, now, period_ns_.load(std::memory_order_relaxed));
   passes_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   ready_.insert(ready_.end(), batch.begin(), batch.end());

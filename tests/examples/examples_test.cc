@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -409,11 +410,24 @@ TEST(Examples, PipelineWithBottleneckStage) {
     EXPECT_EQ(r.counts["locations"][s]["messages_sent"][std::to_string(s + 1)], 401);
 }
 
+// The balancing example (docs/selfmon.md): its workers' rounds as counted, and it could read the
+// monitor (recorded). Whether balancing pays is tests/selfmon's question.
+TEST(Examples, BalanceReadsItsWorkersShares) {
+  if (std::thread::hardware_concurrency() < 2)
+    GTEST_SKIP() << "needs two CPUs";
+  TempDir dir;
+  auto r = RecordExample(dir, "balance", {"--units", "800", "--round", "200", "--spinners", "2"});
+  ExpectCountsMatch(r, 2);
+  EXPECT_TRUE(r.counts["results"]["recorded"].get<bool>());
+  EXPECT_EQ(r.counts["results"]["rounds"], 4);
+  EXPECT_EQ(r.counts["results"]["shares_read"].size(), 4u);
+}
+
 // A bad argument gets one sentence on stderr and exit status 2, before any MPI start-up.
 TEST(Examples, BadArgumentsAreRefusedInOneSentence) {
   for (std::string example :
        {"ring_search", "ring_search_pipes", "saturation", "trisolve", "mergesort",
-        "mergesort_procs", "jacobi", "matmul_gang", "timeshare", "pipeline"}) {
+        "mergesort_procs", "jacobi", "matmul_gang", "timeshare", "pipeline", "balance"}) {
     SCOPED_TRACE(example);
     bool mpi = example == "ring_search" || example == "saturation" || example == "trisolve" ||
                example == "mergesort";
