@@ -156,6 +156,8 @@ void Engine::Impl::Coarsen(uint64_t t) {
 
 void Engine::Impl::CloseWindow(uint64_t end) {
   const uint64_t fine = iv_ns;
+  // The session as it stands now (its end grows; the END values come last).
+  session_end = std::max(session.end(), session_start);
   we = std::max(end, ws);
   uint64_t length = AutoInterval(we - ws);
   if (length % fine != 0)  // a window shorter than the events fed (not a report's)

@@ -250,8 +250,9 @@ int FollowRemoteReport(const std::string& name,
   while (!live_view::StopRequested()) {
     auto snap = (*client)->Ask(session, interim ? "text" : format);
     if (!snap.ok()) {
-      // Nothing complete yet: the recorder has not written its first chunk. Ask again.
-      if (snap.status().message().find("no complete events yet") != std::string::npos) {
+      // The recorder has not connected yet, or not written its first chunk: ask again (as a
+      // fetch waits for the session to appear).
+      if (live::NotYetThere(snap.status())) {
         live_view::SleepUnlessStopped(period_ns);
         continue;
       }

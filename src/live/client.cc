@@ -188,6 +188,13 @@ StatusOr<std::string> SendControl(const std::string& host_port,
   return j["reply"].get<std::string>();
 }
 
+bool NotYetThere(const Status& status) {
+  const std::string& m = status.message();
+  return m.find("no complete events yet") != std::string::npos ||
+         (m.find("no session ") != std::string::npos &&
+          m.find(" in the store") != std::string::npos);
+}
+
 StatusOr<std::unique_ptr<SnapshotClient>> SnapshotClient::Open(const std::string& host_port,
                                                                const std::string& token_file) {
   auto c = std::make_unique<SnapshotClient>();

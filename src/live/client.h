@@ -57,6 +57,9 @@ struct RemoteSnapshot {
   std::string body;
   bool ended = false;  // the recording has ended: this is the final report
 };
+// An answer meaning the session is not there yet (no recorder has streamed it, or nothing of it is
+// complete): a follower asks again later.
+bool NotYetThere(const Status& status);
 class SnapshotClient {
  public:
   // host_port: "HOST:PORT[/SESSION]" (the session, if any, is ignored here).

@@ -76,7 +76,7 @@ struct Follower {
     took_ns = Since(t0);
     if (!snap.ok()) {
       // Before the recorder's first chunk: wait as for a local file not written yet.
-      if (snap.status().message().find("no complete events yet") != std::string::npos)
+      if (live::NotYetThere(snap.status()))
         return Status::Ok();
       return snap.status();
     }

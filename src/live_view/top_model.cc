@@ -93,7 +93,7 @@ analysis::Results ResultsFromReportJson(const nlohmann::json& j) {
     x.receiver_wait_ns = u64(k, "receiver_wait_ns");
     r.links.push_back(std::move(x));
   }
-  for (const json& f : j.value("findings", json::array())) {
+  for (const json& f : j.value("diagnosis", json::array())) {
     analysis::Finding x;
     x.id = str(f, "id");
     x.text = str(f, "text");
