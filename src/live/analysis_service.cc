@@ -304,7 +304,8 @@ Snapshot AnalysisService::Answer(const Query& q) {
     meta["cpu_ns"] = l.cpu_ns;
   }
   meta["events"] = results->summary.events;
-  meta["window_end_ns"] = results->summary.window_end;
+  // From the session start, as the report's JSON counts it.
+  meta["window_end_ns"] = results->summary.window_end - results->summary.session_start;
   meta["duration_ns"] = results->summary.duration_ns;
   out.body = Render(*results, q.format);
   meta["snapshot_ns"] =
