@@ -253,7 +253,10 @@ Snapshot AnalysisService::Answer(const Query& q) {
     // Every rank's file from the start, up to what all of them have complete.
     auto s = model::Session::Open(fmt::format("{}/{}", store_, q.session));
     if (!s.ok()) {
-      out.status = s.status();
+      // A rank's file without its header yet reads as unreadable while the ranks start: the
+      // follower asks again (as a local follower of a session directory waits).
+      out.status = Status::Error(fmt::format("session {} has no complete events yet ({})",
+                                             q.session, s.status().message()));
       return out;
     }
     const format::TraceReader& reader = (*s)->reader();
