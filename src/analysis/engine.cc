@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "analysis/engine_impl.h"
@@ -29,6 +30,12 @@ Engine::Impl::Impl(const model::Session& s, const Options& o)
   if (we < ws)
     we = ws;
   iv_ns = options.interval_ns ? options.interval_ns : AutoInterval(we - ws);
+  if (options.growing) {
+    // The window's end is not known: rows of kGrowingIntervals fine intervals from 1 us.
+    ws = session_start;
+    iv_ns = 1000;
+    we = ws + kGrowingIntervals * iv_ns;
+  }
   bins = Bins::Of(ws, we, iv_ns);
   omp.SetWindowStart(ws);
   iv_count = bins.count;
@@ -99,6 +106,120 @@ const MpiFunc& Engine::Impl::Func(uint32_t id) {
   filter.to_ts = we;
   model::Merge merge(session, std::move(filter));
   merge.Run([&](const format::Event& e, model::StreamIndex i) { ConsumeAt(*loc_of[i], e); });
+}
+
+// Growing window. A live session's end is unknown while it runs, and the report's interval
+// length is picked from the window (AutoInterval: 1-2-5 x 10^k ns, at most kAutoIntervals of
+// them). A growing engine bins into kGrowingIntervals intervals of g = 10^k ns instead, and when
+// an event falls past them multiplies g by 10, adding each group of ten intervals into one.
+// g only grows once the window holds 400 g, so the window's AutoInterval (more than a
+// fortieth of it) is at least g, and being 1, 2 or 5 x 10^j with 10^j >= g, a multiple of it: a
+// snapshot adds the fine intervals up into the report's intervals exactly (CloseWindow). Clipping
+// at the window's end changes nothing meanwhile: every span the analyzers book ends at or before
+// the event that closes it. Memory: the same records as a post-mortem engine, with rows of 400
+// intervals instead of at most 40.
+void Engine::Impl::Coarsen(uint64_t t) {
+  while (t >= bins.end) {
+    auto shrink = [](auto& row) {
+      if (row.empty())
+        return;
+      using Cell = std::decay_t<decltype(row[0])>;
+      for (size_t i = 0; i < kGrowingIntervals / 10; ++i) {
+        Cell sum{};
+        for (size_t j = 10 * i; j < 10 * i + 10 && j < row.size(); ++j) {
+          if constexpr (std::is_same_v<Cell, StateTimes>) {
+            for (int k = 0; k < kStateCount; ++k)
+              sum[k] += row[j][k];
+          } else {
+            sum += row[j];
+          }
+        }
+        row[i] = sum;
+      }
+      std::fill(row.begin() + std::min(row.size(), kGrowingIntervals / 10), row.end(), Cell{});
+    };
+    for (Loc& l : locs) {
+      shrink(l.iv);
+      shrink(l.iv_waits);
+    }
+    for (LinkAgg& a : links) {
+      shrink(a.busy);
+      shrink(a.bytes);
+    }
+    for (auto& [key, row] : endpoint_busy)
+      shrink(row);
+    iv_ns *= 10;
+    we = ws + kGrowingIntervals * iv_ns;
+    bins = Bins::Of(ws, we, iv_ns);
+  }
+}
+
+void Engine::Impl::CloseWindow(uint64_t end) {
+  const uint64_t fine = iv_ns;
+  // The session as it stands now (its end grows; the END values come last).
+  session_end = std::max(session.end(), session_start);
+  we = std::max(end, ws);
+  uint64_t length = AutoInterval(we - ws);
+  if (length % fine != 0)  // a window shorter than the events fed (not a report's)
+    length = (length / fine + 1) * fine;
+  const size_t factor = static_cast<size_t>(length / fine);
+  const Bins coarse = Bins::Of(ws, we, length);
+  auto regroup = [&](auto& row) {
+    if (row.empty())
+      return;
+    using Cell = std::decay_t<decltype(row[0])>;
+    std::vector<Cell> out(coarse.count, Cell{});
+    for (size_t j = 0; j < row.size(); ++j) {
+      Cell& to = out[std::min(coarse.count - 1, j / factor)];
+      if constexpr (std::is_same_v<Cell, StateTimes>) {
+        for (int k = 0; k < kStateCount; ++k)
+          to[k] += row[j][k];
+      } else {
+        to += row[j];
+      }
+    }
+    row = std::move(out);
+  };
+  for (Loc& l : locs) {
+    regroup(l.iv);
+    regroup(l.iv_waits);
+  }
+  for (LinkAgg& a : links) {
+    regroup(a.busy);
+    regroup(a.bytes);
+  }
+  for (auto& [key, row] : endpoint_busy)
+    regroup(row);
+  iv_ns = length;
+  bins = coarse;
+  iv_count = coarse.count;
+  // What the post-mortem engine sets up from the whole session at its start.
+  for (const auto& [id, d] : defs.locations)
+    LocFor(id);
+  for (const auto& st : session.streams())
+    if (st.source == format::Source::kSampler || st.source == format::Source::kSched)
+      has_sched = true;
+}
+
+void Engine::ConsumeLive(const format::Event& e, model::StreamIndex s) {
+  Impl& m = *impl_;
+  if (e.ts < m.ws)
+    return;
+  if (e.ts >= m.bins.end) [[unlikely]]
+    m.Coarsen(e.ts);
+  if (s >= m.live_loc_of_stream.size())
+    m.live_loc_of_stream.resize(s + 1, -1);
+  int32_t& li = m.live_loc_of_stream[s];
+  if (li < 0) [[unlikely]]
+    li = m.LocFor(m.session.streams()[s].location);
+  m.ConsumeAt(m.locs[static_cast<size_t>(li)], e);
+}
+
+Results Engine::SnapshotUntil(uint64_t end) const {
+  Impl copy(*impl_);
+  copy.wait_rows.clear();
+  copy.CloseWindow(end);
+  return copy.Finish();
 }
 
 Engine::Engine(const model::Session& session, const Options& options)

@@ -35,7 +35,17 @@ struct Options {
   // Cost of one recorded event in the program's thread, when the trace does not say (ns).
   double default_event_cost_ns = 0;
   // (The clock alignment of a per-rank session is the session's: model::SessionOptions.)
+  // A live engine (the collector's, docs/live.md): the window starts at the session's start and
+  // grows with the events fed through ConsumeLive; each SnapshotUntil fixes its end. from_ns,
+  // to_ns and interval_ns are ignored. See "Growing window" in engine.cc.
+  bool growing = false;
 };
+
+// A growing engine keeps its per-interval rows at a fine length g = 10^k ns (from 1 us) in this
+// many intervals, and multiplies g by 10 (adding up groups of ten) when the window outgrows them.
+// Every round length AutoInterval picks for the window so far is a multiple of g, so a snapshot
+// adds fine intervals up into exactly the report's intervals.
+constexpr size_t kGrowingIntervals = 400;
 
 constexpr size_t kAutoIntervals = 40;
 // The interval length Analyze picks for a window when Options::interval_ns is 0.
@@ -55,6 +65,15 @@ class Engine {
   Results Finish();
   // Reads every event of the window from the session's merge (in time order) and finishes.
   Results Run();
+  // Growing engines (Options::growing): consumes the next event of the session's merge (in merge
+  // order, from a model::Merge over the session with from_ts at window().first) from stream s.
+  // Streams, locations and definitions may appear as the session grows (model::Session::Refresh).
+  void ConsumeLive(const format::Event& e, model::StreamIndex s);
+  // Growing engines: the results as if the window ended at end (at least the last event fed):
+  // the report of a trace cut there; with end = session().end() of the finished session, the
+  // post-mortem report's figures (per-interval rows of sampled quantities may differ by the
+  // rounding of the spread of a sample over the fine intervals, a few ns).
+  Results SnapshotUntil(uint64_t end) const;
   // The window in session-clock ns [first, second].
   std::pair<uint64_t, uint64_t> window() const;
 

@@ -113,7 +113,15 @@ struct Engine::Impl {
   LoopClocks loop_clocks;
   OmpAnalyzer omp;  // OpenMP (OMPT) events
 
+  // Growing window (Options::growing): the location of each stream by stream index (-1: not
+  // looked up yet).
+  std::vector<int32_t> live_loc_of_stream;
+
   Impl(const model::Session& s, const Options& o);
+  // Growing window: multiplies the fine interval length by 10 until t is inside the rows.
+  void Coarsen(uint64_t t);
+  // Growing window, on a copy: the rows added up into the intervals of the window [ws, end].
+  void CloseWindow(uint64_t end);
   // Every event of the window, from the session's merge, to ConsumeAt (engine.cc).
   void Feed();
   int32_t LocFor(uint32_t id);

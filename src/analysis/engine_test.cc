@@ -290,3 +290,41 @@ TEST(Analyzers, SpinlockWaitIsLockWaitNotRunning) {
 
 }  // namespace
 }  // namespace parmon::analysis
+
+namespace parmon::analysis {
+namespace {
+
+// A growing engine (the collector's live analysis) fed event by event gives, at any cut and at
+// the end, exactly the report of the trace cut there: its fine intervals add up into the
+// report's intervals.
+TEST(EngineGrowing, FedLiveEqualsThePostMortemReportAtEveryCut) {
+  for (auto build : {&BuildMpi, &BuildChannels}) {
+    Trace t = Make("growing", build);
+    const model::Session& s = *t.session;
+    Options o;
+    o.growing = true;
+    Engine live(s, o);
+    model::MergeFilter f;
+    f.from_ts = live.window().first;
+    model::Merge merge(s, std::move(f));
+    for (uint64_t cut_ms : {1u, 3u, 7u, 10u}) {
+      const uint64_t cut = s.start() + cut_ms * kMs;
+      format::Event e;
+      model::StreamIndex stream = 0;
+      while (merge.Next(&e, cut, &stream))
+        live.ConsumeLive(e, stream);
+      Options post;
+      post.to_ns = cut_ms * kMs;
+      auto want = Analyze(s, post);
+      ASSERT_TRUE(want.ok());
+      EXPECT_EQ(ToJson(live.SnapshotUntil(std::min(cut, s.end()))).dump(1), ToJson(*want).dump(1))
+          << cut_ms << " ms";
+    }
+    auto all = Analyze(s, {});
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(ToJson(live.SnapshotUntil(s.end())).dump(1), ToJson(*all).dump(1));
+  }
+}
+
+}  // namespace
+}  // namespace parmon::analysis

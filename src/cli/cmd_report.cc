@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,9 @@
 #include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
+#include "live/client.h"
+#include "live/fetch.h"
+#include "live/protocol.h"
 #include "live_view/follow.h"
 #include "model/session.h"
 #include "recorder/recorder.h"
@@ -220,6 +224,71 @@ std::string FitScreen(const std::string& text) {
          fmt::format("... {} more lines; the whole report comes when the recording ends", rest);
 }
 
+// --follow HOST:PORT/SESSION: the collector keeps the session's analysis as it arrives
+// (docs/live.md, "Live analysis"), so each period asks it for its snapshot (QUERY) instead of
+// fetching the session and analysing it again here; the final report is the collector's last
+// snapshot, which equals `parmon report` of the stored session.
+int FollowRemoteReport(const std::string& name,
+                       const std::string& format,
+                       const std::string& output,
+                       uint64_t period_ns) {
+  live_view::StopOnInterrupt();
+  auto endpoint = live::ParseEndpoint(name);
+  if (!endpoint.ok()) {
+    fmt::print(stderr, "parmon report: {}\n", endpoint.status().message());
+    return 2;
+  }
+  auto client = live::SnapshotClient::Open(name);
+  if (!client.ok()) {
+    fmt::print(stderr, "parmon report: {}\n", client.status().message());
+    return 1;
+  }
+  const bool interim = format == "text" && (output.empty() || output == "-");
+  const bool tty = interim && isatty(STDOUT_FILENO);
+  const std::string& session = endpoint->session;
+  std::string last;
+  while (!live_view::StopRequested()) {
+    auto snap = (*client)->Ask(session, interim ? "text" : format);
+    if (!snap.ok()) {
+      // The recorder has not connected yet, or not written its first chunk: ask again (as a
+      // fetch waits for the session to appear).
+      if (live::NotYetThere(snap.status())) {
+        live_view::SleepUnlessStopped(period_ns);
+        continue;
+      }
+      fmt::print(stderr, "parmon report: {}: {}\n", name, snap.status().message());
+      return 1;
+    }
+    if (snap->ended) {
+      if (tty)
+        fmt::print("\033[H\033[2J");
+      else if (interim)
+        fmt::print("=== parmon report {}: the recording has ended ===\n", name);
+      fflush(stdout);
+      return WriteOutputOrSay("report", output, snap->body);
+    }
+    if (interim && snap->body != last) {
+      auto meta = nlohmann::json::parse(snap->meta, nullptr, false);
+      const uint64_t covered = meta.is_object() ? meta.value("duration_ns", uint64_t{0}) : 0;
+      std::string head = fmt::format(
+          "parmon report --follow {}: {} recorded so far, still being written (the collector's "
+          "live analysis)",
+          name, analysis::FormatDuration(covered));
+      std::string text =
+          tty ? fmt::format("\033[H\033[2J{}\n\n", head) : fmt::format("=== {} ===\n", head);
+      text += snap->body;
+      if (tty)
+        text = FitScreen(text);
+      fwrite(text.data(), 1, text.size(), stdout);
+      fflush(stdout);
+      last = std::move(snap->body);
+    }
+    live_view::SleepUnlessStopped(period_ns);
+  }
+  fmt::print(stderr, "parmon report: interrupted before {} ended\n", name);
+  return 130;
+}
+
 // --follow: every period, the report of what every stream has complete so far (text on
 // standard output: the screen cleared on a terminal, a header line between reports otherwise),
 // then, once the recorder has closed the session, the report `parmon report FILE` prints. With
@@ -337,6 +406,12 @@ int RunReport(int argc, char** argv) {
       fmt::print(stderr, "parmon report: --follow reads one trace or session directory\n");
       return 2;
     }
+    // A remote session in a format the collector renders, with the whole run's window: the
+    // collector's live analysis answers. Otherwise the session is fetched and analysed here.
+    if (live::IsRemoteSession(paths.front()) && (format == "text" || format == "json") &&
+        in.from.empty() && in.to.empty() && in.interval.empty() && !in.partial &&
+        getenv("PARMON_FOLLOW_LOCAL") == nullptr)
+      return FollowRemoteReport(paths.front(), format, output, period_ns);
     return FollowReport(paths.front(), in, format, output, color, period_ns);
   }
   bool usage_error = false;

@@ -173,7 +173,12 @@ int RunTop(int argc, char** argv) {
   options.color = UseColor(color, "");
   options.analysis.default_event_cost_ns = kDefaultEventCostNs;
   if (command.empty()) {
-    auto source = live_view::ResolveLiveSource(path);
+    // A collector's session: its live analysis answers (PARMON_FOLLOW_LOCAL: fetch and analyse
+    // here, as before).
+    const bool ask_collector =
+        live::IsRemoteSession(path) && getenv("PARMON_FOLLOW_LOCAL") == nullptr;
+    auto source = ask_collector ? StatusOr<live_view::LiveSource>(live_view::LiveSource{})
+                                : live_view::ResolveLiveSource(path);
     if (!source.ok()) {
       fmt::print(stderr, "parmon top: {}\n", source.status().message());
       return 1;
@@ -188,6 +193,8 @@ int RunTop(int argc, char** argv) {
         };
       }
     }
+    if (ask_collector)
+      return live_view::RunTopRemote(path, options);
     return live_view::RunTop(*source, options);
   }
 

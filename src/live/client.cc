@@ -48,7 +48,8 @@ Channel::~Channel() = default;
 
 StatusOr<std::unique_ptr<Channel>> Channel::Open(const Endpoint& endpoint,
                                                  const std::string& token,
-                                                 double timeout_s) {
+                                                 double timeout_s,
+                                                 int version) {
   auto impl = std::make_unique<Impl>();
   impl->name = fmt::format("{}:{}", endpoint.host, endpoint.port);
   error_code ec;
@@ -71,6 +72,7 @@ StatusOr<std::unique_ptr<Channel>> Channel::Open(const Endpoint& endpoint,
   Hello h;
   h.role = "consumer";
   h.token = token;
+  h.version = version;
   PARMON_RETURN_IF_ERROR(ch->Write(FrameType::kHello, EncodeHello(h), timeout_s));
   return ch;
 }
@@ -184,6 +186,71 @@ StatusOr<std::string> SendControl(const std::string& host_port,
     return Status::Error("the collector's answer is not a CONTROL reply");
   (void)ch->Write(FrameType::kBye, "", 1);  // a courtesy: the answer is in
   return j["reply"].get<std::string>();
+}
+
+bool NotYetThere(const Status& status) {
+  const std::string& m = status.message();
+  return m.find("no complete events yet") != std::string::npos ||
+         (m.find("no session ") != std::string::npos &&
+          m.find(" in the store") != std::string::npos);
+}
+
+StatusOr<std::unique_ptr<SnapshotClient>> SnapshotClient::Open(const std::string& host_port,
+                                                               const std::string& token_file) {
+  auto c = std::make_unique<SnapshotClient>();
+  PARMON_ASSIGN_OR_RETURN(c->endpoint_, ParseEndpoint(host_port));
+  PARMON_ASSIGN_OR_RETURN(c->token_, ReadToken(token_file));
+  return c;
+}
+
+StatusOr<RemoteSnapshot> SnapshotClient::Ask(const std::string& session,
+                                             const std::string& format,
+                                             double timeout_s) {
+  // A kept connection may have been closed by the collector (idle, an error answer): one retry
+  // on a fresh one.
+  for (int attempt = 0;; ++attempt) {
+    const bool reused = channel_ != nullptr;
+    if (!channel_) {
+      PARMON_ASSIGN_OR_RETURN(channel_, Channel::Open(endpoint_, token_, 10, kProtocolVersion));
+    }
+    nlohmann::json req = {{"session", session}, {"format", format}};
+    Status w = channel_->Write(FrameType::kQuery, req.dump());
+    StatusOr<Frame> f = w.ok() ? channel_->Read(timeout_s) : StatusOr<Frame>(w);
+    if (!f.ok() || (f->type == FrameType::kBye && PeerError(*f).empty())) {
+      channel_.reset();
+      if (reused && attempt == 0)
+        continue;
+      return f.ok() ? Status::Error("the collector closed the connection") : f.status();
+    }
+    std::string error = PeerError(*f);
+    if (!error.empty()) {
+      channel_.reset();
+      return Status::Error(error);
+    }
+    if (f->type != FrameType::kWelcome) {
+      channel_.reset();
+      return Status::Error("the collector's answer to QUERY is not a snapshot");
+    }
+    RemoteSnapshot out;
+    out.meta = f->payload;
+    auto meta = nlohmann::json::parse(out.meta, nullptr, false);
+    out.ended = meta.is_object() && meta.value("ended", false);
+    for (;;) {
+      auto piece = channel_->Read(timeout_s);
+      if (!piece.ok()) {
+        channel_.reset();
+        return piece.status();
+      }
+      if (piece->type != FrameType::kReport || piece->payload.empty()) {
+        channel_.reset();
+        std::string e = PeerError(*piece);
+        return Status::Error(e.empty() ? "the collector's snapshot was cut" : e);
+      }
+      out.body.append(piece->payload, 1, std::string::npos);
+      if (piece->payload[0] & 1)
+        return out;
+    }
+  }
 }
 
 }  // namespace parmon::live

@@ -16,9 +16,11 @@ namespace parmon::live {
 class Channel {
  public:
   // Connects and, for a consumer, sends HELLO (role "consumer") with the token.
+  // version: what HELLO says (2 to send QUERY; 1, understood by every collector, otherwise).
   static StatusOr<std::unique_ptr<Channel>> Open(const Endpoint& endpoint,
                                                  const std::string& token,
-                                                 double timeout_s = 10);
+                                                 double timeout_s = 10,
+                                                 int version = kBaseProtocolVersion);
   ~Channel();
   Status Write(FrameType type, std::string_view payload, double timeout_s = 10);
   // The next frame; timeout_s < 0 waits for ever.
@@ -46,6 +48,34 @@ StatusOr<std::string> SendControl(const std::string& host_port,
                                   const std::string& command,
                                   int rank = -1,
                                   const std::string& token_file = "");
+
+// The collector's live analysis of a session (QUERY, protocol version 2): what the snapshot
+// covers (meta: the WELCOME's JSON, docs/live.md) and the report, rendered by the collector as
+// `parmon report --format json` (format "json") or as its text ("text") would render it.
+struct RemoteSnapshot {
+  std::string meta;
+  std::string body;
+  bool ended = false;  // the recording has ended: this is the final report
+};
+// An answer meaning the session is not there yet (no recorder has streamed it, or nothing of it is
+// complete): a follower asks again later.
+bool NotYetThere(const Status& status);
+class SnapshotClient {
+ public:
+  // host_port: "HOST:PORT[/SESSION]" (the session, if any, is ignored here).
+  static StatusOr<std::unique_ptr<SnapshotClient>> Open(const std::string& host_port,
+                                                        const std::string& token_file = "");
+  // One snapshot; the connection is kept for the next (and opened again if the collector
+  // closed it). timeout_s bounds the wait for the answer.
+  StatusOr<RemoteSnapshot> Ask(const std::string& session,
+                               const std::string& format,
+                               double timeout_s = 60);
+
+ private:
+  Endpoint endpoint_;
+  std::string token_;
+  std::unique_ptr<Channel> channel_;
+};
 
 }  // namespace parmon::live
 

@@ -135,9 +135,12 @@ Status Connection::Handle(FrameType type) {
       return OnControl();
     case FrameType::kSubscribe:
       return OnSubscribe();
+    case FrameType::kQuery:
+      return OnQuery();
     case FrameType::kBye:
       if (stream_) {
         stream_->MarkEnded();
+        server_->analysis().Touch(stream_->session, stream_->rank >= 0);
         Close("disconnected", "recorder finished");
       } else {
         Close("disconnected", "said BYE");
@@ -161,6 +164,7 @@ Status Connection::OnHello() {
   }
   hello_ = true;
   role_ = hello->role;
+  version_ = hello->version;
   if (role_ == "recorder")
     return OnRecorderHello(*hello);
   return Status::Ok();  // a consumer: SUBSCRIBE or CONTROL comes next, within the timer
@@ -189,6 +193,8 @@ Status Connection::OnRecorderHello(const Hello& h) {
   }
   stream_ = *stream;
   stream_->producer = this;
+  if (fresh)  // a new recording under the name: the old one's analysis is stale
+    server_->analysis().Forget(stream_->session);
   acked_ = stream_->size;
   Log(fmt::format("{} recorder of {} (host {}, pid {}{}): {}", peer_, stream_->key, h.host, h.pid,
                   h.job.empty() ? "" : ", job " + h.job,
@@ -208,7 +214,10 @@ Status Connection::OnData() {
   PARMON_RETURN_IF_ERROR(DecodeData(payload_, &offset, &bytes));
   if (stream_->ended && offset + bytes.size() > stream_->size)
     return Status::Error(fmt::format("DATA past the end of the finished stream {}", stream_->key));
+  const uint64_t before = stream_->size;
   PARMON_RETURN_IF_ERROR(stream_->Append(offset, bytes));
+  if (stream_->size != before)
+    server_->analysis().Touch(stream_->session, stream_->rank >= 0);
   ArmTimer(server_->options().idle_timeout_s, "no DATA or keepalive");
   Pump();  // the ACK goes out when the socket is free
   return Status::Ok();
@@ -273,6 +282,83 @@ Status Connection::OnSubscribe() {
        nlohmann::json{{"session", session}, {"rank", rank}, {"size", s->size}, {"ended", s->ended}}
            .dump());
   return Status::Ok();
+}
+
+// QUERY: the live analysis' snapshot of a session. Whatever is wrong with the question is
+// answered with a BYE saying what (then the connection closes); other sessions and connections
+// are not concerned.
+Status Connection::OnQuery() {
+  if (stream_ || sub_)
+    return Status::Error("QUERY from a recorder or a subscriber");
+  if (version_ < 2) {
+    Refuse(fmt::format("QUERY needs protocol version 2 in HELLO (the peer said {})", version_));
+    return Status::Ok();
+  }
+  if (querying_) {
+    Refuse("a second QUERY before the answer to the first");
+    return Status::Ok();
+  }
+  auto j = nlohmann::json::parse(payload_, nullptr, false);
+  if (!j.is_object() || !j.contains("session") || !j["session"].is_string()) {
+    Refuse("QUERY is not a JSON object with a session name");
+    return Status::Ok();
+  }
+  std::string session = j["session"].get<std::string>();
+  std::string format = "json";
+  if (j.contains("format")) {
+    if (!j["format"].is_string() ||
+        (j["format"].get<std::string>() != "json" && j["format"].get<std::string>() != "text")) {
+      Refuse("QUERY format must be \"json\" or \"text\"");
+      return Status::Ok();
+    }
+    format = j["format"].get<std::string>();
+  }
+  if (!ValidSessionName(session)) {
+    Refuse("QUERY names no valid session (1-128 of [A-Za-z0-9._-], not starting with '.')");
+    return Status::Ok();
+  }
+  const bool single = server_->store().Find(session, -1) != nullptr;
+  const bool per_rank = !single && !server_->store().Ranks(session).empty();
+  if (!single && !per_rank) {
+    Refuse(fmt::format("no session {} in the store", session));
+    return Status::Ok();
+  }
+  timer_.cancel();
+  querying_ = true;
+  std::weak_ptr<Connection> weak = shared_from_this();
+  asio::io_context& io = server_->io();
+  bool queued = server_->analysis().Ask(session, per_rank, format, [weak, &io](Snapshot s) {
+    asio::post(io, [weak, s = std::move(s)]() mutable {
+      if (auto self = weak.lock())
+        self->SendSnapshot(std::move(s));
+    });
+  });
+  if (!queued)
+    Refuse("the collector's analysis is busy (too many questions waiting); ask again later");
+  return Status::Ok();
+}
+
+void Connection::SendSnapshot(Snapshot s) {
+  querying_ = false;
+  if (closed_ || closing_)
+    return;
+  if (!s.status.ok()) {
+    Refuse(s.status.message());
+    return;
+  }
+  out_.push_back(EncodeFrame(FrameType::kWelcome, s.meta));
+  // The report in pieces (the one reply that may exceed a frame; it is bounded by the session's
+  // locations and links, not its events).
+  size_t at = 0;
+  do {
+    const size_t n = std::min<size_t>(kMaxReportBytes, s.body.size() - at);
+    std::string piece(1, static_cast<char>(at + n == s.body.size() ? 1 : 0));
+    piece.append(s.body, at, n);
+    out_.push_back(EncodeFrame(FrameType::kReport, piece));
+    at += n;
+  } while (at < s.body.size());
+  ArmTimer(server_->options().idle_timeout_s, "no QUERY after the last answer");
+  Pump();
 }
 
 // Queues the subscriber's next DATA frame, or BYE at the end; false when there is nothing to

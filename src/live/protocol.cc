@@ -50,7 +50,7 @@ Status ParseFrameHeader(const uint8_t* header, FrameType* type, uint32_t* length
   if ((word & 0x00FFFFFF) != kFrameMagic)
     return Status::Error(fmt::format("bad frame magic 0x{:08x} (not a parmon live peer)", word));
   uint8_t t = static_cast<uint8_t>(word >> 24);
-  if (t < static_cast<uint8_t>(FrameType::kHello) || t > static_cast<uint8_t>(FrameType::kBye))
+  if (t < static_cast<uint8_t>(FrameType::kHello) || t > static_cast<uint8_t>(FrameType::kReport))
     return Status::Error(fmt::format("unknown frame type {}", t));
   uint32_t len = GetU32(header + 4);
   if (len > kMaxFramePayload)
@@ -176,9 +176,9 @@ StatusOr<Hello> DecodeHello(std::string_view payload) {
   num("pid", &h.pid);
   if (!in_range)
     return Status::Error("HELLO has a number out of range");
-  if (h.version != kProtocolVersion)
-    return Status::Error(
-        fmt::format("protocol version {} (this collector speaks {})", h.version, kProtocolVersion));
+  if (h.version < kBaseProtocolVersion || h.version > kProtocolVersion)
+    return Status::Error(fmt::format("protocol version {} (this collector speaks {} to {})",
+                                     h.version, kBaseProtocolVersion, kProtocolVersion));
   if (h.role != "recorder" && h.role != "consumer")
     return Status::Error(fmt::format("HELLO role '{}' is neither recorder nor consumer", h.role));
   if (h.role == "recorder") {

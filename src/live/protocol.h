@@ -24,7 +24,11 @@
 
 namespace parmon::live {
 
-constexpr int kProtocolVersion = 1;
+// Version 2 adds QUERY and REPORT (the collector's live analysis); a peer that says version 1
+// speaks everything else unchanged, so recorders and fetches still send 1 (and so keep working
+// with a version-1 collector). Only a consumer that queries says 2.
+constexpr int kProtocolVersion = 2;
+constexpr int kBaseProtocolVersion = 1;
 // Bytes 0-2 of every frame: "PML" (parmon live); byte 3 is the frame type.
 constexpr uint32_t kFrameMagic = 0x004C4D50;
 constexpr size_t kFrameHeaderSize = 12;
@@ -41,7 +45,15 @@ enum class FrameType : uint8_t {
   kControl = 5,    // JSON: a command and its reply (docs/live.md, "Control")
   kSubscribe = 6,  // consumer -> collector, JSON: session, rank, offset, follow
   kBye = 7,        // the sender is done (recorder: every byte sent); optional JSON reason
+  // Version 2: a consumer asks the collector's live analysis of a session for its snapshot,
+  // JSON {session, format: "json"|"text"}; the answer is a WELCOME (JSON: what the snapshot
+  // covers) then REPORT frames, or a BYE {error}. Several QUERYs per connection, one at a time.
+  kQuery = 8,
+  // collector -> consumer: u8 flags (1: the last piece), then a piece of the rendered report.
+  kReport = 9,
 };
+// REPORT pieces: the flag byte and at most this many bytes of the report.
+constexpr uint32_t kMaxReportBytes = kMaxFramePayload - 1;
 
 struct Frame {
   FrameType type = FrameType::kBye;
@@ -81,7 +93,7 @@ Status DecodeAck(std::string_view payload, uint64_t* offset);
 
 // HELLO: who the peer is.
 struct Hello {
-  int version = kProtocolVersion;
+  int version = kBaseProtocolVersion;
   std::string role = "recorder";  // or "consumer"
   std::string token;
   std::string session;    // recorder: the session's name

@@ -112,7 +112,7 @@ TEST(ProtocolTest, PayloadsAreChecked) {
   EXPECT_FALSE(DecodeAck("1234567", &off).ok());
   EXPECT_FALSE(DecodeHello("not json").ok());
   EXPECT_FALSE(DecodeHello("[1,2]").ok());
-  EXPECT_FALSE(DecodeHello(R"({"version":2,"role":"consumer"})").ok());
+  EXPECT_FALSE(DecodeHello(R"({"version":3,"role":"consumer"})").ok());
   EXPECT_FALSE(DecodeHello(R"({"version":1,"role":"root"})").ok());
   EXPECT_FALSE(
       DecodeHello(R"({"version":1,"role":"recorder","session":"../etc","stream_id":"a"})").ok());

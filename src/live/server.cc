@@ -97,7 +97,12 @@ ServerImpl::ServerImpl(const ServeOptions& o)
       retry_(io_),
       signals_(io_, SIGINT, SIGTERM),
       children_(io_, SIGCHLD),
-      store_(o.store) {}
+      store_(o.store),
+      analysis_(std::make_unique<AnalysisService>(o.store)) {}
+
+ServerImpl::~ServerImpl() {
+  analysis_.reset();  // joins the worker before the io_context goes
+}
 
 Status ServerImpl::Bind() {
   PARMON_RETURN_IF_ERROR(store_.Init());

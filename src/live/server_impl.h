@@ -12,6 +12,7 @@
 
 #include <boost/asio.hpp>
 
+#include "live/analysis_service.h"
 #include "live/protocol.h"
 #include "live/server.h"
 #include "live/store.h"
@@ -53,6 +54,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Status OnData();
   Status OnControl();
   Status OnSubscribe();
+  Status OnQuery();
+  // The worker's answer to this connection's QUERY (on the io thread).
+  void SendSnapshot(Snapshot s);
   void Pump();
   bool QueueSubscriberData();
   void ArmTimer(double seconds, const std::string& why);
@@ -72,17 +76,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Stream* sub_ = nullptr;  // the subscribed stream
   uint64_t sub_offset_ = 0;
   bool follow_ = false, waiting_ = false;
+  int version_ = kBaseProtocolVersion;  // the peer's HELLO
+  bool querying_ = false;               // a QUERY is being answered
 };
 
 class ServerImpl final : public Server {
  public:
   explicit ServerImpl(const ServeOptions& o);
+  ~ServerImpl() override;
   Status Bind();
   uint16_t port() const override { return acceptor_.local_endpoint().port(); }
   void Run() override;
 
   const ServeOptions& options() const { return options_; }
   SessionStore& store() { return store_; }
+  AnalysisService& analysis() { return *analysis_; }
   asio::io_context& io() { return io_; }
   // Connections alive; shared with them, since the io_context destroys the last ones after the
   // server's other members are gone.
@@ -119,6 +127,8 @@ class ServerImpl final : public Server {
   asio::steady_timer retry_;
   asio::signal_set signals_, children_;
   SessionStore store_;
+  // The live analyses' worker (reset first in ~ServerImpl: it posts answers to io_).
+  std::unique_ptr<AnalysisService> analysis_;
   std::shared_ptr<int> live_ = std::make_shared<int>(0);
   std::set<std::string> fed_;  // streams given to an --exec consumer
   uint64_t next_control_ = 0;

@@ -9,8 +9,11 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "analysis/units.h"
+#include "live/client.h"
+#include "live/protocol.h"
 #include "live_view/follow.h"
 #include "live_view/terminal.h"
 #include "live_view/top_model.h"
@@ -30,33 +33,67 @@ uint64_t Since(Clock::time_point t0) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 
-// The follower's state across refreshes.
+// The follower's state across refreshes: a local trace (or a fetched copy) analysed here, or a
+// collector's session whose live analysis answers (QUERY, docs/live.md).
 struct Follower {
-  LiveTrace& live;
+  LiveTrace* live = nullptr;
+  live::SnapshotClient* remote = nullptr;
+  std::string remote_name, remote_session;
   const TopOptions& options;
   TopModel model;
   bool ended = false;     // nothing more will come (closed, or its writer gone)
   std::string ended_why;  // set when the writer went without closing the trace
   uint64_t took_ns = 0;   // the last analysis
 
+  std::string name() const { return live ? live->path() : remote_name; }
+
   // Reads what was appended and, when something is complete, takes the next snapshot.
   Status Step() {
-    PARMON_RETURN_IF_ERROR(live.Refresh());
-    if (live.complete()) {
+    if (remote)
+      return RemoteStep();
+    PARMON_RETURN_IF_ERROR(live->Refresh());
+    if (live->complete()) {
       const auto t0 = Clock::now();
-      auto results = live.Analyze(options.analysis);
+      auto results = live->Analyze(options.analysis);
       took_ns = Since(t0);
       if (!results.ok())
         return results.status();
       std::vector<std::string> problems;
-      for (const auto& p : live.reader().problems())
+      for (const auto& p : live->reader().problems())
         if (!p.tail)  // the open end of a trace still being written is no damage
           problems.push_back(p.message);
-      model.Update(*results, live.finished(), std::move(problems));
+      model.Update(*results, live->finished(), std::move(problems));
     }
-    ended = live.ended();
-    if (live.abandoned())
-      ended_why = live.WhyAbandoned();
+    ended = live->ended();
+    if (live->abandoned())
+      ended_why = live->WhyAbandoned();
+    return Status::Ok();
+  }
+  // The collector's snapshot: nothing is read or analysed here.
+  Status RemoteStep() {
+    const auto t0 = Clock::now();
+    auto snap = remote->Ask(remote_session, "json");
+    took_ns = Since(t0);
+    if (!snap.ok()) {
+      // Before the recorder's first chunk: wait as for a local file not written yet.
+      if (live::NotYetThere(snap.status()))
+        return Status::Ok();
+      return snap.status();
+    }
+    auto j = nlohmann::json::parse(snap->body, nullptr, false);
+    if (!j.is_object())
+      return Status::Error(
+          fmt::format("{}: the collector's snapshot is not a report", remote_name));
+    analysis::Results r = ResultsFromReportJson(j);
+    std::vector<std::string> problems;
+    for (const auto& p : j["summary"].value("problems", nlohmann::json::array()))
+      if (p.is_string())
+        problems.push_back(p.get<std::string>());
+    // An open end of a session still arriving is no damage (as for a local trace).
+    if (!snap->ended)
+      problems.clear();
+    model.Update(r, snap->ended, std::move(problems));
+    ended = snap->ended;
     return Status::Ok();
   }
   // The wait before the next refresh: the period, or three times the last analysis when that is
@@ -172,7 +209,7 @@ Status TerminalLoop(Follower& f, const TopOptions& o) {
   Terminal term;
   ViewState view;
   view.period_ns = o.period_ns;
-  view.message = fmt::format("waiting for the first complete events of {}", f.live.path());
+  view.message = fmt::format("waiting for the first complete events of {}", f.name());
   std::optional<Clock::time_point> next = Clock::now();
   bool first = true;
   while (!StopRequested()) {
@@ -232,7 +269,24 @@ int RunTop(const LiveSource& source, const TopOptions& options) {
     fmt::print(stderr, "parmon top: {}\n", opened.status().message());
     return 1;
   }
-  Follower f{**opened, options};
+  Follower f{.live = opened->get(), .options = options};
+  const bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+  return options.batch || !tty ? RunBatch(f, options) : RunTerminal(f, options);
+}
+
+int RunTopRemote(const std::string& name, const TopOptions& options) {
+  StopOnInterrupt();
+  auto endpoint = live::ParseEndpoint(name);
+  auto client = endpoint.ok() ? live::SnapshotClient::Open(name)
+                              : StatusOr<std::unique_ptr<live::SnapshotClient>>(endpoint.status());
+  if (!client.ok()) {
+    fmt::print(stderr, "parmon top: {}\n", client.status().message());
+    return 1;
+  }
+  Follower f{.remote = client->get(),
+             .remote_name = name,
+             .remote_session = endpoint->session,
+             .options = options};
   const bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
   return options.batch || !tty ? RunBatch(f, options) : RunTerminal(f, options);
 }

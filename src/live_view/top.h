@@ -40,6 +40,9 @@ struct TopOptions {
 // session ends (closed, or its writer gone) or `iterations` refreshes. Returns the exit status:
 // 0, or 1 after saying why on stderr.
 int RunTop(const LiveSource& source, const TopOptions& options);
+// A session on a collector (HOST:PORT/SESSION) whose live analysis answers each refresh (QUERY,
+// docs/live.md): nothing is fetched or analysed here.
+int RunTopRemote(const std::string& name, const TopOptions& options);
 
 }  // namespace parmon::live_view
 

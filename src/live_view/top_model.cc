@@ -33,6 +33,82 @@ double ThreadRow::WaitShare() const {
   return static_cast<double>(Minus(last_ns, busy)) / static_cast<double>(last_ns);
 }
 
+analysis::Results ResultsFromReportJson(const nlohmann::json& j) {
+  using nlohmann::json;
+  auto u64 = [](const json& o, const char* k) -> uint64_t {
+    return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<uint64_t>() : 0;
+  };
+  auto i64 = [](const json& o, const char* k, int64_t def) -> int64_t {
+    return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<int64_t>() : def;
+  };
+  auto str = [](const json& o, const char* k) -> std::string {
+    return o.is_object() && o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : "";
+  };
+  analysis::Results r;
+  if (!j.is_object())
+    return r;
+  const json& s = j.value("summary", json::object());
+  r.summary.file = str(s, "file");
+  r.summary.command = str(s, "command");
+  r.summary.session_start = 0;
+  r.summary.window_start = u64(s, "window_start_ns");
+  r.summary.window_end = u64(s, "window_end_ns");
+  r.summary.duration_ns = u64(s, "duration_ns");
+  r.summary.events = u64(s, "events");
+  r.summary.lost_events = u64(s, "lost_events");
+  r.summary.unattached_lost_events = u64(s, "unattached_lost_events");
+  r.summary.overwritten_events = u64(s, "overwritten_events");
+  r.summary.damaged_events = u64(s, "damaged_events");
+  r.summary.pauses = static_cast<uint32_t>(u64(s, "pauses"));
+  r.summary.paused_ns = u64(s, "paused_ns");
+  r.summary.has_sched = s.is_object() && s.value("has_sched", false);
+  for (const json& l : j.value("locations", json::array())) {
+    analysis::LocationResult x;
+    x.id = static_cast<uint32_t>(u64(l, "id"));
+    x.kind = str(l, "kind");
+    x.type = x.kind == "cpu" ? analysis::LocationKind::kCpu : analysis::LocationKind::kThread;
+    x.pid = static_cast<uint32_t>(u64(l, "pid"));
+    x.tid = static_cast<uint32_t>(u64(l, "tid"));
+    x.rank = static_cast<int32_t>(i64(l, "rank", -1));
+    x.label = str(l, "label");
+    x.name = str(l, "name");
+    x.events = u64(l, "events");
+    x.lost_events = u64(l, "lost_events");
+    const json& st = l.value("states_ns", json::object());
+    for (int i = 0; i < analysis::kStateCount; ++i)
+      x.states[i] = u64(st, analysis::StateName(static_cast<State>(i)));
+    r.locations.push_back(std::move(x));
+  }
+  for (const json& k : j.value("links", json::array())) {
+    analysis::LinkResult x;
+    x.kind = str(k, "kind");
+    x.type = x.kind == "channel" ? analysis::LinkKind::kChannel : analysis::LinkKind::kMpi;
+    x.from = i64(k, "from", -1);
+    x.to = i64(k, "to", -1);
+    x.from_label = str(k, "from_label");
+    x.to_label = str(k, "to_label");
+    x.messages = u64(k, "messages");
+    x.bytes = u64(k, "bytes");
+    x.sender_wait_ns = u64(k, "sender_wait_ns");
+    x.receiver_wait_ns = u64(k, "receiver_wait_ns");
+    r.links.push_back(std::move(x));
+  }
+  for (const json& f : j.value("diagnosis", json::array())) {
+    analysis::Finding x;
+    x.id = str(f, "id");
+    x.text = str(f, "text");
+    x.percent_of_run = f.is_object() && f.contains("percent") && f["percent"].is_number()
+                           ? f["percent"].get<double>()
+                           : 0;
+    if (f.is_object() && f.contains("subjects") && f["subjects"].is_array())
+      for (const json& sub : f["subjects"])
+        if (sub.is_string())
+          x.subjects.push_back(sub.get<std::string>());
+    r.findings.push_back(std::move(x));
+  }
+  return r;
+}
+
 void TopModel::Update(const analysis::Results& r,
                       bool finished,
                       std::vector<std::string> problems) {

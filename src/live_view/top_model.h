@@ -14,6 +14,8 @@
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/results.h"
 
 namespace parmon::live_view {
@@ -76,6 +78,11 @@ struct Frame {
   std::vector<FindingRow> findings;
   std::vector<std::string> problems;
 };
+
+// The figures a TopModel reads (summary, locations' states, links, findings), read back from a
+// report's JSON (`parmon report --format json`; a collector's snapshot, docs/live.md). Times of
+// day are from the session start (session_start 0). An unexpected shape gives what it could read.
+analysis::Results ResultsFromReportJson(const nlohmann::json& report);
 
 class TopModel {
  public:

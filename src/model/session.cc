@@ -60,6 +60,19 @@ Status Session::Init(const SessionOptions& options) {
   return Status::Ok();
 }
 
+void Session::Refresh() {
+  metadata_ = reader_->metadata();
+  const auto& streams = reader_->streams();
+  for (size_t i = stream_clock_.size(); i < streams.size(); ++i) {
+    const uint32_t file = streams[i].chunks.empty() ? 0 : streams[i].chunks.front().file;
+    stream_clock_.push_back(clocks_.ForFile(file));
+    file_of_location_.emplace(streams[i].location, file);
+  }
+  if (clocks_.empty())
+    rank_by_file_pid_.reset();  // new MpiInit events may have come
+  ComputeWindow();
+}
+
 void Session::ComputeWindow() {
   const format::TraceReader& r = *reader_;
   start_ = metadata_.session.start_ts;

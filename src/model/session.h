@@ -51,6 +51,11 @@ class Session {
   static StatusOr<std::unique_ptr<Session>> Over(const format::TraceReader& reader,
                                                  SessionOptions options = {});
 
+  // After the reader read more of a growing trace (TraceReader::Refresh): takes its new streams,
+  // SESSION and END values and window. The clock alignment stays as computed at the open (a
+  // single file needs none), so a model::Merge over this session goes on across refreshes.
+  void Refresh();
+
   const format::TraceReader& reader() const { return *reader_; }
   const std::string& path() const { return reader_->path(); }
   const format::Definitions& definitions() const { return reader_->definitions(); }

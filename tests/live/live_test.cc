@@ -442,6 +442,14 @@ TEST(LiveE2e, MpiRanksStreamIntoOneSession) {
   EXPECT_TRUE(fetched->complete);
   EXPECT_TRUE(ReadFile(dir.File("fetched/rank-2.ptrace")) ==
               ReadFile(dir.File("run/rank-2.ptrace")));
+  // The collector's analysis of the per-rank session (its ranks assembled under the job's name):
+  // once every rank has ended, its snapshot is the report of the stored directory.
+  auto client = live::SnapshotClient::Open(c.Addr());
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  auto snap = (*client)->Ask(session, "text");
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  EXPECT_TRUE(snap->ended) << snap->meta;
+  EXPECT_EQ(snap->body, a.out);
 }
 
 }  // namespace
@@ -476,8 +484,10 @@ TEST(LiveE2e, TopAndReportFollowASessionOnTheCollector) {
   ASSERT_NE(at, std::string::npos) << followed.substr(0, 2000) << ReadFile(dir.File("follow.err"));
   auto post = Parmon({"report", dir.File("local.ptrace")});
   ASSERT_EQ(post.exit_code, 0) << post.err;
-  // The reports name their input: the followed one a temporary copy of the collector's.
-  std::string last = followed.substr(at + end_line.size());
+  // The reports name their input: the followed one the collector's stored file (its live
+  // analysis answers `report --follow`), or a temporary copy of it (PARMON_FOLLOW_LOCAL).
+  std::string last =
+      Replace(followed.substr(at + end_line.size()), dir.File("store/ring.ptrace"), "TRACE");
   const std::string tmp_prefix = "/parmon-follow-";
   std::string local = Replace(post.out, dir.File("local.ptrace"), "TRACE");
   for (size_t p = last.find(tmp_prefix); p != std::string::npos; p = last.find(tmp_prefix)) {
