@@ -71,6 +71,23 @@ void ReadersWaitFindings(const Results& r,
   }
 }
 
+// The most a writer waits on one channel that several readers drain, all its readers' links
+// together (each link holds only the part of the wait its reader caused).
+uint64_t SharedChannelWait(const Results& r,
+                           const Graph& g,
+                           const std::map<std::pair<PartyId, std::string>, size_t>& shared,
+                           PartyId writer) {
+  std::map<std::string, uint64_t> by_channel;
+  for (const auto& k : r.links)
+    if (!k.channel.empty() && k.to_location >= 0 && g.From(r, k) == writer &&
+        shared.count({writer, k.channel}))
+      by_channel[k.channel] += k.sender_wait_ns;
+  uint64_t most = 0;
+  for (const auto& [channel, wait] : by_channel)
+    most = std::max(most, wait);
+  return most;
+}
+
 }  // namespace
 
 void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
@@ -97,9 +114,12 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
       if (!as_sender) {
         // A sender that is itself blocked sending is late because of its own receivers: the
         // sender-side finding names the cause.
+        // A writer to several readers of one channel waits for them together.
         const Node* p = g.Find(partner);
-        uint64_t pw;
-        if (p && p->wall && WorstLink(r, g, partner, true, &pw) &&
+        uint64_t pw = 0;
+        WorstLink(r, g, partner, true, &pw);
+        pw = std::max(pw, SharedChannelWait(r, g, shared, partner));
+        if (p && p->wall &&
             static_cast<double>(pw) >= kChainThreshold * static_cast<double>(p->wall))
           continue;
       }

@@ -100,6 +100,32 @@ TEST(Rules, CpuBoundProgramIsSaidAndItsIdleWaiterIsNoBottleneck) {
     EXPECT_NE(f.id, "cpu-bound") << f.text;
 }
 
+// A writer feeding three readers through one pipe on 2 busy CPUs (tests/comm pipe_readers): it
+// waits 45% of the run on the pipe, 15% on each reader's link, while each reader waits 70% for
+// its data. The readers together are the writer's bottleneck; the writer, blocked on them, is
+// not a late sender to any one of them.
+TEST(Rules, ReadersOfOneChannelAreNotToldTheirBlockedWriterSendsLate) {
+  Results r;
+  r.locations = {Thread(1, "A"), Thread(2, "B"), Thread(3, "C"), Thread(4, "D")};
+  for (int64_t reader : {2, 3, 4}) {
+    r.links.push_back(Link(1, reader, 15 * kMs, 70 * kMs));
+    r.links.back().channel = "pipe:1";
+  }
+  std::vector<Finding> f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "link-wait-send");
+  EXPECT_NE(f[0].text.find("A waits 45% of the run sending to the 3 readers of one channel"),
+            std::string::npos)
+      << f[0].text;
+  // A writer that waits little on its readers is late: each reader's wait names it.
+  for (auto& k : r.links)
+    k.sender_wait_ns = 2 * kMs;
+  f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "link-wait-receive");
+  EXPECT_NE(f[0].text.find("A sends late"), std::string::npos) << f[0].text;
+}
+
 TEST(Rules, LinkWaitNamesTheBottleneckAtTheEndOfTheChain) {
   // A -> B -> C; B waits 50% sending to C, A waits 40% sending to B: C is the bottleneck.
   Results r;
