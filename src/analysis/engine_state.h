@@ -118,6 +118,9 @@ struct Loc {
   std::vector<uint32_t> call_sends;  // PendingSend indices the open call completed
   uint32_t call_waits = kNoIndex;    // of the open call, once it completes a message
   uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
+  // The MPI part of those (the rest: writes and reads on POSIX channels, stdout included).
+  uint64_t mpi_messages_sent = 0, mpi_bytes_sent = 0, mpi_messages_received = 0,
+           mpi_bytes_received = 0;
   uint64_t late_sender = 0, late_receiver = 0, barrier_wait = 0, collective_wait = 0;
   // Regions: dense table by region id (interned ids are small), stack of open regions.
   std::vector<RegionAgg> regions;

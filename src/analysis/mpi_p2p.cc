@@ -225,6 +225,8 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
   a.bytes[IntervalOf(e.ts)] += e.args[3];
   ++l.messages_sent;
   l.bytes_sent += e.args[3];
+  ++l.mpi_messages_sent;
+  l.mpi_bytes_sent += e.args[3];
   Queue& q = in_flight[MatchKey{rank, peer, e.args[2], e.args[1]}];
   if (q.tail == kNoIndex)
     q.head = si;
@@ -306,6 +308,8 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
   uint64_t posted = std::min(e.args[5], e.ts);
   ++l.messages_received;
   l.bytes_received += e.args[3];
+  ++l.mpi_messages_received;
+  l.mpi_bytes_received += e.args[3];
   has_comm = true;
   auto it = in_flight.find(MatchKey{peer, rank, e.args[2], e.args[1]});
   if (it == in_flight.end() || it->second.head == kNoIndex)

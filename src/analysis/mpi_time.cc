@@ -164,6 +164,8 @@ void Engine::Impl::PeriodicMpi(Loc& l, const Event& e) {
     uint64_t messages = e.args[1], bytes = e.args[2];
     l.messages_sent += messages;
     l.bytes_sent += bytes;
+    l.mpi_messages_sent += messages;
+    l.mpi_bytes_sent += bytes;
     LinkAgg& a = links[MpiLink(rank, peer)];
     a.r.messages += messages;
     a.r.bytes += bytes;

@@ -92,6 +92,10 @@ struct LocationResult {
   uint64_t lost_events = 0;
   uint64_t messages_sent = 0, bytes_sent = 0;
   uint64_t messages_received = 0, bytes_received = 0;
+  // The MPI messages among those; the rest are writes and reads on POSIX channels (pipes,
+  // sockets, the program's stdout).
+  uint64_t mpi_messages_sent = 0, mpi_bytes_sent = 0;
+  uint64_t mpi_messages_received = 0, mpi_bytes_received = 0;
   // Time in MPI calls other than MPI_Init/Init_thread/Finalize (communication and the rest);
   // start-up (MPI_Init/Init_thread) and shut-down (MPI_Finalize) are apart and in no state.
   uint64_t mpi_ns = 0;

@@ -364,6 +364,10 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
   r.bytes_sent = l.bytes_sent;
   r.messages_received = l.messages_received;
   r.bytes_received = l.bytes_received;
+  r.mpi_messages_sent = l.mpi_messages_sent;
+  r.mpi_bytes_sent = l.mpi_bytes_sent;
+  r.mpi_messages_received = l.mpi_messages_received;
+  r.mpi_bytes_received = l.mpi_bytes_received;
   r.mpi_ns = l.mpi_ns;
   r.mpi_calls = l.mpi_calls;
   r.mpi_startup_ns = l.mpi_startup_ns;
@@ -373,6 +377,8 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
   if (auto it = periodic_received.find(r.rank); r.main_thread && it != periodic_received.end()) {
     r.messages_received += it->second.first;  // periodic mode: what the others sent this rank
     r.bytes_received += it->second.second;
+    r.mpi_messages_received += it->second.first;
+    r.mpi_bytes_received += it->second.second;
   }
   for (size_t fi = 0; fi < l.families.size(); ++fi) {
     // Start-up and shut-down are apart (mpi_startup_ns, mpi_shutdown_ns), not a share of mpi_ns.

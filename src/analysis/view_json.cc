@@ -133,6 +133,10 @@ json LocationJson(const LocationResult& l, const Summary& s) {
   x["bytes_sent"] = l.bytes_sent;
   x["messages_received"] = l.messages_received;
   x["bytes_received"] = l.bytes_received;
+  x["mpi_messages_sent"] = l.mpi_messages_sent;
+  x["mpi_bytes_sent"] = l.mpi_bytes_sent;
+  x["mpi_messages_received"] = l.mpi_messages_received;
+  x["mpi_bytes_received"] = l.mpi_bytes_received;
   x["mpi_ns"] = l.mpi_ns;
   x["mpi_calls"] = l.mpi_calls;
   x["mpi_init_ns"] = l.mpi_init_ns;
