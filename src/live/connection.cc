@@ -255,7 +255,7 @@ Status Connection::OnSubscribe() {
     return Status::Error("SUBSCRIBE without a session");
   std::string session = j["session"].get<std::string>();
   int rank = j.contains("rank") && j["rank"].is_number_integer() ? j["rank"].get<int>() : -1;
-  follow_ = j.value("follow", true);
+  follow_ = JsonBool(j, "follow", true);
   uint64_t offset =
       j.contains("offset") && j["offset"].is_number_unsigned() ? j["offset"].get<uint64_t>() : 0;
   Stream* s = server_->store().Find(session, rank);

@@ -71,7 +71,7 @@ One FetchStream(const Endpoint& ep,
             r.ranks.push_back(k.get<int>());
         return r;
       }
-      ended = j.is_object() && j.value("ended", false);
+      ended = JsonBool(j, "ended", false);
       fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd < 0) {
         r.status = Status::Error(fmt::format("cannot create {}: {}", path, strerror(errno)));

@@ -214,9 +214,9 @@ struct Forwarder::Impl {
         std::string command = j["command"].get<std::string>();
         std::string reply =
             handler ? handler(command) : fmt::format("unknown command '{}'", command);
-        out.push_back(EncodeFrame(
-            FrameType::kControl,
-            nlohmann::json{{"id", j.value("id", uint64_t{0})}, {"reply", reply}}.dump()));
+        out.push_back(
+            EncodeFrame(FrameType::kControl,
+                        nlohmann::json{{"id", JsonU64(j, "id", 0)}, {"reply", reply}}.dump()));
         Pump();
         return Status::Ok();
       }

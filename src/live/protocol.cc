@@ -252,6 +252,27 @@ StatusOr<Endpoint> ParseEndpoint(std::string_view text) {
   return ep;
 }
 
+bool JsonBool(const nlohmann::json& j, const char* key, bool def) {
+  if (!j.is_object())
+    return def;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : def;
+}
+
+uint64_t JsonU64(const nlohmann::json& j, const char* key, uint64_t def) {
+  if (!j.is_object())
+    return def;
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : def;
+}
+
+std::string JsonString(const nlohmann::json& j, const char* key, const std::string& def) {
+  if (!j.is_object())
+    return def;
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : def;
+}
+
 bool ConstantTimeEqual(std::string_view a, std::string_view b) {
   // The length is not secret enough to hide; the contents are compared without early exit.
   volatile uint8_t diff = a.size() == b.size() ? 0 : 1;

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "base/status.h"
 
 namespace parmon::live {
@@ -119,6 +121,13 @@ struct Endpoint {
   std::string session;
 };
 StatusOr<Endpoint> ParseEndpoint(std::string_view text);
+
+// Typed fields of a JSON payload a peer sent: the default when j is not an object, or the field
+// is absent or of another type (nlohmann's value() throws on a type mismatch: a peer's
+// {"follow": 1} must not end the collector).
+bool JsonBool(const nlohmann::json& j, const char* key, bool def);
+uint64_t JsonU64(const nlohmann::json& j, const char* key, uint64_t def);
+std::string JsonString(const nlohmann::json& j, const char* key, const std::string& def);
 
 // Compares two secrets in time independent of where they differ.
 bool ConstantTimeEqual(std::string_view a, std::string_view b);

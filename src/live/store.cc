@@ -154,8 +154,8 @@ StatusOr<Stream*> SessionStore::OpenForRecorder(const Hello& hello, bool* fresh)
                           : fmt::format("{}/{}/rank-{}.ptrace", dir_, hello.session, rank);
     slot->meta_path = MetaPath(dir_, key);
     nlohmann::json meta = ReadMeta(slot->meta_path);
-    slot->stream_id = meta.value("stream_id", "");
-    slot->ended = meta.value("ended", false);
+    slot->stream_id = JsonString(meta, "stream_id", "");
+    slot->ended = JsonBool(meta, "ended", false);
   }
   Stream* s = slot.get();
   *fresh = s->stream_id != hello.stream_id || (s->fd < 0 && !std::filesystem::exists(s->path));
@@ -194,9 +194,9 @@ Stream* SessionStore::Find(const std::string& session, int rank) {
   s->path = path;
   s->meta_path = MetaPath(dir_, key);
   nlohmann::json meta = ReadMeta(s->meta_path);
-  s->stream_id = meta.value("stream_id", "");
+  s->stream_id = JsonString(meta, "stream_id", "");
   // A file stored without a sidecar was not written by a live recorder: it is complete.
-  s->ended = meta.value("ended", meta.empty());
+  s->ended = JsonBool(meta, "ended", meta.empty());
   if (!OpenFile(s.get(), false).ok())
     return nullptr;
   Stream* out = s.get();

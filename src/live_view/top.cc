@@ -84,11 +84,20 @@ struct Follower {
     if (!j.is_object())
       return Status::Error(
           fmt::format("{}: the collector's snapshot is not a report", remote_name));
-    analysis::Results r = ResultsFromReportJson(j);
+    // The collector is a peer: a report of another shape gets one sentence, not an exception.
+    analysis::Results r;
     std::vector<std::string> problems;
-    for (const auto& p : j["summary"].value("problems", nlohmann::json::array()))
-      if (p.is_string())
-        problems.push_back(p.get<std::string>());
+    try {
+      r = ResultsFromReportJson(j);
+      const auto& summary = j["summary"];
+      if (summary.is_object() && summary.contains("problems") && summary["problems"].is_array())
+        for (const auto& p : summary["problems"])
+          if (p.is_string())
+            problems.push_back(p.get<std::string>());
+    } catch (const nlohmann::json::exception&) {
+      return Status::Error(
+          fmt::format("{}: the collector's snapshot is not a report parmon writes", remote_name));
+    }
     // An open end of a session still arriving is no damage (as for a local trace).
     if (!snap->ended)
       problems.clear();
