@@ -31,26 +31,10 @@ using testing::Collector;
 using testing::Parmon;
 using testing::ParmonBin;
 using testing::Process;
+using testing::Record;
+using testing::SizeOf;
 using testing::TempDir;
 using testing::WaitFor;
-
-uint64_t SizeOf(const std::string& path) {
-  std::error_code ec;
-  auto n = std::filesystem::file_size(path, ec);
-  return ec ? 0 : n;
-}
-
-std::unique_ptr<Process> Record(const TempDir& dir,
-                                const std::string& name,
-                                const std::string& to,
-                                const std::vector<std::string>& program,
-                                const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> argv = {ParmonBin(), "record", "-q", "--to", to};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  argv.push_back("--");
-  argv.insert(argv.end(), program.begin(), program.end());
-  return std::make_unique<Process>(argv, dir.File(name + ".out"), dir.File(name + ".err"));
-}
 
 // Per-interval rows of sampled quantities are spread over fine intervals by the collector and
 // added up, so their rounding may differ by a few ns per fine interval (engine.h, SnapshotUntil);

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -234,6 +235,24 @@ long RssKib(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0)
       return atol(line.c_str() + 6);
   return 0;
+}
+
+uint64_t SizeOf(const std::string& path) {
+  std::error_code ec;
+  auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+std::unique_ptr<Process> Record(const TempDir& dir,
+                                const std::string& name,
+                                const std::string& to,
+                                const std::vector<std::string>& program,
+                                const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {ParmonBin(), "record", "-q", "--to", to};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), program.begin(), program.end());
+  return std::make_unique<Process>(argv, dir.File(name + ".out"), dir.File(name + ".err"));
 }
 
 }  // namespace parmon::testing

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,20 @@
 #include <vector>
 
 namespace parmon::testing {
+
+class TempDir;
+class Process;
+
+// The size of a file; 0 when it is not there.
+uint64_t SizeOf(const std::string& path);
+
+// `parmon record -q --to TO [extra...] -- program...` in the background, its output in
+// dir/NAME.out and dir/NAME.err.
+std::unique_ptr<Process> Record(const TempDir& dir,
+                                const std::string& name,
+                                const std::string& to,
+                                const std::vector<std::string>& program,
+                                const std::vector<std::string>& extra = {});
 
 // Waits up to timeout_s for cond, polling.
 bool WaitFor(const std::function<bool()>& cond, double timeout_s);

@@ -34,6 +34,8 @@ using testing::Parmon;
 using testing::ParmonBin;
 using testing::Process;
 using testing::ReadFile;
+using testing::Record;
+using testing::SizeOf;
 using testing::TempDir;
 using testing::WaitFor;
 
@@ -41,25 +43,6 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
   return s;
-}
-
-uint64_t SizeOf(const std::string& path) {
-  std::error_code ec;
-  auto n = std::filesystem::file_size(path, ec);
-  return ec ? 0 : n;
-}
-
-// `parmon record -q -o local --to addr/name -- program...` in the background.
-std::unique_ptr<Process> Record(const TempDir& dir,
-                                const std::string& name,
-                                const std::string& to,
-                                const std::vector<std::string>& program,
-                                const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> argv = {ParmonBin(), "record", "-q", "--to", to};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  argv.push_back("--");
-  argv.insert(argv.end(), program.begin(), program.end());
-  return std::make_unique<Process>(argv, dir.File(name + ".out"), dir.File(name + ".err"));
 }
 
 // The stored session equals the recorder's own copy, byte for byte, and reports the same.
