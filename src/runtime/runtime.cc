@@ -82,6 +82,12 @@ struct ThreadRing {
 
 __thread ThreadRing t_ring __attribute__((tls_model("initial-exec")));
 
+// Test hook: PARMON_MPI_CLOCK_SKEW_NS pretends this process's clock is off by a known amount
+// (ns) for every event a preload library stamps (parmon_x_now, parmon_x_emit): MPI, POSIX,
+// pthread and stdio alike, so that the clock alignment can be checked on a whole process. The
+// hot path of the program's own calls is not touched.
+uint64_t g_test_skew_ticks = 0;
+
 PARMON_HOT uint64_t Now() {
   if (g_use_tsc) [[likely]]
     return __rdtsc();
@@ -441,6 +447,23 @@ void Init() {
   if (seg == nullptr)
     return;
   g_use_tsc = seg->ticks_are_tsc != 0;
+  if (const char* skew = getenv("PARMON_MPI_CLOCK_SKEW_NS"); skew && *skew) {
+    // Converted to ticks with a 20 ms calibration against CLOCK_MONOTONIC.
+    auto mono = [] {
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+    };
+    const uint64_t n0 = mono(), t0 = Now();
+    uint64_t n1, t1;
+    do {
+      n1 = mono();
+      t1 = Now();
+    } while (n1 - n0 < 20'000'000);
+    const double ticks_per_ns = static_cast<double>(t1 - t0) / static_cast<double>(n1 - n0);
+    g_test_skew_ticks = static_cast<uint64_t>(
+        static_cast<long long>(static_cast<double>(strtoll(skew, nullptr, 10)) * ticks_per_ns));
+  }
   RetireRingsOfExecedImage(seg);
   pthread_key_create(&g_exit_key, OnThreadExit);
   pthread_atfork(nullptr, nullptr, AtForkChild);
@@ -580,7 +603,7 @@ PARMON_EXPORT const int* parmon_x_enabled_flag(void) {
   return reinterpret_cast<const int*>(&g_enabled);
 }
 PARMON_EXPORT uint64_t parmon_x_now(void) {
-  return Now();
+  return Now() + g_test_skew_ticks;
 }
 namespace {
 // parmon_x_emit and parmon_x_emit_at: ticks null means now.
@@ -606,6 +629,10 @@ PARMON_EXPORT int parmon_x_emit(uint16_t kind,
                                 unsigned nargs,
                                 const void* payload,
                                 uint32_t payload_size) {
+  if (g_test_skew_ticks != 0) [[unlikely]] {
+    const uint64_t now = Now() + g_test_skew_ticks;
+    return EmitForPreload(&now, kind, args, nargs, payload, payload_size);
+  }
   return EmitForPreload(nullptr, kind, args, nargs, payload, payload_size);
 }
 PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks,

@@ -48,7 +48,6 @@ uint64_t g_sync_every = 1000;
 std::atomic<uint64_t> g_next_request{1};
 std::atomic<uint64_t> g_next_local_comm{1};
 uint64_t g_comm_counter = 0;
-uint64_t g_skew_ticks = 0;
 bool g_periodic = false;
 std::atomic<uint32_t> g_fn_ids[1024];
 __thread Stats* t_stats __attribute__((tls_model("initial-exec")));
@@ -79,9 +78,8 @@ void FlushStats(Stats* s, uint64_t now) {
   const int n = FunctionCount();
   double ns_per_tick = 1.0;
   uint64_t mono = MonotonicNs();
-  if (now > g_init_ticks + g_skew_ticks && mono > g_init_ns)
-    ns_per_tick = static_cast<double>(mono - g_init_ns) /
-                  static_cast<double>(now - g_skew_ticks - g_init_ticks);
+  if (now > g_init_ticks && mono > g_init_ns)
+    ns_per_tick = static_cast<double>(mono - g_init_ns) / static_cast<double>(now - g_init_ticks);
   for (int fn = 0; fn < n; ++fn) {
     if (s->calls[fn] == 0)
       continue;
@@ -201,19 +199,6 @@ __attribute__((constructor)) void Setup() {
   g_sync_every = EnvU64("PARMON_MPI_SYNC_EVERY", 1000);
   if (g_sync_every == 0)
     g_sync_every = 1000;
-  // Test hook: pretend this process's clock is off by a known amount (ns), to check that the
-  // clock alignment removes it. Converted to ticks with a 20 ms calibration.
-  if (const char* skew = getenv("PARMON_MPI_CLOCK_SKEW_NS"); skew && *skew) {
-    long long ns = strtoll(skew, nullptr, 10);
-    uint64_t n0 = MonotonicNs(), t0 = parmon_x_now(), n1, t1;
-    do {
-      n1 = MonotonicNs();
-      t1 = parmon_x_now();
-    } while (n1 - n0 < 20'000'000);
-    double ticks_per_ns = static_cast<double>(t1 - t0) / static_cast<double>(n1 - n0);
-    g_skew_ticks =
-        static_cast<uint64_t>(static_cast<long long>(static_cast<double>(ns) * ticks_per_ns));
-  }
 }
 
 }  // namespace

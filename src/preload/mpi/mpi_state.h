@@ -47,14 +47,13 @@ extern uint64_t g_sync_every;  // world collectives between clock syncs (PARMON_
 extern std::atomic<uint64_t> g_next_request;
 extern std::atomic<uint64_t> g_next_local_comm;
 extern uint64_t g_comm_counter;  // ids of communicators this rank is rank 0 of
-extern uint64_t g_skew_ticks;    // test only: PARMON_MPI_CLOCK_SKEW_NS
 extern bool g_periodic;
 extern std::atomic<uint32_t> g_fn_ids[1024];
 
 uint64_t MonotonicNs();
 
 inline uint64_t Now() {
-  return parmon_x_now() + g_skew_ticks;
+  return parmon_x_now();
 }
 
 inline void EmitAt(uint64_t t, Kind k, const uint64_t* a, unsigned n) {
