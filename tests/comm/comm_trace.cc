@@ -38,31 +38,36 @@ double OffsetAt(const std::vector<std::pair<uint64_t, double>>& samples, uint64_
 
 }  // namespace
 
-CommTrace LoadCommTrace(const std::string& path, bool align) {
-  CommTrace t;
+std::string VisitEvents(
+    const std::string& path,
+    bool align_clocks,
+    const std::function<void(const format::Definitions&, const format::Event&)>& visit) {
   auto reader = format::TraceReader::Open(path);
-  if (!reader.ok()) {
-    t.error = reader.status().message();
-    return t;
-  }
+  if (!reader.ok())
+    return std::string(reader.status().message());
+  model::SessionOptions options;
+  options.align_clocks = align_clocks;
+  auto session = model::Session::Over(**reader, options);
+  if (!session.ok())
+    return std::string(session.status().message());
   const auto& defs = (*reader)->definitions();
-  std::map<uint32_t, uint32_t> pid_of_location;
-  for (const auto& [id, loc] : defs.locations)
-    pid_of_location[id] = loc.pid;
-  std::map<std::pair<int64_t, uint64_t>, Sync> syncs;  // (rank, epoch) -> sample
-  std::vector<std::pair<uint32_t, format::Event>> mpi_events;
-  // Every file's own clock: this loader aligns them itself when asked (`align`).
-  model::SessionOptions own_clocks;
-  own_clocks.align_clocks = false;
-  auto session = model::Session::Over(**reader, own_clocks);
-  if (!session.ok()) {
-    t.error = session.status().message();
-    return t;
-  }
   model::Merge cursor(**session);
   format::Event e;
-  while (cursor.Next(&e)) {
-    uint32_t pid = pid_of_location[e.location];
+  while (cursor.Next(&e))
+    visit(defs, e);
+  return "";
+}
+
+CommTrace LoadCommTrace(const std::string& path, bool align) {
+  CommTrace t;
+  std::map<std::pair<int64_t, uint64_t>, Sync> syncs;  // (rank, epoch) -> sample
+  std::vector<std::pair<uint32_t, format::Event>> mpi_events;
+  std::vector<std::string> collective_names;  // of the kMpiCollective events, in order
+  // Every file's own clock: this loader aligns them itself when asked (`align`).
+  t.error = VisitEvents(path, false, [&](const format::Definitions& defs, const format::Event& e) {
+    uint32_t pid = 0;
+    if (auto it = defs.locations.find(e.location); it != defs.locations.end())
+      pid = it->second.pid;
     switch (e.kind_enum()) {
       case Kind::kMpiInit:
         t.rank_of_pid[pid] = static_cast<int64_t>(e.args[0]);
@@ -73,17 +78,22 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
       case Kind::kMpiStats:
         t.stats_calls[defs.Name(static_cast<uint32_t>(e.args[0]))] += e.args[1];
         break;
+      case Kind::kMpiCollective:
+        collective_names.push_back(defs.Name(static_cast<uint32_t>(e.args[0])));
+        mpi_events.emplace_back(pid, e);
+        break;
       case Kind::kMpiSend:
       case Kind::kMpiRecv:
       case Kind::kMpiPeerStats:
-      case Kind::kMpiCollective:
       case Kind::kMpiClockSync:
         mpi_events.emplace_back(pid, e);
         break;
       default:
         break;
     }
-  }
+  });
+  if (!t.error.empty())
+    return t;
   auto rank_of = [&](uint32_t pid) {
     auto it = t.rank_of_pid.find(pid);
     return it == t.rank_of_pid.end() ? int64_t{-1} : it->second;
@@ -154,7 +164,7 @@ CommTrace LoadCommTrace(const std::string& path, bool align) {
       p.second += ev.args[2];
     } else if (ev.kind_enum() == Kind::kMpiCollective) {
       t.collectives.push_back(
-          {rank, defs.Name(static_cast<uint32_t>(ev.args[0])), ev.args[3], ev.args[4]});
+          {rank, collective_names[t.collectives.size()], ev.args[3], ev.args[4]});
     }
   }
   return t;

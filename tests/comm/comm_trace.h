@@ -6,12 +6,26 @@
 #define PARMON_TESTS_COMM_COMM_TRACE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
+namespace parmon::format {
+struct Definitions;
+struct Event;
+}  // namespace parmon::format
+
 namespace parmon::testing {
+
+// Reads every event of the trace (file or per-rank directory) at `path` in time order and hands
+// it with the trace's definitions to `visit`; with `align_clocks` off, each file keeps its own
+// clock. Returns why the trace could not be read, or "".
+std::string VisitEvents(
+    const std::string& path,
+    bool align_clocks,
+    const std::function<void(const format::Definitions&, const format::Event&)>& visit);
 
 struct MpiMessageEnd {
   int64_t rank = -1;  // the world rank that recorded it

@@ -11,10 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/comm_trace.h"
 #include "format/kinds.h"
 #include "format/reader.h"
-#include "model/merge.h"
-#include "model/session.h"
 #include "support/e2e.h"
 
 namespace parmon::testing {
@@ -43,20 +42,7 @@ struct Trace {
 
 Trace LoadTrace(const std::string& path) {
   Trace t;
-  auto reader = format::TraceReader::Open(path);
-  if (!reader.ok()) {
-    t.error = reader.status().message();
-    return t;
-  }
-  const auto& defs = (*reader)->definitions();
-  auto session = model::Session::Over(**reader);
-  if (!session.ok()) {
-    t.error = session.status().message();
-    return t;
-  }
-  model::Merge cursor(**session);
-  format::Event e;
-  while (cursor.Next(&e)) {
+  t.error = VisitEvents(path, true, [&](const format::Definitions& defs, const format::Event& e) {
     uint32_t pid = 0, tid = 0;
     if (auto it = defs.locations.find(e.location); it != defs.locations.end()) {
       pid = it->second.pid;
@@ -80,7 +66,7 @@ Trace LoadTrace(const std::string& path) {
       default:
         break;
     }
-  }
+  });
   return t;
 }
 
