@@ -137,5 +137,43 @@ TEST(ReportWaitStatesE2E, PerRankRecordersWithSkewedClockWithinFivePercent) {
   ExpectWithinFivePercent(r, rec.out);
 }
 
+// A 0-byte ping-pong (tests/comm/programs/mpi_overhead.c): each rank waits for the other's
+// reply in turn. Neither is the other's bottleneck, in any run: the diagnosis says they wait on
+// each other (link-wait-cycle) and never that one of them "sends late" (issue 11, item 4: each
+// rank was called the other's bottleneck, and a different one from run to run).
+TEST(ReportWaitStatesE2E, PingPongRanksWaitOnEachOtherAndNeitherIsTheBottleneck) {
+  const std::string program = BinDir() + "/mpi_overhead";
+  if (!Available() || !Exists(program))
+    GTEST_SKIP() << "needs libparmon_mpi, MPI and mpi_overhead";
+  for (int run = 0; run < 2; ++run) {
+    TempDir dir;
+    std::string trace = dir.File("run.ptrace");
+    std::vector<std::string> args = {"record", "-q", "-o", trace, "--"};
+    args.insert(args.end(), kMpiRun.begin(), kMpiRun.end());
+    for (const std::string& a :
+         {std::string("-np"), std::string("2"), program, std::string("5000")})
+      args.push_back(a);
+    RunResult rec = Parmon(args, 120);
+    ASSERT_EQ(rec.exit_code, 0) << rec.err;
+    RunResult rep = Parmon({"report", trace, "--format", "json"});
+    ASSERT_EQ(rep.exit_code, 0) << rep.err;
+    json r = json::parse(rep.out);
+    int cycles = 0;
+    for (const auto& f : r["diagnosis"]) {
+      const std::string id = f["id"];
+      if (id == "link-wait-cycle") {
+        ++cycles;
+        EXPECT_EQ(f["subjects"], json({"rank 0", "rank 1"})) << f["text"];
+      }
+      if (id == "link-wait-send" || id == "link-wait-receive") {
+        ASSERT_GT(f["subjects"].size(), 2u);
+        EXPECT_NE(f["subjects"][2], "rank 0") << f["text"];
+        EXPECT_NE(f["subjects"][2], "rank 1") << f["text"];
+      }
+    }
+    EXPECT_EQ(cycles, 1) << "run " << run << ": " << r["diagnosis"].dump(1);
+  }
+}
+
 }  // namespace
 }  // namespace parmon::testing

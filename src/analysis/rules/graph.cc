@@ -64,7 +64,8 @@ std::vector<PartyId> Chase(const Results& r,
                            const Graph& g,
                            PartyId start,
                            PartyId next,
-                           bool as_sender) {
+                           bool as_sender,
+                           std::vector<PartyId>* cycle) {
   std::vector<PartyId> chain{start, next};
   std::set<PartyId> seen{start, next};
   PartyId cur = next;
@@ -77,8 +78,12 @@ std::vector<PartyId> Chase(const Results& r,
     if (!k || static_cast<double>(w) < kChainThreshold * static_cast<double>(n->wall))
       break;
     PartyId partner = as_sender ? g.To(r, *k) : g.From(r, *k);
-    if (seen.count(partner))
-      break;  // a cycle: the last one before it is where the time goes
+    if (seen.count(partner)) {
+      // A cycle: its members wait on each other, and none of them alone is where the time goes.
+      if (cycle)
+        cycle->assign(std::find(chain.begin(), chain.end(), partner), chain.end());
+      break;
+    }
     chain.push_back(partner);
     seen.insert(partner);
     cur = partner;

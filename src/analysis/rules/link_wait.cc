@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/rules/rules.h"
 #include "analysis/units.h"
@@ -22,7 +23,66 @@ struct LinkWait {
   const LinkResult* link = nullptr;
   PartyId who = 0, partner = 0;
   std::vector<PartyId> chain;
+  std::vector<PartyId> cycle;  // when the chain of waits closes on itself (Chase)
 };
+
+// "a", "a and b", "a, b and c"
+std::string JoinAnd(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return out;
+}
+
+// Parties that wait on each other in turn (a ping-pong, a halo exchange where every rank waits
+// for its neighbour about as long as it is waited for): one finding for them all, naming none of
+// them as the others' bottleneck. Which member "sends late" would otherwise depend on noise and
+// change from run to run. `members` are in party order (ranks by rank), so the text is stable.
+Finding WaitCycleFinding(const Results& r,
+                         const Graph& g,
+                         const std::vector<PartyId>& members,
+                         std::vector<LinkWait>& waits,
+                         bool as_sender) {
+  std::stable_sort(waits.begin(), waits.end(),
+                   [](const LinkWait& a, const LinkWait& b) { return a.wait > b.wait; });
+  const char* verb = as_sender ? "sending to" : "receiving from";
+  std::vector<std::string> names, shares, computes;
+  for (PartyId m : members) {
+    const Node* n = g.Find(m);
+    uint64_t w = 0;
+    WorstLink(r, g, m, as_sender, &w);
+    names.push_back(g.Name(m));
+    shares.push_back(fmt::format("{} {}", g.Name(m), FormatPercent(w, n ? n->wall : 0)));
+    computes.push_back(FormatPercent(n ? n->compute : 0, n ? n->wall : 0));
+  }
+  Finding f;
+  f.id = "link-wait-cycle";
+  f.text = fmt::format(
+      "{} wait on each other in turn, each {} the {} (of the run: {}): {} is the "
+      "bottleneck, the exchange itself sets the pace (the work between messages and each "
+      "message's latency); they compute {} of the time",
+      JoinAnd(names), verb, members.size() == 2 ? "other" : "next", fmt::join(shares, ", "),
+      members.size() == 2 ? "neither" : "none of them", JoinAnd(computes));
+  for (const LinkWait& lw : waits) {
+    const Node* wn = g.Find(lw.who);
+    f.evidence +=
+        fmt::format("{}link {} -> {}: {} messages, {}, {} waiting of {} in its calls",
+                    f.evidence.empty() ? "" : "; ", lw.link->from_label, lw.link->to_label,
+                    FormatCount(lw.link->messages), FormatBytes(lw.link->bytes),
+                    FormatDuration(lw.wait), FormatDuration(lw.link->time_ns));
+    if (std::find(members.begin(), members.end(), lw.who) == members.end())
+      f.evidence +=
+          fmt::format(" ({} waits {} {} {})", g.Name(lw.who),
+                      FormatPercent(lw.wait, wn ? wn->wall : 0), verb, g.Name(lw.partner));
+  }
+  const LinkWait& top = waits.front();
+  const Node* n = g.Find(top.who);
+  f.time_at_stake_ns = f.thread_time_ns = top.wait;  // one thread's wait
+  f.percent_of_run = Percent(top.wait, n ? n->wall : 0);
+  for (PartyId m : members)
+    f.subjects.push_back(g.Name(m));
+  return f;
+}
 
 // A writer's links to the several readers of one channel (a pool fed through a pipe): the
 // key of each such link, (writer, channel), with the number of readers.
@@ -101,6 +161,7 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
   // end at the same bottleneck are its evidence.
   for (bool as_sender : {true, false}) {
     std::map<PartyId, std::vector<LinkWait>> by_bottleneck;
+    std::map<std::vector<PartyId>, std::vector<LinkWait>> by_cycle;  // sorted members
     for (const auto& k : r.links) {
       if (as_sender && !k.channel.empty() && shared.count({g.From(r, k), k.channel}))
         continue;  // a writer's wait for several readers: ReadersWaitFindings
@@ -129,7 +190,8 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
           ((who == serialised->source && partner == serialised->feedback) ||
            (who == serialised->consumer && partner == serialised->source)))
         continue;
-      LinkWait lw{wait, &k, who, partner, Chase(r, g, who, partner, as_sender)};
+      LinkWait lw{wait, &k, who, partner, {}, {}};
+      lw.chain = Chase(r, g, who, partner, as_sender, &lw.cycle);
       // Receive waits that lead back to the serialised loop's source are its consequence.
       if (!as_sender && serialised &&
           std::find(lw.chain.begin(), lw.chain.end(), serialised->source) != lw.chain.end()) {
@@ -138,7 +200,34 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
                         FormatPercent(wait, n->wall), g.Name(partner));
         continue;
       }
+      if (!lw.cycle.empty()) {
+        std::vector<PartyId> members = lw.cycle;
+        std::sort(members.begin(), members.end());
+        by_cycle[members].push_back(std::move(lw));
+        continue;
+      }
       by_bottleneck[lw.chain.back()].push_back(std::move(lw));
+    }
+    // A member of a cycle whose own wait stops at another member (it waits on a partner that
+    // waits less than the chain's threshold on it) is in the same exchange: the cycle's finding
+    // shows both shares, so one reading never calls the other the bottleneck.
+    for (auto& [members, waits] : by_cycle) {
+      auto in = [&](PartyId p) { return std::binary_search(members.begin(), members.end(), p); };
+      for (auto it = by_bottleneck.begin(); it != by_bottleneck.end();) {
+        if (in(it->first)) {
+          auto& bw = it->second;
+          for (auto w = bw.begin(); w != bw.end();) {
+            if (in(w->who)) {
+              waits.push_back(std::move(*w));
+              w = bw.erase(w);
+            } else {
+              ++w;
+            }
+          }
+        }
+        it = it->second.empty() ? by_bottleneck.erase(it) : std::next(it);
+      }
+      out->push_back(WaitCycleFinding(r, g, members, waits, as_sender));
     }
     for (auto& [bottleneck, waits] : by_bottleneck) {
       std::stable_sort(waits.begin(), waits.end(),

@@ -60,12 +60,15 @@ const LinkResult* WorstLink(const Results& r,
                             PartyId who,
                             bool as_sender,
                             uint64_t* wait);
-// Follows waits from `start` (waiting on `next`) to the location the chain ends at.
+// Follows waits from `start` (waiting on `next`) to the location the chain ends at. When the
+// chain comes back to a party already in it, the parties from that one on wait on each other in
+// a cycle: `cycle` (if given) gets them, in chain order; otherwise it is left empty.
 std::vector<PartyId> Chase(const Results& r,
                            const Graph& g,
                            PartyId start,
                            PartyId next,
-                           bool as_sender);
+                           bool as_sender,
+                           std::vector<PartyId>* cycle = nullptr);
 // For a bottleneck that computes less than half the time: what else keeps it.
 std::string BusyElsewhere(const Node& n);
 

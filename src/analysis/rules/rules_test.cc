@@ -149,6 +149,48 @@ TEST(Rules, LinkWaitNamesTheBottleneckAtTheEndOfTheChain) {
   EXPECT_TRUE(Apply(LinkWaitRule, r).empty());
 }
 
+// A ping-pong: A waits 32% receiving from B and B 30% receiving from A. Neither is the other's
+// bottleneck (which one "sends late" would change with noise from run to run): one finding
+// names both as waiting on each other. A third party that waits on them is its evidence. When B
+// computes and does not wait, B is the late sender again.
+TEST(Rules, PartiesWaitingOnEachOtherInTurnAreOneFindingWithNoBottleneck) {
+  Results r;
+  r.locations = {Thread(1, "A"), Thread(2, "B"), Thread(3, "C")};
+  r.links = {Link(2, 1, 0, 32 * kMs), Link(1, 2, 0, 30 * kMs), Link(1, 3, 0, 20 * kMs)};
+  std::vector<Finding> f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u) << f[0].text;
+  EXPECT_EQ(f[0].id, "link-wait-cycle");
+  EXPECT_EQ(f[0].text,
+            "A and B wait on each other in turn, each receiving from the other (of the run: A "
+            "32%, B 30%): neither is the bottleneck, the exchange itself sets the pace (the "
+            "work between messages and each message's latency); they compute 100% and 100% of "
+            "the time");
+  EXPECT_EQ(f[0].subjects, (std::vector<std::string>{"A", "B"}));
+  EXPECT_EQ(f[0].time_at_stake_ns, 32 * kMs);
+  EXPECT_NE(f[0].evidence.find("(C waits 20% receiving from A)"), std::string::npos)
+      << f[0].evidence;
+  // Three in a ring, each waiting on the next: one finding with all three.
+  r.links = {Link(2, 1, 0, 30 * kMs), Link(3, 2, 0, 30 * kMs), Link(1, 3, 0, 30 * kMs)};
+  f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "link-wait-cycle");
+  EXPECT_NE(f[0].text.find("A, B and C wait on each other in turn, each receiving from the next"),
+            std::string::npos)
+      << f[0].text;
+  // B waits, but less than the chain follows (A 32%, B 15%): still one exchange, both shares.
+  r.links = {Link(2, 1, 0, 32 * kMs), Link(1, 2, 0, 15 * kMs)};
+  f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u) << f[1].text;
+  EXPECT_EQ(f[0].id, "link-wait-cycle");
+  EXPECT_NE(f[0].text.find("(of the run: A 32%, B 15%)"), std::string::npos) << f[0].text;
+  // B hardly waits: it is late, and the finding says so.
+  r.links = {Link(2, 1, 0, 32 * kMs), Link(1, 2, 0, 2 * kMs)};
+  f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "link-wait-receive");
+  EXPECT_NE(f[0].text.find("B sends late"), std::string::npos) << f[0].text;
+}
+
 TEST(Rules, QueuedThreads) {
   Results r;
   r.summary.cpus = 1;
