@@ -213,6 +213,45 @@ TEST(Rules, QueuedThreads) {
   EXPECT_TRUE(Apply(QueuedRule, r).empty());
 }
 
+// An MPI job: two ranks queued half their time, beside the launcher and an MPI helper thread
+// that sleep. The share is of the ranks' threads' time, not diluted by the others, which the
+// evidence names as left out (issue 11, item 3).
+TEST(Rules, QueuedShareOfAnMpiJobIsTheRanksNotTheLaunchers) {
+  Results r;
+  r.summary.cpus = 2;
+  auto add = [&](uint32_t id, const char* label, int32_t rank, bool main, uint64_t run,
+                 uint64_t queued) {
+    LocationResult l = Thread(id, label, rank);
+    l.sampled = true;
+    l.main_thread = main;
+    l.pid = rank >= 0 ? 100 + static_cast<uint32_t>(rank) : id;
+    l.states = {};
+    l.states[static_cast<int>(State::kRunning)] = run;
+    l.states[static_cast<int>(State::kRunnable)] = queued;
+    l.states[static_cast<int>(State::kCommWait)] = 100 * kMs - run - queued;
+    l.compute_ns = run;
+    r.locations.push_back(l);
+  };
+  add(1, "rank 0", 0, true, 50 * kMs, 50 * kMs);
+  add(2, "rank 1", 1, true, 50 * kMs, 50 * kMs);
+  add(3, "rank 0 tid 3", 0, false, kMs, kMs);  // an MPI progress thread
+  add(4, "mpirun (4)", -1, false, 2 * kMs, 2 * kMs);
+  add(5, "mpirun (5)", -1, false, kMs, 0);
+  std::vector<Finding> f = Apply(QueuedRule, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].text.find("50% of the ranks' threads' time is spent queued"), std::string::npos)
+      << f[0].text;
+  EXPECT_NE(f[0].evidence.find("100 ms queued of 200 ms sampled time of the ranks' 2 threads"),
+            std::string::npos)
+      << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("left out: 3 launcher processes and MPI helper threads, queued "
+                               "3.00 ms in all"),
+            std::string::npos)
+      << f[0].evidence;
+  EXPECT_EQ(f[0].time_at_stake_ns, 50 * kMs);
+  EXPECT_EQ(f[0].subjects, (std::vector<std::string>{"rank 1", "rank 0"}));
+}
+
 TEST(Rules, Imbalance) {
   Results r;
   r.imbalance.over = "ranks";
