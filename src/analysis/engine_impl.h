@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -66,6 +67,21 @@ struct Engine::Impl {
     uint32_t head = kNoIndex, tail = kNoIndex;
   };
   std::unordered_map<MatchKey, Queue, MatchKeyHash> in_flight;
+  // Receives seen before their send: on rank 0's clock a receive can come before its send when a
+  // rank's clock offset is known only to within more than the message's latency (per-rank
+  // recorders on hosts whose clocks differ). MPI's non-overtaking rule pairs the k-th send with
+  // the k-th receive whatever the clocks say, so such a receive waits here, by the same key,
+  // for the next send, if it comes within kEarlyReceiveSlack; the call that completed it stays
+  // unresolved meanwhile. Only when the window starts at the session's start: a window cut later
+  // has receives whose sends are before it, which must not take a later send's place.
+  struct EarlyReceive {
+    uint32_t loc = 0;
+    uint64_t ts = 0, posted = 0;
+    uint64_t from = 0;         // the receive's link time starts here
+    uint32_t call = kNoIndex;  // the open MPI call that completed it, held (refs, unresolved)
+  };
+  static constexpr uint64_t kEarlyReceiveSlack = 10'000'000;  // 10 ms
+  std::unordered_map<MatchKey, std::deque<EarlyReceive>, MatchKeyHash> early_receives;
   // Nonblocking sends not completed yet, by (pid, request id) -> PendingSend index; in
   // open_order oldest first (entries already completed are skipped lazily), so that beyond
   // kMaxOpenSends the oldest is dropped.
@@ -483,6 +499,10 @@ struct Engine::Impl {
   [[gnu::noinline]] void MpiSend(Loc& l, const format::Event& e);
   [[gnu::noinline]] void MpiRequestDone(Loc& l, const format::Event& e);
   [[gnu::noinline]] void MpiRecv(Loc& l, const format::Event& e);
+  // The receive r of send si (in_flight's hold on si is given up here).
+  void ReceiveMatched(const EarlyReceive& r, uint32_t si, bool deferred);
+  // An early receive whose send never came in time: its call is resolved without it.
+  void DropEarlyReceive(const EarlyReceive& r);
   // Finishes, without changing this engine, the calls still waiting at the end (snapshot).
   void FlushOpenCalls();
 

@@ -251,6 +251,26 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
       DropOldestOpenSends();
   }
   has_comm = true;
+  // A receive seen before this send (clock error, EarlyReceive) takes it now: it is the head of
+  // the queue, since early receives wait only while no send is in flight on their key.
+  if (!early_receives.empty()) {
+    auto er = early_receives.find(MatchKey{rank, peer, e.args[2], e.args[1]});
+    if (er != early_receives.end()) {
+      auto& waiting = er->second;
+      while (!waiting.empty() && waiting.front().ts + kEarlyReceiveSlack < e.ts) {
+        DropEarlyReceive(waiting.front());
+        waiting.pop_front();
+      }
+      if (!waiting.empty() && q.head == si) {
+        EarlyReceive r = waiting.front();
+        waiting.pop_front();
+        q.head = q.tail = kNoIndex;
+        ReceiveMatched(r, si, true);
+      }
+      if (waiting.empty())
+        early_receives.erase(er);
+    }
+  }
 }
 
 // Keeps open_sends bounded: drops the oldest sends beyond kMaxOpenSends (counted in
@@ -311,9 +331,30 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
   ++l.mpi_messages_received;
   l.mpi_bytes_received += e.args[3];
   has_comm = true;
-  auto it = in_flight.find(MatchKey{peer, rank, e.args[2], e.args[1]});
-  if (it == in_flight.end() || it->second.head == kNoIndex)
-    return;  // its send is outside the window
+  // The receive's link time is the completing call's (for MPI_Recv it was posted at entry; a
+  // nonblocking receive completes in a Wait*/Test* entered after it was posted).
+  EarlyReceive r{IndexOf(l), e.ts, posted, l.in_mpi ? std::max(posted, l.mpi_enter) : posted,
+                 kNoIndex};
+  const MatchKey key{peer, rank, e.args[2], e.args[1]};
+  auto it = in_flight.find(key);
+  if (it == in_flight.end() || it->second.head == kNoIndex) {
+    if (ws != session_start)
+      return;  // its send is outside the window
+    // Its send may come next on rank 0's clock (EarlyReceive): wait for it.
+    auto& waiting = early_receives[key];
+    while (!waiting.empty() && waiting.front().ts + kEarlyReceiveSlack < e.ts) {
+      DropEarlyReceive(waiting.front());
+      waiting.pop_front();
+    }
+    if (l.in_mpi) {
+      CallWaits& c = CurrentCall(l);
+      ++c.unresolved;
+      ++c.refs;
+      r.call = l.call_waits;
+    }
+    waiting.push_back(r);
+    return;
+  }
   uint32_t si = it->second.head;
   it->second.head = sends[si].next;
   if (it->second.head == kNoIndex) {
@@ -321,36 +362,57 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
     if (in_flight.size() > 4096)
       in_flight.erase(it);
   }
+  if (l.in_mpi) {
+    CurrentCall(l);
+    r.call = l.call_waits;
+  }
+  ReceiveMatched(r, si, false);
+}
+
+void Engine::Impl::ReceiveMatched(const EarlyReceive& r, uint32_t si, bool deferred) {
+  Loc& l = locs[r.loc];
   PendingSend& s = sends[si];
   LinkAgg& a = links[s.link];
-  // The receive's link time is the completing call's (for MPI_Recv it was posted at entry; a
-  // nonblocking receive completes in a Wait*/Test* entered after it was posted).
-  uint64_t from = l.in_mpi ? std::max(posted, l.mpi_enter) : posted;
-  a.r.time_ns += Clip(from, e.ts);
-  LinkBusy(a, from, e.ts);
+  a.r.time_ns += Clip(r.from, r.ts);
+  LinkBusy(a, r.from, r.ts);
   // Late sender: the call waited from its entry until the send started.
-  if (l.in_mpi) {
-    CurrentCall(l).parts.push_back({std::min(s.ts, e.ts), s.link, false});
-  } else if (s.ts > posted) {
-    uint64_t late_sender = Clip(posted, std::min(s.ts, e.ts));
+  if (r.call != kNoIndex) {
+    CallWaits& c = calls[r.call];
+    c.parts.push_back({std::min(s.ts, r.ts), s.link, false});
+    if (deferred) {
+      --c.unresolved;
+      FinishCall(c);
+      ReleaseCall(r.call);
+    }
+  } else if (s.ts > r.posted) {
+    uint64_t late_sender = Clip(r.posted, std::min(s.ts, r.ts));
     l.late_sender += late_sender;
-    AddWaitCall(WaitPattern::kLateSender, IndexOf(l), "MPI", late_sender);
+    AddWaitCall(WaitPattern::kLateSender, r.loc, "MPI", late_sender);
     a.r.receiver_wait_ns += late_sender;
     a.r.wait_ns += late_sender;
   }
   // Late receiver: the call completing the send waited until this receive was posted.
   if (s.call != kNoIndex) {
     CallWaits& c = calls[s.call];
-    c.parts.push_back({posted, s.link, true});
+    c.parts.push_back({r.posted, s.link, true});
     --c.unresolved;
     FinishCall(c);
   } else {
-    s.recv_posted = posted;  // a nonblocking send not completed yet
+    s.recv_posted = r.posted;  // a nonblocking send not completed yet
   }
-  if (loop_clocks.Receive(IndexOf(l), s.clock))
+  if (loop_clocks.Receive(r.loc, s.clock))
     ++a.r.closed_loop_messages;
   Adopt(l, s.cp, s.shares);
   ReleaseSend(si);  // in_flight's hold
+}
+
+void Engine::Impl::DropEarlyReceive(const EarlyReceive& r) {
+  if (r.call == kNoIndex)
+    return;
+  CallWaits& c = calls[r.call];
+  --c.unresolved;
+  FinishCall(c);
+  ReleaseCall(r.call);
 }
 
 // Calls still open at the end of the window, and calls whose sends were never received in it:
@@ -372,6 +434,9 @@ void Engine::Impl::FlushOpenCalls() {
       flush(sends[s].call);
   for (auto& l : locs)
     flush(l.call_waits);
+  for (auto& [key, waiting] : early_receives)
+    for (const EarlyReceive& r : waiting)
+      flush(r.call);
 }
 
 }  // namespace parmon::analysis

@@ -69,7 +69,7 @@ StatusOr<Run> Simulate(const HaloOptions& o) {
     return Status::Error("ranks per host must be at least 1");
   const uint32_t n = o.ranks;
   Run run;
-  run.pong = 2 * o.latency_ns + kPongTurn;
+  run.pong = 2 * o.latency_ns + o.sync_asymmetry_ns + kPongTurn;
   run.init_end = kStart + 1000 + (n - 1) * run.pong + 1000;
   HaloTruth& t = run.truth;
   t.late_sender_ns.assign(n, 0);
@@ -174,7 +174,7 @@ Status ClockSync(const Run& run,
     const uint64_t back = g + run.pong;
     return rw->Add(Kind::kMpiClockSync, back, {peer, epoch, rw->Local(g), rw->Local(back)});
   }
-  const uint64_t in = g + o.latency_ns, out = in + kPongTurn;
+  const uint64_t in = g + o.latency_ns + o.sync_asymmetry_ns, out = in + kPongTurn;
   return rw->Add(Kind::kMpiClockSync, out, {0, epoch, rw->Local(out), rw->Local(in)});
 }
 

@@ -49,7 +49,12 @@ struct HaloOptions {
   uint32_t ranks_per_host = 8;
   int64_t host_offset_ns = 3000000;
   std::vector<int64_t> extra_offset_ns;
-  uint64_t latency_ns = 2000;         // one way, for messages and clock ping-pongs
+  uint64_t latency_ns = 2000;  // one way, for messages and clock ping-pongs
+  // The clock ping-pong's way out (rank 0 to the peer) takes this much longer than its way back:
+  // the alignment, which takes both ways as equal, then errs by half of it for every rank not on
+  // host 0 (ahead of its true offset). Larger than latency_ns, it puts receives before their
+  // sends on rank 0's clock, as a clock offset measured under load does.
+  uint64_t sync_asymmetry_ns = 0;
   uint32_t chunk_bytes = 256u << 10;  // encoded bytes per chunk, as the recorder cuts them
   uint32_t threads = 1;               // files written at once
 };

@@ -598,11 +598,14 @@ TEST(ClockGolden, PerRankFilesAreAlignedBeforeMatching) {
   // (rank 1's at 3400 - 3000 too) to rank 0's end at 21000 (rank 1's, 24000 - 3020, is before).
   EXPECT_EQ(r.summary.duration_ns, us(21000 - 400));
 
-  // Without the offsets the same trace gives the wrong answer.
+  // Without the offsets the same trace gives the wrong answer: rank 1's receive (3 ms late on
+  // rank 0's clock) starts after its send, so no late sender; rank 0's receive now comes 3 ms
+  // before its send, which it still waits for (a receive before its send, EarlyReceive), and is
+  // charged its whole call, 2091 us, not the 2000 us it waited.
   model::SessionOptions raw;
   raw.align_clocks = false;
   analysis::Results u = AnalyzeFile(run, {}, raw);
-  EXPECT_EQ(u.locations[0].late_sender_ns, 0u);
+  EXPECT_EQ(u.locations[0].late_sender_ns, us(2091));
   EXPECT_EQ(u.locations[1].late_sender_ns, 0u);
   EXPECT_FALSE(u.summary.clocks_aligned);
 
