@@ -75,6 +75,13 @@ module parmon
       integer(c_int32_t), value :: tid
       integer(c_int), intent(out) :: index
     end function
+    integer(c_int) function parmon_monitor_watch_pid(monitor, pid, tid, index) &
+        bind(C, name="parmon_monitor_watch_pid")
+      import :: c_int, c_int32_t, c_ptr
+      type(c_ptr), value :: monitor
+      integer(c_int32_t), value :: pid, tid
+      integer(c_int), intent(out) :: index
+    end function
     integer(c_int) function parmon_monitor_read(monitor, what, figures, n) &
         bind(C, name="parmon_monitor_read")
       import :: c_int, c_ptr, parmon_thread_figures

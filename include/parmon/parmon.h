@@ -24,7 +24,8 @@
 extern "C" {
 #endif
 
-#define PARMON_API_VERSION 2 /* 2: self-monitoring (parmon_monitor_*) */
+#define PARMON_API_VERSION \
+  3 /* 2: self-monitoring (parmon_monitor_*); 3: parmon_monitor_watch_pid */
 
 /* Largest payload parmon_trace_data accepts, in bytes. Larger payloads are refused with
  * PARMON_E_TOO_LARGE; nothing is ever truncated. */
@@ -148,6 +149,13 @@ int parmon_monitor_open(parmon_monitor** monitor);
  * the order of parmon_monitor_read's output in *index (may be null). PARMON_E_FULL when the
  * session watches kMonitorEntries (256) threads already or this monitor 256. */
 int parmon_monitor_watch(parmon_monitor* monitor, int32_t tid, int* index);
+/* Watches a thread of another process of the same session: another MPI rank started under the
+ * same `parmon record -- mpirun ...` (one recorder for all ranks), named by its pid (exchanged by
+ * the program, e.g. with MPI_Allgather of getpid()) and a tid of it, or PARMON_PROCESS for all
+ * its threads (a process's main thread has tid == pid). pid 0 or the caller's own: as
+ * parmon_monitor_watch. PARMON_E_INVALID when no thread of pid has written to this session, as
+ * for a rank of another recorder (`mpirun ... parmon record`: one recorder per rank). */
+int parmon_monitor_watch_pid(parmon_monitor* monitor, int32_t pid, int32_t tid, int* index);
 /* Fills out[0..min(n, watched)) in watch order and returns how many, or -PARMON_E_* on error.
  * `what`: PARMON_SINCE_LAST_READ or PARMON_LAST_INTERVAL. */
 int parmon_monitor_read(parmon_monitor* monitor, int what, parmon_thread_figures* out, int n);

@@ -60,11 +60,15 @@ class Monitor {
   int error() const { return error_; }
   bool ok() const { return error_ == PARMON_OK; }
   // The index of the thread in Read()'s output, or -PARMON_E_* .
-  int Watch(int32_t tid = PARMON_SELF) {
+  int Watch(int32_t tid = PARMON_SELF) { return WatchPid(0, tid); }
+  // A thread (or PARMON_PROCESS: all threads) of another process of the session: an MPI rank
+  // under the same `parmon record -- mpirun` (parmon_monitor_watch_pid).
+  int WatchPid(int32_t pid, int32_t tid = PARMON_PROCESS) {
     if (!ok())
       return -error_;
     int index = -1;
-    const int rc = parmon_monitor_watch(m_, tid, &index);
+    const int rc = pid == 0 ? parmon_monitor_watch(m_, tid, &index)
+                            : parmon_monitor_watch_pid(m_, pid, tid, &index);
     if (rc != PARMON_OK)
       return -rc;
     figures_.resize(static_cast<size_t>(index) + 1);

@@ -358,6 +358,7 @@ struct Engine::Impl {
       case Kind::kOmpWork:
       case Kind::kOmpMutexWait:
       case Kind::kOmpTask:
+      case Kind::kOmpSoloRegion:
         omp.Consume(l.id, l.pid, l.tid, e);
         break;
       case Kind::kSwitchCounts:

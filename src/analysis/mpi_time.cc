@@ -14,37 +14,6 @@ namespace parmon::analysis {
 using format::Event;
 using format::Kind;
 
-uint64_t TakeMpiTime(uint64_t* v, int n, uint64_t want, uint64_t* taken) {
-  constexpr int kRun = static_cast<int>(State::kRunning);
-  constexpr int kQueued = static_cast<int>(State::kRunnable);
-  // The waits a rank's MPI library makes while it waits: sleeps, its locks, its polls, the rest.
-  constexpr int kWaits[] = {static_cast<int>(State::kTimerWait), static_cast<int>(State::kLockWait),
-                            static_cast<int>(State::kCommWait),  7,
-                            static_cast<int>(State::kStopped),   static_cast<int>(State::kIoWait)};
-  uint64_t got = 0;
-  auto take = [&](int i, uint64_t amount) {
-    amount = std::min(amount, v[i]);
-    v[i] -= amount;
-    got += amount;
-    if (taken)
-      taken[i] += amount;
-  };
-  for (int i : kWaits)
-    if (i < n && got < want)
-      take(i, want - got);
-  uint64_t busy = v[kRun] + v[kQueued];
-  if (got < want && busy) {
-    uint64_t rest = std::min(want - got, busy);
-    auto run = static_cast<uint64_t>(std::llround(
-        static_cast<double>(rest) * static_cast<double>(v[kRun]) / static_cast<double>(busy)));
-    take(kRun, run);
-    take(kQueued, rest - std::min(rest, run));
-    if (got < want)
-      take(kRun, want - got);
-  }
-  return got;
-}
-
 // Trace mode: the MPI time of the sample's span is what the location's cumulated call time
 // grew by since the previous sample (the open call counted up to the sample's end).
 void Engine::Impl::MpiShareOfSample(Loc& l, uint64_t ts, uint64_t* args) {

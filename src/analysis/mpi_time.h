@@ -84,10 +84,9 @@ void BuildMpiProfile(Results* res);
 // ranks into Results::mpi.call_sites. Called by BuildMpiProfile.
 void BuildMpiCallSites(Results* res);
 
-// Takes up to `want` ns out of `v` (a state split, `n` entries, ThreadState order): first the
-// waits, then running and runnable in proportion. Adds what it took per state to `taken` (when
-// given) and returns the total taken (less than `want` when `v` holds less).
-uint64_t TakeMpiTime(uint64_t* v, int n, uint64_t want, uint64_t* taken);
+// Takes MPI time out of a state split (format/thread_state.h; also used by the sampler's
+// self-monitoring publisher, so that a program's read books MPI time as the report does).
+using format::TakeMpiTime;
 
 }  // namespace parmon::analysis
 

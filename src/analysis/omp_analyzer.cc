@@ -31,11 +31,7 @@ void OmpAnalyzer::Consume(uint32_t loc, uint32_t pid, uint32_t tid, const format
     case Kind::kOmpParallel: {
       // The region as its master saw it, written at its end: its members' implicit tasks have
       // ended by now, except the workers' that libomp reports late (RegionEnd).
-      Instance& in = Open(pid, e.args[0]);
-      in.begin = std::min(std::max(e.args[3], window_start_), e.ts);
-      in.end = e.ts;
-      in.ended = true;
-      in.construct = static_cast<uint32_t>(e.args[2]);
+      Instance& in = RegionEnded(pid, e.args[0], e.args[2], e.args[3], e.ts);
       // The team is the one the implicit tasks report (the runtime may give fewer threads than
       // requested); the master's has ended before its region.
       if (in.team != 0 && in.done >= in.team) {
@@ -82,6 +78,20 @@ void OmpAnalyzer::Consume(uint32_t loc, uint32_t pid, uint32_t tid, const format
     case Kind::kOmpTask:
       Wait(t, kTask, e.args[1], e.ts);
       break;
+    case Kind::kOmpSoloRegion: {
+      // A team of one: the region and its only implicit task (thread number 0) in one event,
+      // with no barrier waits (there is no one to wait for).
+      RegionEnded(pid, e.args[0], e.args[1], e.args[2], e.ts);
+      format::Event task = e;
+      task.kind = static_cast<uint16_t>(Kind::kOmpImplicitTask);
+      task.nargs = 4;
+      task.args[0] = e.args[0];
+      task.args[1] = 0;
+      task.args[2] = 1;
+      task.args[3] = e.args[2];
+      TaskEnd(t, task);  // folds the instance: its one member is done and it has ended
+      break;
+    }
     default:
       break;
   }
@@ -172,6 +182,19 @@ void OmpAnalyzer::TaskEnd(Thread& t, const format::Event& e) {
     Fold(constructs_, t.pid, in);
     open_.erase(key);
   }
+}
+
+OmpAnalyzer::Instance& OmpAnalyzer::RegionEnded(uint32_t pid,
+                                                uint64_t region,
+                                                uint64_t construct,
+                                                uint64_t begin,
+                                                uint64_t end) {
+  Instance& in = Open(pid, region);
+  in.begin = std::min(std::max(begin, window_start_), end);
+  in.end = end;
+  in.ended = true;
+  in.construct = static_cast<uint32_t>(construct);
+  return in;
 }
 
 OmpAnalyzer::Instance& OmpAnalyzer::Open(uint32_t pid, uint64_t region) {

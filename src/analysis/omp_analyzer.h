@@ -7,7 +7,8 @@
 // the implicit task that holds them: they wait in a short per-thread list until the task ends
 // and takes those that began inside it (waits outside any region count for the thread but not for
 // a region). Explicit tasks run inside a barrier wait are taken out of that wait. A worker's
-// closing barrier and implicit task end at its region's end (see RegionEnd).
+// closing barrier and implicit task end at its region's end (see RegionEnd). A team of one's
+// region is one OmpSoloRegion, booked as its region and its only implicit task.
 //
 // Memory: per OpenMP thread, per construct, per instance still open (a team's members finish
 // within microseconds of each other; at most kMaxOpen are kept, the oldest folded early) and a
@@ -82,6 +83,12 @@ class OmpAnalyzer {
   // the region did. ts clipped to the end of the region when that is known.
   uint64_t RegionEnd(uint32_t pid, uint64_t region, uint64_t ts) const;
   Instance& Open(uint32_t pid, uint64_t region);
+  // The instance of a region whose end (OmpParallel, OmpSoloRegion) was seen, with its span.
+  Instance& RegionEnded(uint32_t pid,
+                        uint64_t region,
+                        uint64_t construct,
+                        uint64_t begin,
+                        uint64_t end);
   static void Fold(std::map<ConstructKey, Construct>& constructs, uint32_t pid, const Instance& in);
 
   std::map<uint32_t, Thread> threads_;  // by location

@@ -125,5 +125,44 @@ TEST(OmpAnalyzer, SpansAreClippedToTheWindowStart) {
   EXPECT_EQ(p.regions[0].wall_ns, 51u);
 }
 
+// A team of one writes one OmpSoloRegion per region: booked as the region and its only implicit
+// task, with the waits inside it, the same as the three events it stands for.
+TEST(OmpAnalyzer, SoloRegionIsRegionAndImplicitTask) {
+  OmpAnalyzer solo, full;
+  for (uint64_t base : {100u, 300u}) {
+    uint64_t region = base == 100 ? 1 : 2;
+    for (OmpAnalyzer* a : {&solo, &full})
+      a->Consume(1, 5, 5, Ev(base + 20, Kind::kOmpMutexWait, {1, 9, base + 5}));
+    solo.Consume(1, 5, 5, Ev(base + 50, Kind::kOmpSoloRegion, {region, 7, base}));
+    full.Consume(1, 5, 5, Ev(base + 50, Kind::kOmpImplicitTask, {region, 0, 1, base}));
+    full.Consume(1, 5, 5, Ev(base + 50, Kind::kOmpParallel, {region, 1, 7, base}));
+  }
+  solo.Consume(1, 5, 5, Ev(600, Kind::kOmpThread, {0, 2}));
+  full.Consume(1, 5, 5, Ev(600, Kind::kOmpThread, {0, 2}));
+  OmpProfile s = Build(solo), f = Build(full);
+  ASSERT_EQ(s.threads.size(), 1u);
+  ASSERT_EQ(f.threads.size(), 1u);
+  const OmpThreadResult& t = s.threads[0];
+  EXPECT_TRUE(t.master);
+  EXPECT_EQ(t.regions, 2u);
+  EXPECT_EQ(t.region_ns, 100u);
+  EXPECT_EQ(t.lock_ns, 30u);
+  EXPECT_EQ(t.work_ns, 70u);
+  EXPECT_EQ(t.barrier_ns, 0u);
+  EXPECT_EQ(t.serial_ns, (600u - 100u) - 100u);  // its span from its first region
+  EXPECT_EQ(t.work_ns, f.threads[0].work_ns);
+  EXPECT_EQ(t.serial_ns, f.threads[0].serial_ns);
+  ASSERT_EQ(s.regions.size(), 1u);
+  const OmpRegionResult& r = s.regions[0];
+  EXPECT_EQ(r.construct, "main+0x10");
+  EXPECT_EQ(r.instances, 2u);
+  EXPECT_EQ(r.team_size, 1u);
+  EXPECT_EQ(r.wall_ns, 100u);
+  EXPECT_DOUBLE_EQ(r.imbalance, 1.0);
+  EXPECT_EQ(r.lost_ns, 0u);
+  EXPECT_EQ(r.wall_ns, f.regions[0].wall_ns);
+  EXPECT_EQ(r.max_work_ns, f.regions[0].max_work_ns);
+}
+
 }  // namespace
 }  // namespace parmon::analysis

@@ -47,6 +47,7 @@
   X(OmpWork, 39, 4, false, 0x8, "region,wstype,count,begin")                             \
   X(OmpMutexWait, 40, 3, false, 0x4, "kind,wait_id,begin")                               \
   X(OmpTask, 41, 2, false, 0x2, "region,begin")                                          \
+  X(OmpSoloRegion, 42, 3, false, 0x4, "region,construct,begin")                          \
   /* communication (64-127): MPI, POSIX channels, pthread sync -- see docs/events.md */  \
   X(MpiInit, 64, 3, false, 0, "rank,size,thread_level")                                  \
   X(MpiEnter, 65, 2, false, 0, "func,site")                                              \

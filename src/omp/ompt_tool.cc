@@ -8,7 +8,10 @@
 // What costs what: a span (implicit task, barrier wait, loop, lock wait, task) is one event
 // written at its end with its begin time as an argument, so a region costs one event per thread
 // plus one on its master (with the implicit barrier that closes it, two per thread), and a
-// barrier one event per thread. The begin times live in small
+// barrier one event per thread. A region whose team is one thread (num_threads(1), `if(0)`, a
+// nested region without nesting) is one OmpSoloRegion and nothing else: its implicit task is the
+// region itself on the same thread, and its barriers wait for no one, so the tool neither reads
+// the clock for them nor writes them (docs/openmp.md). The begin times live in small
 // thread-local stacks, not in OMPT's data slots, because libomp hands a null parallel_data to
 // the end callbacks of implicit tasks and of the barrier that closes a region. A parallel
 // region's id is the process-wide count of regions begun, kept in its parallel_data.
@@ -44,12 +47,14 @@ using preload::K;
 
 constexpr int kDepth = 16;  // nesting kept per thread; deeper spans are not recorded
 
-// A thread's open spans: implicit tasks (with their region) and waits.
+// A thread's open spans: implicit tasks (with their region) and regions it began. `solo`: the
+// team is this thread alone (an implicit task's span, or the region it belongs to).
 struct Span {
   uint64_t region;
   uint64_t begin;
-  uint64_t index;
-  uint64_t team;
+  uint32_t index;  // an implicit task's thread number; a region's construct name id
+  uint32_t team;
+  bool solo;
 };
 // Begin times of nested spans of one kind (waits, worksharing constructs).
 struct BeginStack {
@@ -77,7 +82,9 @@ struct ThreadSpans {
   BeginStack waits;
   BeginStack works;
   uint64_t mutex_begin;
-  uint64_t task_begin;  // the explicit task this thread runs now (0: none)
+  uint64_t task_begin;        // the explicit task this thread runs now (0: none)
+  const void* construct_key;  // the last construct named on this thread, and its id
+  uint32_t construct_id;
 };
 __thread ThreadSpans t_spans __attribute__((tls_model("initial-exec")));
 
@@ -92,29 +99,42 @@ uint64_t CurrentRegion() {
   return d > 0 && d <= kDepth ? t_spans.tasks[d - 1].region : 0;
 }
 
+// Whether this thread's innermost implicit task has a team of one.
+bool InSoloTask() {
+  int d = t_spans.task_depth;
+  return d > 0 && d <= kDepth && t_spans.tasks[d - 1].solo;
+}
+
+// The barrier kinds of ompt_sync_region_t (1-4, 8-10): in a team of one they wait for no one.
+bool IsBarrier(ompt_sync_region_t kind) {
+  return kind <= ompt_sync_region_barrier_implementation ||
+         (kind >= ompt_sync_region_barrier_implicit_workshare &&
+          kind <= ompt_sync_region_barrier_teams);
+}
+
 // The name of a construct: its return address as "0x<offset> <module path>" (a call site,
 // resolved by the report to file, line and function: analysis/call_sites.h), interned once per
-// address.
+// address. The thread's last one is kept in its (initial-exec) spans: a region begun again from
+// the same place costs a compare.
 uint32_t ConstructId(const void* codeptr) {
   constexpr int kSlots = 256;
   static std::mutex mu;
   static const void* keys[kSlots];
   static uint32_t ids[kSlots];
-  static thread_local const void* last_key = nullptr;
-  static thread_local uint32_t last_id = 0;
+  ThreadSpans& s = t_spans;
+  if (codeptr == s.construct_key) [[likely]]
+    return s.construct_id;
   if (codeptr == nullptr)
     return 0;
-  if (codeptr == last_key)
-    return last_id;
   std::lock_guard<std::mutex> lock(mu);
   size_t slot = (reinterpret_cast<uintptr_t>(codeptr) >> 4) % kSlots;
   if (keys[slot] != codeptr) {
     keys[slot] = codeptr;
     ids[slot] = preload::InternCodeAddress(codeptr);
   }
-  last_key = codeptr;
-  last_id = ids[slot];
-  return last_id;
+  s.construct_key = codeptr;
+  s.construct_id = ids[slot];
+  return s.construct_id;
 }
 
 void OnThreadBegin(ompt_thread_t type, ompt_data_t* thread) {
@@ -144,11 +164,12 @@ void OnParallelBegin(ompt_data_t*,
   parallel->value = id;
   ThreadSpans& s = t_spans;
   if (s.parallel_depth < kDepth)
-    s.parallels[s.parallel_depth] = {id, parmon_x_now(), ConstructId(codeptr), requested};
+    s.parallels[s.parallel_depth] = {id, parmon_x_now(), ConstructId(codeptr), requested, false};
   ++s.parallel_depth;
 }
 
-// One event per region, at its end on the thread that began it.
+// One event per region, at its end on the thread that began it: OmpSoloRegion for a team of one
+// (which stands for its implicit task too), else OmpParallel.
 void OnParallelEnd(ompt_data_t*, ompt_data_t*, int, const void*) {
   ThreadSpans& s = t_spans;
   if (s.parallel_depth == 0)
@@ -157,6 +178,11 @@ void OnParallelEnd(ompt_data_t*, ompt_data_t*, int, const void*) {
   if (s.parallel_depth >= kDepth || !Enabled())
     return;
   const Span& p = s.parallels[s.parallel_depth];
+  if (p.solo) {
+    uint64_t a[3] = {p.region, p.index, p.begin};
+    Emit(parmon_x_now(), Kind::kOmpSoloRegion, a, 3);
+    return;
+  }
   uint64_t a[4] = {p.region, p.team, p.index, p.begin};
   Emit(parmon_x_now(), Kind::kOmpParallel, a, 4);
 }
@@ -171,16 +197,28 @@ void OnImplicitTask(ompt_scope_endpoint_t endpoint,
     return;  // the initial thread's implicit task: the program itself, not a region
   ThreadSpans& s = t_spans;
   if (endpoint == ompt_scope_begin) {
-    uint64_t now = parmon_x_now();
+    const uint64_t region = parallel ? parallel->value : 0;
+    if (team == 1) {
+      // A team of one: the region this thread began is the whole of it (OnParallelEnd writes
+      // it); this span only marks the thread's waits as waiting for no one. No clock read.
+      const int pd = s.parallel_depth;
+      const bool mine = pd > 0 && pd <= kDepth && s.parallels[pd - 1].region == region;
+      if (mine)
+        s.parallels[pd - 1].solo = true;
+      if (s.task_depth < kDepth)
+        s.tasks[s.task_depth] = {region, mine ? 0 : parmon_x_now(), index, team, mine};
+      ++s.task_depth;
+      return;
+    }
     if (s.task_depth < kDepth)
-      s.tasks[s.task_depth] = {parallel ? parallel->value : 0, now, index, team};
+      s.tasks[s.task_depth] = {region, parmon_x_now(), index, team, false};
     ++s.task_depth;
     return;
   }
   if (s.task_depth == 0)
     return;
   --s.task_depth;
-  if (s.task_depth >= kDepth || !Enabled())
+  if (s.task_depth >= kDepth || s.tasks[s.task_depth].solo || !Enabled())
     return;
   const Span& t = s.tasks[s.task_depth];
   uint64_t a[4] = {t.region, t.index, t.team, t.begin};
@@ -192,6 +230,8 @@ void OnSyncRegionWait(ompt_sync_region_t kind,
                       ompt_data_t*,
                       ompt_data_t*,
                       const void*) {
+  if (IsBarrier(kind) && InSoloTask())
+    return;  // a team of one's barrier: begin and end alike
   uint64_t begin = 0;
   if (endpoint == ompt_scope_begin) {
     t_spans.waits.Push();

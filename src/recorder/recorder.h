@@ -95,6 +95,9 @@ class Recorder final : public SourceSink {
   shm::MonitorTable* monitor_table() override {
     return segment_ ? shm::Monitor(segment_->header()) : nullptr;
   }
+  const shm::SegmentHeader* segment_header() override {
+    return segment_ ? segment_->header() : nullptr;
+  }
 
  private:
   Status Open();

@@ -49,6 +49,9 @@ class SourceSink {
   // The session's self-monitoring table in shared memory (docs/selfmon.md), which the sampler
   // publishes watched threads' figures into; null without a segment (tests).
   virtual shm::MonitorTable* monitor_table() { return nullptr; }
+  // The session's segment, whose ring controls carry each thread's MPI time (RingControl::
+  // mpi_ticks) for the same figures; null without a segment (tests).
+  virtual const shm::SegmentHeader* segment_header() { return nullptr; }
   // A key/value for the session's END record (a source's totals).
   virtual void AddEndValue(std::string key, std::string value) = 0;
 };

@@ -30,6 +30,10 @@ int parmon_x_emit_at(uint64_t ticks,
                      unsigned nargs,
                      const void* payload,
                      uint32_t payload_size);
+// Self-monitoring's MPI time (shm::RingControl::mpi_ticks): an MPI call of this thread began at
+// `enter` (leave 0) or the open one ended at `leave` (leave == enter: not counted). Ticks of
+// parmon_x_now(). Nothing when the thread has no ring yet.
+void parmon_x_mpi_time(uint64_t enter, uint64_t leave);
 // Interns a name: the same (name, category) gives the same id within the process; ids are unique
 // in the session. category: format::StringCategory (extend it for new name families).
 uint32_t parmon_x_intern(const char* name, uint32_t category);

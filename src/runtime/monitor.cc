@@ -152,14 +152,27 @@ PARMON_EXPORT int parmon_monitor_open(parmon_monitor** monitor) {
   return PARMON_OK;
 }
 
-PARMON_EXPORT int parmon_monitor_watch(parmon_monitor* m, int32_t tid, int* index) {
-  if (m == nullptr || tid < PARMON_PROCESS)
-    return PARMON_E_INVALID;
+namespace {
+
+// Whether a thread of process `pid` has written to this session (claimed a ring): a process the
+// recorder watches, e.g. another rank under the same `parmon record -- mpirun`.
+bool InSession(uint32_t pid) {
+  parmon::shm::SegmentHeader* seg = CurrentSegment();
+  if (seg == nullptr)
+    return false;
+  const parmon::shm::RingControl* rings = parmon::shm::Rings(seg);
+  for (uint32_t i = 0; i < seg->ring_count; ++i) {
+    const uint32_t state = rings[i].state.load(std::memory_order_acquire);
+    if ((state == parmon::shm::kClaimed || state == parmon::shm::kRetired) && rings[i].pid == pid)
+      return true;
+  }
+  return false;
+}
+
+// Claims a table entry for (pid, tid; 0: every thread of pid).
+int Claim(parmon_monitor* m, uint32_t pid, uint32_t watched_tid, int* index) {
   if (m->count >= static_cast<int>(kMonitorEntries))
     return PARMON_E_FULL;
-  if (tid == PARMON_SELF)
-    tid = parmon_thread_id();
-  const uint32_t watched_tid = tid == PARMON_PROCESS ? 0 : static_cast<uint32_t>(tid);
   MonitorTable* t = m->table;
   const uint32_t n = t->entry_count < kMonitorEntries ? t->entry_count : kMonitorEntries;
   for (uint32_t i = 0; i < n; ++i) {
@@ -169,7 +182,7 @@ PARMON_EXPORT int parmon_monitor_watch(parmon_monitor* m, int32_t tid, int* inde
         !e.state.compare_exchange_strong(expected, parmon::shm::kMonitorClaiming,
                                          std::memory_order_acquire))
       continue;
-    e.pid = static_cast<uint32_t>(getpid());
+    e.pid = pid;
     e.tid = watched_tid;
     e.generation = e.generation + 1 == 0 ? 1 : e.generation + 1;
     const int k = m->count;
@@ -185,6 +198,31 @@ PARMON_EXPORT int parmon_monitor_watch(parmon_monitor* m, int32_t tid, int* inde
     return PARMON_OK;
   }
   return PARMON_E_FULL;
+}
+
+}  // namespace
+
+PARMON_EXPORT int parmon_monitor_watch(parmon_monitor* m, int32_t tid, int* index) {
+  if (m == nullptr || tid < PARMON_PROCESS)
+    return PARMON_E_INVALID;
+  if (tid == PARMON_SELF)
+    tid = parmon_thread_id();
+  return Claim(m, static_cast<uint32_t>(getpid()),
+               tid == PARMON_PROCESS ? 0 : static_cast<uint32_t>(tid), index);
+}
+
+PARMON_EXPORT int parmon_monitor_watch_pid(parmon_monitor* m,
+                                           int32_t pid,
+                                           int32_t tid,
+                                           int* index) {
+  if (m == nullptr || pid < 0 || tid < PARMON_PROCESS || (tid == PARMON_SELF && pid != 0))
+    return PARMON_E_INVALID;
+  if (pid == 0 || pid == static_cast<int32_t>(getpid()))
+    return parmon_monitor_watch(m, tid, index);
+  if (!InSession(static_cast<uint32_t>(pid)))
+    return PARMON_E_INVALID;
+  return Claim(m, static_cast<uint32_t>(pid),
+               tid == PARMON_PROCESS ? 0 : static_cast<uint32_t>(tid), index);
 }
 
 PARMON_EXPORT int parmon_monitor_read(parmon_monitor* m,

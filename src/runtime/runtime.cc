@@ -281,6 +281,7 @@ PARMON_COLD bool Attach(ThreadRing* r) {
     c->generation += 1;
     c->dropped.store(0, std::memory_order_relaxed);
     c->dropped_reported.store(0, std::memory_order_relaxed);
+    c->mpi_ticks.store(0, std::memory_order_relaxed);
     r->ctl = c;
     r->slots = shm::RingSlots(seg, *c);
     r->mask = seg->ring_slots - 1;
@@ -642,6 +643,22 @@ PARMON_EXPORT int parmon_x_emit_at(uint64_t ticks,
                                    const void* payload,
                                    uint32_t payload_size) {
   return EmitForPreload(&ticks, kind, args, nargs, payload, payload_size);
+}
+
+PARMON_EXPORT void parmon_x_mpi_time(uint64_t enter, uint64_t leave) {
+  ThreadRing* r = &t_ring;
+  if (r->state != kAttached)
+    return;
+  std::atomic<uint64_t>& w = r->ctl->mpi_ticks;
+  const uint64_t word = w.load(std::memory_order_relaxed);  // only this thread writes it
+  if (leave == 0) {  // a call begins: keep (entry - finished) with the open bit
+    const uint64_t done =
+        word & parmon::shm::kMpiCallOpen ? parmon::shm::MpiTicksAt(word, enter) : word;
+    w.store(parmon::shm::kMpiCallOpen | (enter > done ? enter - done : 0),
+            std::memory_order_relaxed);
+  } else if (word & parmon::shm::kMpiCallOpen) {  // it ends: finished = leave - (entry - finished)
+    w.store(parmon::shm::MpiTicksAt(word, leave), std::memory_order_relaxed);
+  }
 }
 
 PARMON_EXPORT uint32_t parmon_x_intern(const char* name, uint32_t category) {

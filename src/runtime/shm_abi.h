@@ -95,8 +95,24 @@ struct alignas(64) RingControl {
   // cumulative; written only by the producer (relaxed), read by the recorder as it drains. (In
   // the line's spare bytes: a library without it leaves it 0, a recorder without it ignores it.)
   std::atomic<uint64_t> held_ticks;
+  // Time this thread spent inside MPI calls (after MPI_Init, before MPI_Finalize), in clock
+  // ticks, for the self-monitoring read (docs/selfmon.md) to book as communication like the
+  // report does. One word, so a reader never sees half an update: bit 63 clear, the ticks of its
+  // finished calls; set, a call is open and the low bits hold (its entry time - the ticks of the
+  // finished calls), so that the time so far is now - low bits. Written only by the producer
+  // (libparmon_mpi through parmon_x_mpi_time), relaxed; the sampler reads it. (Spare bytes of
+  // the line like held_ticks: an older library leaves it 0, an older recorder ignores it.)
+  std::atomic<uint64_t> mpi_ticks;
 };
 static_assert(sizeof(RingControl) == 192);
+constexpr uint64_t kMpiCallOpen = uint64_t{1} << 63;
+// A thread's MPI ticks so far at `now` (ticks) from its RingControl::mpi_ticks word.
+inline uint64_t MpiTicksAt(uint64_t word, uint64_t now) {
+  if (!(word & kMpiCallOpen))
+    return word;
+  const uint64_t base = word & ~kMpiCallOpen;
+  return now > base ? now - base : 0;
+}
 
 // The page `parmon ctl` steers the program through. It is one whole page of the segment because
 // libparmon maps it (MAP_FIXED | MAP_SHARED) over a page-aligned page of its own .bss that holds

@@ -36,8 +36,10 @@ int ReportState(int arg) {
 
 }  // namespace
 
-MonitorPublisher::MonitorPublisher(shm::MonitorTable* table)
-    : table_(table), generation_(shm::kMonitorEntries, 0) {}
+MonitorPublisher::MonitorPublisher(shm::MonitorTable* table,
+                                   const shm::SegmentHeader* segment,
+                                   TickConversion clock)
+    : table_(table), segment_(segment), clock_(clock), generation_(shm::kMonitorEntries, 0) {}
 
 void MonitorPublisher::Publish(const std::vector<SamplerCore::Output>& out,
                                uint64_t now_ns,
@@ -73,6 +75,34 @@ void MonitorPublisher::Publish(const std::vector<SamplerCore::Output>& out,
       for (uint32_t i : it->second)
         fn(pass[i], false);
   };
+  // The MPI time of the watched processes' threads so far (ticks), from their ring controls.
+  std::unordered_map<uint64_t, uint64_t> mpi_now;
+  if (!entries.empty() && segment_ != nullptr) {
+    const uint64_t now_ticks = segment_->ticks_are_tsc ? ReadTsc() : MonotonicNs();
+    const shm::RingControl* rings =
+        shm::Rings(const_cast<shm::SegmentHeader*>(segment_));  // read only
+    for (uint32_t i = 0; i < segment_->ring_count; ++i) {
+      const shm::RingControl& r = rings[i];
+      const uint32_t state = r.state.load(std::memory_order_acquire);
+      if (state != shm::kClaimed && state != shm::kRetired)
+        continue;
+      const uint64_t word = r.mpi_ticks.load(kRelaxed);
+      if (word != 0 &&
+          watched.count(uint64_t{r.pid} << 32) + watched.count(uint64_t{r.pid} << 32 | r.tid) > 0)
+        mpi_now[uint64_t{r.pid} << 32 | r.tid] = shm::MpiTicksAt(word, now_ticks);
+    }
+  }
+  // The MPI time of (pid, tid) since the previous pass, in ns (0 on its first pass: a baseline).
+  auto mpi_since = [&](uint32_t pid, uint32_t tid) -> uint64_t {
+    const uint64_t key = uint64_t{pid} << 32 | tid;
+    auto it = mpi_now.find(key);
+    if (it == mpi_now.end())
+      return 0;
+    auto [seen, added] = mpi_seen_.try_emplace(key, it->second);
+    const uint64_t ticks = added || it->second < seen->second ? 0 : it->second - seen->second;
+    seen->second = it->second;
+    return clock_.ToNs(ticks) - clock_.ToNs(0);
+  };
   if (!entries.empty()) {
     for (const SamplerCore::Output& o : out) {
       if (o.tid == 0 || !o.name.empty())
@@ -81,8 +111,13 @@ void MonitorPublisher::Publish(const std::vector<SamplerCore::Output>& out,
       switch (static_cast<format::Kind>(e.kind)) {
         case format::Kind::kThreadStates: {
           uint64_t total = 0;
+          uint64_t states[format::kThreadStateCount];
           for (int s = 0; s < format::kThreadStateCount; ++s)
-            total += e.args[s];
+            total += states[s] = e.args[s];
+          // Time in MPI calls is communication, however the MPI library waited (as reported).
+          if (const uint64_t mpi = mpi_since(o.pid, o.tid); mpi > 0)
+            states[static_cast<int>(format::ThreadState::kCommWait)] +=
+                format::TakeMpiTime(states, format::kThreadStateCount, mpi, nullptr);
           const uint64_t begin = e.ts > total ? e.ts - total : 0;
           each(o.pid, o.tid, [&](PassFigures& p, bool) {
             p.begin = p.booked ? std::min(p.begin, begin) : begin;
@@ -90,7 +125,7 @@ void MonitorPublisher::Publish(const std::vector<SamplerCore::Output>& out,
             p.booked = true;
             ++p.threads;
             for (int s = 0; s < format::kThreadStateCount; ++s)
-              p.states[ReportState(s)] += e.args[s];
+              p.states[ReportState(s)] += states[s];
           });
           break;
         }
@@ -99,6 +134,7 @@ void MonitorPublisher::Publish(const std::vector<SamplerCore::Output>& out,
                [&](PassFigures& p, bool) { p.cpu = static_cast<int32_t>(e.args[1]); });
           break;
         case format::Kind::kTaskExit:
+          mpi_seen_.erase(uint64_t{o.pid} << 32 | o.tid);
           each(o.pid, o.tid, [&](PassFigures& p, bool thread) { p.exited = p.exited || thread; });
           break;
         default:

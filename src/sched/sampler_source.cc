@@ -41,7 +41,7 @@ Status ProcSampler::Start(recorder::SourceSink& recorder) {
     return Status::Error("the session clock cannot be read from here; sampling is off");
   core_ = std::make_unique<SamplerCore>(options_, SessionNow());
   if (shm::MonitorTable* table = recorder.monitor_table())
-    monitor_ = std::make_unique<MonitorPublisher>(table);
+    monitor_ = std::make_unique<MonitorPublisher>(table, recorder.segment_header(), clock_);
   if (recorder.child_pid() > 0) {
     core_->AddProcess(static_cast<uint32_t>(recorder.child_pid()));
     known_pids_.insert(static_cast<uint32_t>(recorder.child_pid()));

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -68,23 +70,41 @@ void ExpectClose(double parmon, double measured, double slack_ns, const std::str
       << what << ": parmon " << parmon << " vs measured " << measured;
 }
 
-TEST(OmpE2e, ImbalanceAndBarrierWaitMatchTheProgramsOwnMeasurements) {
-  TempDir dir;
+// omp_imbalance recorded with these arguments: what it measured, and the JSON report.
+struct Recorded {
+  Measured m;
+  json report;
+};
+void RecordImbalance(const TempDir& dir,
+                     const std::vector<std::string>& args,
+                     int threads,
+                     Recorded* out) {
   const std::string trace = dir.File("omp.pmt"), side = dir.File("measured.txt");
-  RunResult rec =
-      Parmon({"record", "-q", "-o", trace, "--", BinDir() + "/omp_imbalance", "--threads", "3",
-              "--regions", "3", "--unit", "30", "--serial", "40", "--out", side});
+  std::vector<std::string> cmd = {"record", "-q", "-o", trace, "--", BinDir() + "/omp_imbalance"};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  cmd.insert(cmd.end(), {"--out", side});
+  RunResult rec = Parmon(cmd);
   ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
-  Measured m = ReadMeasured(side);
-  ASSERT_EQ(m.threads, 3) << ReadFile(side);
-  json r = Report(trace);
-  ASSERT_FALSE(r.is_discarded());
-  const json& omp = r["openmp"];
-  ASSERT_TRUE(omp["ompt"].get<bool>()) << omp.dump(1);
+  out->m = ReadMeasured(side);
+  ASSERT_EQ(out->m.threads, threads) << ReadFile(side);
+  out->report = Report(trace);
+  ASSERT_FALSE(out->report.is_discarded());
+  ASSERT_TRUE(out->report["openmp"]["ompt"].get<bool>()) << out->report["openmp"].dump(1);
   // libomp's exit handlers make wrapped pthread calls after the threads' rings were retired: the
   // threads take a ring again, nothing is lost.
-  EXPECT_EQ(r["summary"]["lost_events"].get<double>(), 0);
-  EXPECT_EQ(r["summary"]["unattached_lost_events"].get<double>(), 0);
+  EXPECT_EQ(out->report["summary"]["lost_events"].get<double>(), 0);
+  EXPECT_EQ(out->report["summary"]["unattached_lost_events"].get<double>(), 0);
+}
+
+TEST(OmpE2e, ImbalanceAndBarrierWaitMatchTheProgramsOwnMeasurements) {
+  TempDir dir;
+  const std::string trace = dir.File("omp.pmt");
+  Recorded rec;
+  ASSERT_NO_FATAL_FAILURE(RecordImbalance(
+      dir, {"--threads", "3", "--regions", "3", "--unit", "30", "--serial", "40"}, 3, &rec));
+  Measured& m = rec.m;
+  const json& r = rec.report;
+  const json& omp = r["openmp"];
   ASSERT_EQ(omp["regions"].size(), 1u) << omp.dump(1);
   const json& region = omp["regions"][0];
   // Named by where it is: the line of its `#pragma omp parallel` (the example is built with -g).
@@ -143,6 +163,39 @@ TEST(OmpE2e, ImbalanceAndBarrierWaitMatchTheProgramsOwnMeasurements) {
   ExpectClose(barrier_sum, measured_sum, 9e6, "barrier wait over the threads");
   RunResult text = Parmon({"report", trace});
   EXPECT_NE(text.out.find("== OpenMP"), std::string::npos) << text.out;
+}
+
+// A team of one (num_threads(1)): each region is one OmpSoloRegion event, booked as the region
+// and its only implicit task; the figures are the program's own as for a larger team: 40 region
+// instances, team 1, no imbalance, the thread's work and the master's serial time within 5%.
+TEST(OmpE2e, TeamOfOneRegionsMatchTheProgramsOwnMeasurements) {
+  TempDir dir;
+  Recorded rec;
+  ASSERT_NO_FATAL_FAILURE(RecordImbalance(
+      dir, {"--threads", "1", "--regions", "40", "--unit", "3", "--serial", "2"}, 1, &rec));
+  Measured& m = rec.m;
+  const json& r = rec.report;
+  const json& omp = r["openmp"];
+  ASSERT_EQ(omp["regions"].size(), 1u) << omp.dump(1);
+  const json& region = omp["regions"][0];
+  EXPECT_NE(region["construct"].get<std::string>().find("omp_imbalance.c:"), std::string::npos);
+  EXPECT_EQ(region["instances"].get<int>(), 40);
+  EXPECT_EQ(region["team_size"].get<int>(), 1);
+  EXPECT_DOUBLE_EQ(region["imbalance"].get<double>(), 1.0);
+  ASSERT_EQ(region["thread_work_ns"].size(), 1u);
+  // Its region holds its share of the loop and an explicit barrier that waits for no one.
+  ExpectClose(region["thread_work_ns"][0].get<double>(), m.work_ns[0] + m.barrier_ns[0], 3e6,
+              "work of the team of one");
+  EXPECT_EQ(region["thread_barrier_ns"][0].get<double>(), 0);
+  ASSERT_EQ(omp["threads"].size(), 1u) << omp.dump(1);
+  const json& t = omp["threads"][0];
+  EXPECT_TRUE(t["master"].get<bool>());
+  EXPECT_EQ(t["regions"].get<int>(), 40);
+  // Its serial time also holds the process's start and exit (the master's span): 40 ms of them
+  // were seen at load 10 on the 2-CPU VM.
+  const double serial = t["serial_ns"].get<double>();
+  EXPECT_GT(serial, 0.95 * m.serial_ns - 3e6) << t.dump();
+  EXPECT_LT(serial, 1.05 * m.serial_ns + 100e6) << t.dump();
 }
 
 // Critical sections and explicit tasks: each thread's lock wait and task time as the program

@@ -31,6 +31,7 @@ using sched::SamplerCore;
 struct Api {
   int (*open)(parmon_monitor**);
   int (*watch)(parmon_monitor*, int32_t, int*);
+  int (*watch_pid)(parmon_monitor*, int32_t, int32_t, int*);
   int (*read)(parmon_monitor*, int, parmon_thread_figures*, int);
   void (*close)(parmon_monitor*);
 };
@@ -55,6 +56,8 @@ Fixture& Shared() {
   EXPECT_NE(h, nullptr) << dlerror();
   f.api.open = reinterpret_cast<decltype(f.api.open)>(dlsym(h, "parmon_monitor_open"));
   f.api.watch = reinterpret_cast<decltype(f.api.watch)>(dlsym(h, "parmon_monitor_watch"));
+  f.api.watch_pid =
+      reinterpret_cast<decltype(f.api.watch_pid)>(dlsym(h, "parmon_monitor_watch_pid"));
   f.api.read = reinterpret_cast<decltype(f.api.read)>(dlsym(h, "parmon_monitor_read"));
   f.api.close = reinterpret_cast<decltype(f.api.close)>(dlsym(h, "parmon_monitor_close"));
   return f;
@@ -206,6 +209,65 @@ TEST(Monitor, ReadsRacingThePublisherSeeWholePasses) {
   EXPECT_GT(reads, 100);
   EXPECT_EQ(bad, 0);
   f.api.close(m);
+}
+
+// Another process of the session (an MPI rank under the same recorder): watched by pid once one
+// of its threads has a ring; its thread's MPI time (RingControl::mpi_ticks, here as a rank's
+// libparmon_mpi would keep it) is moved out of its states into comm as the report moves it:
+// waits first, then running and queued in proportion.
+TEST(Monitor, OtherRanksAndTheirMpiTime) {
+  Fixture& f = Shared();
+  shm::SegmentHeader* h = Shared().segment->header();
+  shm::RingControl& ring = shm::Rings(h)[h->ring_count - 1];
+  ASSERT_EQ(ring.state.load(), static_cast<uint32_t>(shm::kFree));
+  const uint32_t rank_pid = kPid + 100000, rank_tid = rank_pid;
+  ring.pid = rank_pid;
+  ring.tid = rank_tid;
+  ring.mpi_ticks.store(7 * kMs);  // before the watch: not counted
+  ring.state.store(shm::kClaimed);
+  sched::MonitorPublisher pub(Table(), h, TickConversion{});  // ticks are ns here
+  parmon_monitor* m = nullptr;
+  ASSERT_EQ(f.api.open(&m), PARMON_OK);
+  int index = -1;
+  EXPECT_EQ(f.api.watch_pid(m, static_cast<int32_t>(rank_pid + 1), 1, &index), PARMON_E_INVALID);
+  EXPECT_EQ(f.api.watch_pid(m, static_cast<int32_t>(rank_pid), PARMON_SELF, &index),
+            PARMON_E_INVALID);
+  ASSERT_EQ(
+      f.api.watch_pid(m, static_cast<int32_t>(rank_pid), static_cast<int32_t>(rank_tid), &index),
+      PARMON_OK);
+  EXPECT_EQ(index, 0);
+  ASSERT_EQ(f.api.watch_pid(m, static_cast<int32_t>(rank_pid), PARMON_PROCESS, &index), PARMON_OK);
+  EXPECT_EQ(index, 1);
+  auto states = [&](uint64_t ts, std::vector<uint64_t> a) {
+    SamplerCore::Output o = States(rank_tid, ts, std::move(a));
+    o.pid = rank_pid;
+    return o;
+  };
+  // Pass 1: the baseline of its MPI time. Pass 2: 5 ms more inside MPI (Open MPI polled: the
+  // kernel saw it run 8 and queue 2). Pass 3: 6 ms inside MPI, of which it slept 4 and ran 2.
+  pub.Publish({states(110 * kMs, {10 * kMs})}, 110 * kMs, 10 * kMs);
+  parmon_thread_figures out[2];
+  ASSERT_EQ(f.api.read(m, PARMON_SINCE_LAST_READ, out, 2), 2);
+  ring.mpi_ticks.store(12 * kMs);
+  pub.Publish({states(120 * kMs, {8 * kMs, 2 * kMs})}, 120 * kMs, 10 * kMs);
+  ring.mpi_ticks.store(18 * kMs);
+  pub.Publish({states(130 * kMs, {6 * kMs, 0, 0, 0, 4 * kMs})}, 130 * kMs, 10 * kMs);
+  ASSERT_EQ(f.api.read(m, PARMON_SINCE_LAST_READ, out, 2), 2);
+  for (const parmon_thread_figures& o : out) {
+    EXPECT_EQ(o.flags, 0u);
+    EXPECT_EQ(o.elapsed_ns, 20 * kMs);
+    EXPECT_EQ(o.states_ns[PARMON_STATE_COMM], 11 * kMs);
+    EXPECT_EQ(o.states_ns[PARMON_STATE_RUNNING], 4 * kMs + 4 * kMs);
+    EXPECT_EQ(o.states_ns[PARMON_STATE_QUEUED], 1 * kMs);
+    EXPECT_EQ(o.states_ns[PARMON_STATE_TIMER], 0u);
+  }
+  EXPECT_EQ(out[0].tid, static_cast<int32_t>(rank_tid));
+  EXPECT_EQ(out[1].tid, 0);
+  // A call open since 1 ms before the pass (word: open bit, entry time - finished calls).
+  EXPECT_EQ(shm::MpiTicksAt(shm::kMpiCallOpen | (100 * kMs - 18 * kMs), 101 * kMs), 19 * kMs);
+  f.api.close(m);
+  ring.state.store(shm::kFree);
+  ring.mpi_ticks.store(0);
 }
 
 }  // namespace

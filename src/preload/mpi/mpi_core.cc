@@ -276,6 +276,12 @@ bool BeginRecording(Call* c, int fn) {
   t_in_wrapper = 1;
   c->fn = fn;
   c->t0 = Now();
+  // The thread's MPI time for self-monitoring: the run's calls, not MPI_Init (the report's
+  // start-up) nor MPI_Finalize (OnFinalize takes it back: shut-down).
+  if (g_ready.load(std::memory_order_relaxed) && !g_finalizing.load(std::memory_order_relaxed)) {
+    c->timed = true;
+    parmon_x_mpi_time(c->t0, 0);
+  }
   if (!g_periodic) {
     uint64_t a[2] = {FnId(fn), SiteId(c->site)};
     EmitAt(c->t0, Kind::kMpiEnter, a, 2);
@@ -284,6 +290,8 @@ bool BeginRecording(Call* c, int fn) {
 }
 
 int End(Call* c, int rc) {
+  if (c->timed)
+    parmon_x_mpi_time(c->t0, CompletionTime(*c));
   if (rc != MPI_SUCCESS) {
     uint64_t a[2] = {FnId(c->fn), static_cast<uint64_t>(static_cast<int64_t>(rc))};
     EmitAt(CompletionTime(*c), Kind::kMpiError, a, 2);
@@ -351,7 +359,10 @@ void OnInit(Call& c, int rc) {
 }
 
 void OnFinalize(Call& c) {
-  (void)c;
+  if (c.timed) {
+    parmon_x_mpi_time(c.t0, c.t0);  // shut-down, not the run's MPI time
+    c.timed = false;
+  }
   if (!g_ready.load(std::memory_order_acquire))
     return;
   ClockSync();

@@ -26,6 +26,7 @@ struct Call {
   int fn = 0;       // index into the generated function table
   uint64_t bytes = 0;
   const void* site = nullptr;  // the program's return address: where it called
+  bool timed = false;          // counted in the thread's MPI time (parmon_x_mpi_time)
 };
 
 // False when the call is only passed through (not recording, nested, paused). The check is
