@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/e2e.h"
+#include "support/report_json.h"
 
 namespace parmon::testing {
 namespace {
@@ -135,20 +136,6 @@ Recorded Record(const std::string& mode, const std::vector<std::string>& env = {
   return r;
 }
 
-const json* RankLocation(const json& report, int rank) {
-  for (const auto& l : report["locations"])
-    if (l["label"] == "rank " + std::to_string(rank))
-      return &l;
-  return nullptr;
-}
-
-const json* Link(const json& report, int from, int to) {
-  for (const auto& k : report["links"])
-    if (k["kind"] == "mpi" && k["from"] == from && k["to"] == to)
-      return &k;
-  return nullptr;
-}
-
 bool Available() {
   return Exists(LibDir() + "/libparmon_mpi.so") && Exists(BinDir() + "/mpi_truth");
 }
@@ -177,7 +164,7 @@ void ExpectCountsAndTimes(const Recorded& r) {
     EXPECT_NEAR((*l)["mpi_startup_ns"].get<double>(), init, 0.05 * init + 5e6);
     EXPECT_NEAR((*l)["mpi_shutdown_ns"].get<double>(), fin, 0.05 * fin + 5e6);
     for (const auto& [to, mb] : t.links) {
-      const json* k = Link(r.report, rank, to);
+      const json* k = MpiLink(r.report, rank, to);
       ASSERT_NE(k, nullptr) << "no link rank " << rank << " -> rank " << to;
       EXPECT_EQ((*k)["messages"].get<double>(), mb.first);
       EXPECT_EQ((*k)["bytes"].get<double>(), mb.second);
@@ -354,7 +341,7 @@ TEST(ReportMpiTimeE2E, RingSearchExampleSameCountsInBothModes) {
     if (k["kind"] != "mpi")
       continue;
     ++mpi_links;
-    const json* q = Link(p, k["from"].get<int>(), k["to"].get<int>());
+    const json* q = MpiLink(p, k["from"].get<int>(), k["to"].get<int>());
     ASSERT_NE(q, nullptr) << k.dump();
     EXPECT_EQ((*q)["messages"], k["messages"]) << k.dump();
     EXPECT_EQ((*q)["bytes"], k["bytes"]) << k.dump();
