@@ -226,6 +226,37 @@ TEST(Analyzers, CriticalPathFollowsMessages) {
   EXPECT_EQ(sum, r.critical_path.length_ns);
 }
 
+// A shell that computes 0.5 ms, forks a child and waits for it in wait4 (no recorded call: the
+// sampler sees it in other waits), then runs 0.2 ms after the child's exit. The child computes
+// 6 ms of its 7.9 ms (queued the rest). The path: the shell's first 0.5 ms, into the child at the
+// fork, back to the shell at the exit, and its last 0.2 ms; its wait is on no path.
+void BuildForkWait(TraceBuilder& b) {
+  b.Session({{"command", "sh"}, {"start_ts", std::to_string(testing::kT0)}});
+  b.Process(100, 1, "sh");
+  b.Process(200, 100, "child");
+  b.Thread(1, 100, 100, "sh");
+  b.Thread(2, 200, 200, "child");
+  const auto sched = format::Source::kSched, sampler = format::Source::kSampler;
+  b.Ev(1, 0, Kind::kTaskStart, {0}, "", sched);
+  b.Ev(1, kMs, Kind::kThreadStates, {500 * kUs, 0, 0, 0, 0, 0, 0, 500 * kUs}, "", sampler);
+  b.Ev(2, 1100 * kUs, Kind::kTaskStart, {100}, "", sched);
+  b.Ev(2, 8900 * kUs, Kind::kThreadStates, {6 * kMs, 1800 * kUs, 0, 0, 0, 0, 0, 0}, "", sampler);
+  b.Ev(2, 9 * kMs, Kind::kTaskExit, {0}, "", sched);
+  b.Ev(1, 9950 * kUs, Kind::kThreadStates, {200 * kUs, 0, 0, 0, 0, 0, 0, 8750 * kUs}, "", sampler);
+  b.Ev(1, 10 * kMs, Kind::kTaskExit, {0}, "", sched);
+}
+
+TEST(Analyzers, CriticalPathGoesThroughTheChildNotTheWait) {
+  Trace t = Make("fork", &BuildForkWait);
+  Results r = Engine(*t.session, FixedIntervals()).Run();
+  EXPECT_EQ(r.critical_path.length_ns, 6700 * kUs);
+  ASSERT_EQ(r.critical_path.shares.size(), 2u);
+  EXPECT_EQ(r.critical_path.shares[0].first, "child (200)");
+  EXPECT_EQ(r.critical_path.shares[0].second, 6 * kMs);
+  EXPECT_EQ(r.critical_path.shares[1].first, "sh (100)");
+  EXPECT_EQ(r.critical_path.shares[1].second, 700 * kUs);  // what it ran, none of its wait
+}
+
 TEST(Analyzers, ChannelLinkBetweenThreads) {
   Trace t = Make("chan", &BuildChannels);
   Results r = Engine(*t.session, FixedIntervals()).Run();

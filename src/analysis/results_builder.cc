@@ -566,8 +566,10 @@ void Engine::Impl::BuildCriticalPath(Results* res,
   for (size_t oi : order)
     if (!locs[oi].cpu && (!end || locs[oi].cp > end->cp))
       end = &locs[oi];
-  // Without messages every location is its own path: there is nothing to report.
-  if (end && !links.empty()) {
+  // Without messages, and with no path that went on through another location (a creator at
+  // a thread's exit, a condition variable's signal), every location is its own path: there is
+  // nothing to report.
+  if (end && (!links.empty() || joined_paths)) {
     cp.length_ns = end->cp;
     if (end->shares) {
       for (size_t i = 0; i < end->shares->size() && i < locs.size(); ++i) {

@@ -452,7 +452,8 @@ void TextWaitStates(Out& o, const Results& r) {
                             FormatPercent(cp.shares[i].second, cp.length_ns));
     o.Wrapped(
         "critical path: ",
-        fmt::format("{} of computation through messages ({} of the window): {}",
+        fmt::format("{} of computation through messages, forks and exits ({} of the window); "
+                    "share of the path: {}",
                     FormatDuration(cp.length_ns), FormatPercent(cp.length_ns, cp.wall_ns), shares),
         15);
   }
