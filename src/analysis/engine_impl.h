@@ -495,6 +495,7 @@ struct Engine::Impl {
     uint64_t begin = e.ts > total ? e.ts - total : 0;
     l.cpu_busy += busy;
     l.cpu_total += total;
+    l.cpu_steal += e.args[3];
     AddSpread(l.iv, State::kRunning, busy, begin, e.ts);
     AddSpread(l.iv, State::kOther, total - busy, begin, e.ts);
     has_sched = true;
@@ -620,6 +621,7 @@ struct Engine::Impl {
   void BuildLinks(Results* res);
   void BuildIntervalStats(Results* res) const;
   void BuildWaitStates(Results* res);
+  void BuildCpuAccount(Results* res) const;
   void BuildCriticalPath(Results* res,
                          const std::vector<size_t>& order,
                          const std::vector<int>& result_index) const;

@@ -100,6 +100,7 @@ struct Loc {
   StateTimes sampled_states{};
   StateTimes waits{};                    // inferred from instrumented calls
   uint64_t cpu_busy = 0, cpu_total = 0;  // cpu locations
+  uint64_t cpu_steal = 0;                // of cpu_total: stolen by the hypervisor
   std::vector<StateTimes> iv;            // sampled states (or cpu busy/idle) per interval
   std::vector<StateTimes> iv_waits;      // inferred waits per interval
   // Spinlock waits (SyncWait type 9): the thread ran, so the sampler books the time as running;

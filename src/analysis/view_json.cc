@@ -276,6 +276,17 @@ nlohmann::json ToJson(const Results& r) {
   json j;
   j["schema"] = "parmon-report/1";
   j["summary"] = SummaryJson(r.summary);
+  const CpuAccount& a = r.cpu_account;
+  j["cpu_account"] = {{"cpus", a.cpus},
+                      {"capacity_ns", a.capacity_ns},
+                      {"busy_ns", a.busy_ns},
+                      {"steal_ns", a.steal_ns},
+                      {"idle_ns", a.idle_ns},
+                      {"program_running_ns", a.program_running_ns},
+                      {"program_queued_ns", a.program_queued_ns},
+                      {"other_work_ns", a.other_work_ns},
+                      {"runnable_threads", a.runnable_threads},
+                      {"queued_beside_idle_ns", a.queued_beside_idle_ns}};
   json locs = json::array();
   for (const auto& l : r.locations)
     locs.push_back(LocationJson(l, r.summary));

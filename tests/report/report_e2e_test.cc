@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -401,6 +402,81 @@ TEST(ReportE2E, CriticalPathOfTheMpiRingIsTheRanks) {
   std::printf("ranks %.3f s, the rest (mpirun and helpers) %.3f s\n", ranks / 1e9, launcher / 1e9);
   EXPECT_GE(ranks, 0.6 * length) << text;
   EXPECT_LT(launcher, 0.3 * length) << text;
+}
+
+// The machine's CPU time so far, from /proc/stat's first line (all CPUs, clock ticks in ns).
+struct ProcStat {
+  uint64_t busy = 0, idle = 0, steal = 0;  // busy: user nice system irq softirq; idle: + iowait
+};
+ProcStat ReadProcStat() {
+  std::istringstream in(ReadFile("/proc/stat"));
+  std::string cpu;
+  uint64_t v[8] = {};
+  in >> cpu >> v[0] >> v[1] >> v[2] >> v[3] >> v[4] >> v[5] >> v[6] >> v[7];
+  const uint64_t tick = 1'000'000'000ull / static_cast<uint64_t>(sysconf(_SC_CLK_TCK));
+  return {(v[0] + v[1] + v[2] + v[5] + v[6]) * tick, (v[3] + v[4]) * tick, v[7] * tick};
+}
+
+// Issue 12 item 10: the threads' queued share and the CPUs' busy share must reconcile. Four
+// spinners on this machine's CPUs (2 here, shared with other work): the report's CPU account
+// says how busy the CPUs were, how much of that was the program, how many CPUs its threads
+// wanted and got; what they queued is checked against each thread's schedstat run_delay (the
+// kernel's own queueing clock, printed by the program), the busy and steal shares against
+// /proc/stat read around the run.
+TEST(ReportE2E, QueuedTimeReconcilesWithTheCpus) {
+  if (!Exists(BinDir() + "/duty_cycle"))
+    GTEST_SKIP() << "needs duty_cycle";
+  TempDir dir;
+  std::string why, text;
+  RunResult rec;
+  const ProcStat before = ReadProcStat();
+  json r = RecordAndReport(dir, {BinDir() + "/duty_cycle", "--seconds", "2", "oversub"}, &why,
+                           &text, &rec);
+  const ProcStat after = ReadProcStat();
+  ASSERT_FALSE(r.is_null()) << why;
+  if (!r["summary"]["has_sched"].get<bool>())
+    GTEST_SKIP() << "the trace has no sampler data";
+  std::vector<Truth> truth = ParseTruth(rec.out);
+  ASSERT_EQ(truth.size(), 4u) << rec.out;
+  const json& a = r["cpu_account"];
+  std::printf("%s\n", a.dump().c_str());
+  ASSERT_GT(a["cpus"].get<uint64_t>(), 0u);
+  const double capacity = a["capacity_ns"].get<double>();
+  const double window = r["summary"]["duration_ns"].get<double>();
+  // The kernel's figures for the spinners: their queueing and what they ran.
+  double delay = 0, ran = 0;
+  for (const Truth& t : truth) {
+    delay += static_cast<double>(t.sched_delay);
+    ran += static_cast<double>(t.sched_run);
+  }
+  const double queued = a["program_queued_ns"].get<double>();
+  const double running = a["program_running_ns"].get<double>();
+  std::printf("queued %.3f s (schedstat %.3f s), running %.3f s (schedstat %.3f s)\n", queued / 1e9,
+              delay / 1e9, running / 1e9, ran / 1e9);
+  // The main thread (in pthread_join) adds a few ms of either.
+  EXPECT_NEAR(queued, delay, 0.05 * delay + 30e6);
+  EXPECT_NEAR(running, ran, 0.03 * ran + 30e6);
+  // The CPUs wanted and got, in CPUs on average: wanted - got is what they queued.
+  const double wanted = a["runnable_threads"].get<double>();
+  EXPECT_NEAR(wanted, (delay + ran) / window, 0.05 * wanted + 0.05);
+  // The program cannot have run more than the CPUs were busy (10 ms ticks: a tick per CPU per
+  // sample of slack), and the CPU figures follow /proc/stat over the run.
+  EXPECT_LE(running, 1.02 * a["busy_ns"].get<double>() + 50e6);
+  const double machine = static_cast<double>(
+      (after.busy - before.busy) + (after.idle - before.idle) + (after.steal - before.steal));
+  ASSERT_GT(machine, 0);
+  const double busy_share = a["busy_ns"].get<double>() / capacity;
+  const double steal_share = a["steal_ns"].get<double>() / capacity;
+  std::printf("busy %.0f%% (/proc/stat %.0f%%), steal %.0f%% (/proc/stat %.0f%%)\n",
+              100 * busy_share, 100.0 * static_cast<double>(after.busy - before.busy) / machine,
+              100 * steal_share, 100.0 * static_cast<double>(after.steal - before.steal) / machine);
+  EXPECT_NEAR(busy_share, static_cast<double>(after.busy - before.busy) / machine, 0.1);
+  EXPECT_NEAR(steal_share, static_cast<double>(after.steal - before.steal) / machine, 0.05);
+  // Four spinners on fewer CPUs want more than there are: they queued, and the line says why.
+  if (a["cpus"].get<uint64_t>() < 4)
+    EXPECT_GT(wanted, static_cast<double>(a["cpus"].get<uint64_t>()));
+  EXPECT_NE(text.find("cpus       busy "), std::string::npos) << text;
+  EXPECT_NE(text.find("so they queued"), std::string::npos) << text;
 }
 
 // Issue 12 item 3: load imbalance is a property of peers doing the same kind of work. `make -j4`
