@@ -248,6 +248,11 @@ struct Engine::Impl {
       return;
     l.exited = true;
     Accrue(l, e.ts);
+    // Its last switch-out is the exit itself (no record follows): off a CPU from now on.
+    if (l.on_cpu != kNone) {
+      l.run_clock += e.ts > l.on_cpu ? e.ts - l.on_cpu : 0;
+      l.on_cpu = kNone;
+    }
     if (l.creator == kNoIndex)
       return;
     Loc& c = locs[l.creator];

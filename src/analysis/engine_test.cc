@@ -257,6 +257,40 @@ TEST(Analyzers, CriticalPathGoesThroughTheChildNotTheWait) {
   EXPECT_EQ(r.critical_path.shares[1].second, 700 * kUs);  // what it ran, none of its wait
 }
 
+// The same with context-switch records, which time each stretch exactly: the parent runs
+// 0-0.5 ms (forking the child at 0.4 ms) and 5.2-5.5 ms; the child 1-2 ms and 3-5 ms, then
+// exits with no switch-out after it (the exit is its last), and the sampler's last sample of it
+// comes at 9 ms: the 4 ms between are no running of it.
+void BuildSwitchedFork(TraceBuilder& b) {
+  b.Session({{"command", "p"}, {"start_ts", std::to_string(testing::kT0)}});
+  b.Process(100, 1, "p");
+  b.Process(200, 100, "c");
+  b.Thread(1, 100, 100, "p");
+  b.Thread(2, 200, 200, "c");
+  const auto sched = format::Source::kSched, sampler = format::Source::kSampler;
+  b.Ev(1, 0, Kind::kSwitchIn, {0}, "", sched);
+  b.Ev(2, 400 * kUs, Kind::kTaskStart, {100}, "", sched);
+  b.Ev(1, 500 * kUs, Kind::kSwitchOut, {0, 0}, "", sched);
+  b.Ev(2, 1 * kMs, Kind::kSwitchIn, {1}, "", sched);
+  b.Ev(2, 2 * kMs, Kind::kSwitchOut, {1, 1}, "", sched);
+  b.Ev(2, 3 * kMs, Kind::kSwitchIn, {1}, "", sched);
+  b.Ev(2, 5 * kMs, Kind::kTaskExit, {0}, "", sched);
+  b.Ev(1, 5200 * kUs, Kind::kSwitchIn, {0}, "", sched);
+  b.Ev(1, 5500 * kUs, Kind::kTaskExit, {0}, "", sched);
+  b.Ev(2, 9 * kMs, Kind::kThreadStates, {3 * kMs, 1 * kMs, 0, 0, 0, 0, 0, 4600 * kUs}, "", sampler);
+}
+
+TEST(Analyzers, CriticalPathFromSwitchRecordsEndsAtTheExit) {
+  Trace t = Make("switched", &BuildSwitchedFork);
+  Results r = Engine(*t.session, FixedIntervals()).Run();
+  EXPECT_EQ(r.critical_path.length_ns, 3700 * kUs);
+  ASSERT_EQ(r.critical_path.shares.size(), 2u);
+  EXPECT_EQ(r.critical_path.shares[0].first, "c (200)");
+  EXPECT_EQ(r.critical_path.shares[0].second, 3 * kMs);
+  // Before the fork and after the exit; its 0.1 ms between the fork and blocking is on no path.
+  EXPECT_EQ(r.critical_path.shares[1].second, 700 * kUs);
+}
+
 TEST(Analyzers, ChannelLinkBetweenThreads) {
   Trace t = Make("chan", &BuildChannels);
   Results r = Engine(*t.session, FixedIntervals()).Run();
