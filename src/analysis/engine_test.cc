@@ -230,13 +230,19 @@ TEST(Analyzers, CriticalPathFollowsMessages) {
 // sampler sees it in other waits), then runs 0.2 ms after the child's exit. The child computes
 // 6 ms of its 7.9 ms (queued the rest). The path: the shell's first 0.5 ms, into the child at the
 // fork, back to the shell at the exit, and its last 0.2 ms; its wait is on no path.
+// A parent process (pid 100, location 1) and the child it forks (pid 200, location 2).
+void ParentAndChild(TraceBuilder& b, const char* parent, const char* child) {
+  b.Session({{"command", parent}, {"start_ts", std::to_string(testing::kT0)}});
+  b.Process(100, 1, parent);
+  b.Process(200, 100, child);
+  b.Thread(1, 100, 100, parent);
+  b.Thread(2, 200, 200, child);
+}
+constexpr auto kSched = format::Source::kSched, kSampler = format::Source::kSampler;
+
 void BuildForkWait(TraceBuilder& b) {
-  b.Session({{"command", "sh"}, {"start_ts", std::to_string(testing::kT0)}});
-  b.Process(100, 1, "sh");
-  b.Process(200, 100, "child");
-  b.Thread(1, 100, 100, "sh");
-  b.Thread(2, 200, 200, "child");
-  const auto sched = format::Source::kSched, sampler = format::Source::kSampler;
+  ParentAndChild(b, "sh", "child");
+  const auto sched = kSched, sampler = kSampler;
   b.Ev(1, 0, Kind::kTaskStart, {0}, "", sched);
   b.Ev(1, kMs, Kind::kThreadStates, {500 * kUs, 0, 0, 0, 0, 0, 0, 500 * kUs}, "", sampler);
   b.Ev(2, 1100 * kUs, Kind::kTaskStart, {100}, "", sched);
@@ -262,12 +268,8 @@ TEST(Analyzers, CriticalPathGoesThroughTheChildNotTheWait) {
 // exits with no switch-out after it (the exit is its last), and the sampler's last sample of it
 // comes at 9 ms: the 4 ms between are no running of it.
 void BuildSwitchedFork(TraceBuilder& b) {
-  b.Session({{"command", "p"}, {"start_ts", std::to_string(testing::kT0)}});
-  b.Process(100, 1, "p");
-  b.Process(200, 100, "c");
-  b.Thread(1, 100, 100, "p");
-  b.Thread(2, 200, 200, "c");
-  const auto sched = format::Source::kSched, sampler = format::Source::kSampler;
+  ParentAndChild(b, "p", "c");
+  const auto sched = kSched, sampler = kSampler;
   b.Ev(1, 0, Kind::kSwitchIn, {0}, "", sched);
   b.Ev(2, 400 * kUs, Kind::kTaskStart, {100}, "", sched);
   b.Ev(1, 500 * kUs, Kind::kSwitchOut, {0, 0}, "", sched);
