@@ -204,6 +204,7 @@ struct CriticalPath {
   uint64_t length_ns = 0;  // computation along the longest chain through messages
   uint64_t wall_ns = 0;
   std::vector<std::pair<std::string, uint64_t>> shares;  // label, ns on the path; descending
+  bool shares_kept = true;  // false beyond 64 locations: only the length is known
 };
 
 // The CPUs' time against the program's threads, so that a user can reconcile the threads'

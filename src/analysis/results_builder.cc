@@ -584,7 +584,9 @@ void Engine::Impl::BuildCriticalPath(Results* res,
       std::stable_sort(cp.shares.begin(), cp.shares.end(),
                        [](const auto& a, const auto& b) { return a.second > b.second; });
     } else {
-      cp.shares.push_back({Label(*end), end->cp});
+      // Shares are not kept beyond kMaxShareLocations: the location where the path ends (often
+      // a parent that took its children's paths at their exits) is not where it ran.
+      cp.shares_kept = false;
     }
   }
 }

@@ -254,7 +254,10 @@ json WaitStatesJson(const Results& r) {
             {"min_label", li.min_label},
             {"percent", li.percent}}},
           {"critical_path",
-           {{"length_ns", cp.length_ns}, {"wall_ns", cp.wall_ns}, {"shares", shares}}}};
+           {{"length_ns", cp.length_ns},
+            {"wall_ns", cp.wall_ns},
+            {"shares", shares},
+            {"shares_kept", cp.shares_kept}}}};
 }
 
 json FindingsJson(const Results& r) {

@@ -477,6 +477,8 @@ void TextWaitStates(Out& o, const Results& r) {
     for (size_t i = 0; i < cp.shares.size() && i < 4; ++i)
       shares += fmt::format("{}{} {}", shares.empty() ? "" : ", ", cp.shares[i].first,
                             FormatPercent(cp.shares[i].second, cp.length_ns));
+    if (!cp.shares_kept)
+      shares = "not kept (more than 64 locations)";
     o.Wrapped(
         "critical path: ",
         fmt::format("{} of computation through messages, forks and exits ({} of the window); "
