@@ -272,9 +272,10 @@ TEST(ReportE2E, CriticalPathRunsThroughTheWorkNotAWaitingParent) {
     if (!busiest || l["cpu_ns"].get<double>() > (*busiest)["cpu_ns"].get<double>())
       busiest = &l;
     // time and sh only start and wait: on the path with their start-up (exec, loading the
-    // preload libraries: about 20 ms of CPU each on this busy machine), never their waits.
+    // preload libraries: 20-40 ms of CPU each on this busy machine, against a path of about
+    // 0.4 s), never their waits (CheckPathSegments: never more than their CPU time).
     if (l["name"] == "time" || l["name"] == "sh")
-      EXPECT_LT(l["critical_path_ns"].get<double>(), 0.08 * length) << l["label"];
+      EXPECT_LT(l["critical_path_ns"].get<double>(), 0.15 * length) << l["label"];
     else if (l["cpu_ns"].get<double>() > 0.05 * l["wall_ns"].get<double>())
       workers += l["critical_path_ns"].get<double>();
   }
@@ -324,10 +325,10 @@ TEST(ReportE2E, CriticalPathOfAShellAndItsComputingChild) {
   EXPECT_GE(on_path, 0.95 * cpu - 30e6);
   EXPECT_LE(on_path, 1.02 * cpu + 1e6);
   // The waiters (sh in wait4, duty_cycle's main thread in the join): their start-up only.
-  EXPECT_GE(on_path, 0.9 * length);
+  EXPECT_GE(on_path, 0.85 * length);
   for (const auto& l : r["locations"])
     if (l["kind"] == "thread" && &l != spinner)
-      EXPECT_LT(l["critical_path_ns"].get<double>(), 0.05 * length) << l["label"];
+      EXPECT_LT(l["critical_path_ns"].get<double>(), 0.1 * length) << l["label"];
   EXPECT_NE(text.find("critical path: "), std::string::npos) << text;
 }
 
