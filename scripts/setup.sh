@@ -6,7 +6,7 @@ pkgs=(build-essential cmake ninja-build pkg-config libzstd-dev libfmt-dev libcli
       libseccomp-dev linux-perf python3 mpich libmpich-dev
       libopen-trace-format2-dev otf2-tools python3-otf2 libdw-dev
       libprotobuf-dev protobuf-compiler libboost1.81-dev
-      tmux libomp-dev clang iproute2)
+      tmux libomp-dev clang iproute2 pigz)
 # OTF2 (`parmon export --format otf2`) links Debian's libotf2; its tests read archives back with
 # otf2-print and the python3-otf2 bindings. Perfetto export (`--format perfetto`) writes its
 # protobuf with Debian's libprotobuf (protoc generates the code). The collector (`parmon serve`)
@@ -17,6 +17,7 @@ pkgs=(build-essential cmake ninja-build pkg-config libzstd-dev libfmt-dev libcli
 # builds examples/openmp against it.
 # iproute2's `ip` makes the network namespaces (hosts, a bridge, veth pairs) of the multi-host
 # test (tests/cluster).
+# pigz: the report's end-to-end golden of a real multi-threaded program ("CPU-bound on 2 CPUs").
 # MPICH sits next to OpenMPI (the default mpicc/mpirun stay OpenMPI's, which has the higher
 # alternatives priority); parmon's MPICH wrappers and tests use mpicc.mpich/mpirun.mpich.
 missing=()

@@ -66,7 +66,7 @@ void Engine::Impl::ChanIo(Loc& l, const Event& e) {
   if (!l.in_mpi) {
     Accrue(l, begin);
     AddWaitState(l, State::kCommWait, begin, e.ts);
-    l.cp_mark = e.ts;
+    Mark(l, e.ts);
   }
   auto fit = fd_endpoint.find({l.pid, e.args[0]});
   EndpointKey key = fit != fd_endpoint.end() ? fit->second : KeyOf(l.pid, e.args[0], 0, 0, 0);

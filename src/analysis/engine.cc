@@ -64,6 +64,8 @@ int32_t Engine::Impl::LocFor(uint32_t id) {
   if (!l.cpu)
     l.iv_waits.resize(iv_count);
   loc_index[id] = static_cast<int32_t>(locs.size());
+  if (it != defs.locations.end() && it->second.type == format::LocationType::kThread && l.tid)
+    loc_of_tid[l.tid] = static_cast<uint32_t>(locs.size());
   locs.push_back(std::move(l));
   if (locs.size() > kMaxShareLocations)
     track_shares = false;

@@ -49,7 +49,17 @@ struct Engine::Impl {
   Bins bins;  // the window's intervals (ws, we, iv_ns, iv_count)
 
   std::vector<Loc> locs;
-  std::vector<int32_t> loc_index;  // by location id, -1 when absent
+  std::vector<int32_t> loc_index;                     // by location id, -1 when absent
+  std::unordered_map<uint32_t, uint32_t> loc_of_tid;  // thread locations by tid
+  // A path went on through another location than by a message or a channel: a thread's
+  // creator took it at its exit, a condition variable's waiter from its signaller.
+  bool joined_paths = false;
+  // The path at the last pthread_cond_signal/broadcast of each condition variable (by address).
+  struct Signal {
+    uint64_t cp = 0;
+    std::shared_ptr<const Shares> shares;
+  };
+  std::unordered_map<uint64_t, Signal> cond_signals;
   std::unordered_map<uint32_t, int32_t> rank_of_pid;
   uint32_t world_size = 0;
   std::unordered_map<uint64_t, uint32_t> comm_size;
@@ -189,27 +199,101 @@ struct Engine::Impl {
   }
 
   // --- critical path -------------------------------------------------------------------------
+  // Computation from l.cp_mark to t goes on l's path: what the thread ran in between. With
+  // context-switch records that is its running clock's advance. Without them (periodic mode,
+  // --no-switches) it is the running its samples booked (outside MPI calls and spin waits) that
+  // earlier stretches have not taken: samples lag by up to a period, so a stretch shorter than
+  // that may take running an earlier stretch did, and a later one what this one did. Either way
+  // what the path gets of a thread never exceeds what it ran.
   void Accrue(Loc& l, uint64_t t) {
-    if (l.cp_mark == kNone || t <= l.cp_mark) {
-      if (l.cp_mark != kNone)
-        l.cp_mark = std::max(l.cp_mark, t);
+    if (l.cp_mark == kNone || t <= l.cp_mark)
       return;
-    }
     uint64_t d = Clip(l.cp_mark, t);
-    if (l.sampled && l.cp_run_from != kNone) {
-      // Running the sampler booked and not yet spent on computation, as far as its samples have
-      // come: they lag by up to a period, so a stretch shorter than that (a few microseconds
-      // between two reads) spends what earlier samples brought, and leaves the rest for later.
-      const uint64_t run = l.sampled_states[static_cast<int>(State::kRunning)];
-      d = std::min(d, run - std::min(run, l.cp_run_from));
-      l.cp_run_from += d;
+    if (l.switch_timed) {
+      const uint64_t now = RunClock(l, t);
+      d = std::min(d, now - std::min(now, l.cp_run_at));
+    } else if (l.sampled || (has_sched && !l.cpu)) {
+      uint64_t run = l.sampled_states[static_cast<int>(State::kRunning)];
+      run -= std::min(run, l.spin_ns);
+      d = std::min(d, run - std::min(run, l.cp_spent));
+      l.cp_spent += d;
     }
     l.cp += d;
     if (track_shares && d) {
       Own(l);
       (*l.shares)[static_cast<size_t>(&l - locs.data())] += d;
     }
+    Mark(l, t);
+  }
+  // The thread computes from t on (a call returned, its first event).
+  void Mark(Loc& l, uint64_t t) {
     l.cp_mark = t;
+    l.cp_run_at = RunClock(l, t);
+  }
+  static uint64_t RunClock(const Loc& l, uint64_t t) {
+    return l.run_clock + (l.on_cpu != kNone && t > l.on_cpu ? t - l.on_cpu : 0);
+  }
+  void SwitchIn(Loc& l, uint64_t ts) {
+    l.switch_timed = true;
+    l.on_cpu = ts;
+  }
+  void SwitchOut(Loc& l, uint64_t ts) {
+    if (l.on_cpu != kNone)
+      l.run_clock += ts > l.on_cpu ? ts - l.on_cpu : 0;
+    else if (!l.switch_timed && l.first != kNone)  // on a CPU since before its first record
+      l.run_clock += ts > l.first ? ts - l.first : 0;
+    l.switch_timed = true;
+    l.on_cpu = kNone;
+  }
+  // A thread or process starts (TaskStart): its path continues its creator's at the fork.
+  void TaskStarts(Loc& l, const Event& e) {
+    if (l.creator != kNoIndex || !e.args[0] || l.cpu)
+      return;
+    auto it = loc_of_tid.find(static_cast<uint32_t>(e.args[0]));
+    if (it == loc_of_tid.end() || it->second == IndexOf(l))
+      return;
+    l.creator = it->second;
+    Loc& c = locs[l.creator];
+    Accrue(c, e.ts);
+    Adopt(l, c.cp, ShareSnapshot(c));
+  }
+  // It ends (TaskExit): its creator, which a join or wait4 held until now, takes its path (a
+  // creator that went on computing meanwhile keeps its own when that is longer).
+  void TaskEnds(Loc& l, const Event& e) {
+    if (l.exited || l.cpu)
+      return;
+    l.exited = true;
+    Accrue(l, e.ts);
+    // Its last switch-out is the exit itself (no record follows): off a CPU from now on.
+    if (l.on_cpu != kNone) {
+      l.run_clock += e.ts > l.on_cpu ? e.ts - l.on_cpu : 0;
+      l.on_cpu = kNone;
+    }
+    if (l.creator == kNoIndex)
+      return;
+    Loc& c = locs[l.creator];
+    if (c.exited)
+      return;
+    Accrue(c, e.ts);
+    if (l.cp > c.cp)
+      joined_paths = true;
+    Adopt(c, l.cp, ShareSnapshot(l));
+  }
+  // A condition variable: the signaller's path so far, for the waiter it wakes.
+  void CondSignal(Loc& l, const Event& e) {
+    if (l.cpu || l.in_mpi)
+      return;
+    Accrue(l, e.ts);
+    cond_signals[e.args[0]] = {l.cp, ShareSnapshot(l)};
+  }
+  // A wait on a condition variable returned: it waited for the last signal on it.
+  void CondWoken(Loc& l, const Event& e) {
+    auto it = cond_signals.find(e.args[0]);
+    if (it == cond_signals.end() || l.cpu)
+      return;
+    if (it->second.cp > l.cp)
+      joined_paths = true;
+    Adopt(l, it->second.cp, it->second.shares);
   }
   void Own(Loc& l) {
     if (!l.shares)
@@ -255,7 +339,7 @@ struct Engine::Impl {
     ++l.events;
     if (l.first == kNone) {
       l.first = e.ts;
-      l.cp_mark = e.ts;
+      Mark(l, e.ts);
     }
     l.last = e.ts;
     if (e.source == format::Source::kRuntime)
@@ -335,6 +419,11 @@ struct Engine::Impl {
         if (e.args[1] == kSyncSpin && !l.in_mpi && !l.cpu)
           SpinWait(l, e.args[2], e.ts);
         BlockingCall(l, State::kLockWait, e.args[2], e.ts);
+        if (e.args[1] == kSyncCond)
+          CondWoken(l, e);
+        break;
+      case Kind::kSyncSignal:
+        CondSignal(l, e);
         break;
       case Kind::kTimerWait:
         BlockingCall(l, State::kTimerWait, e.args[2], e.ts);
@@ -345,7 +434,11 @@ struct Engine::Impl {
       case Kind::kCpuSample:
         CpuSample(l, e);
         break;
+      case Kind::kSwitchIn:
+        SwitchIn(l, e.ts);
+        break;
       case Kind::kSwitchOut:
+        SwitchOut(l, e.ts);
         ++l.switches;
         l.preempted += e.args[1] != 0;
         has_sched = true;
@@ -361,6 +454,12 @@ struct Engine::Impl {
       case Kind::kOmpSoloRegion:
         omp.Consume(l.id, l.pid, l.tid, e);
         break;
+      case Kind::kTaskStart:
+        TaskStarts(l, e);
+        break;
+      case Kind::kTaskExit:
+        TaskEnds(l, e);
+        break;
       case Kind::kSwitchCounts:
         l.switches += e.args[0];
         l.preempted += e.args[1];
@@ -369,11 +468,6 @@ struct Engine::Impl {
       default:
         break;
     }
-    // A computing stretch starts (a call ended): its running is counted from now on.
-    if (l.cp_mark == kNone)
-      l.cp_run_from = kNone;
-    else if (l.cp_run_from == kNone)
-      l.cp_run_from = l.sampled_states[static_cast<int>(State::kRunning)];
   }
 
   // --- thread states -----------------------------------------------------------------------------
@@ -408,8 +502,12 @@ struct Engine::Impl {
       AddSpread(l.iv, StateOfArg(i), args[i], begin, ts);
     }
     l.sampled = true;
-    if (begin < l.first)
+    if (begin < l.first) {
       l.first = std::max(begin, ws);
+      // It computed before its first event (a sample): its path starts with it.
+      if (l.cp_mark != kNone && l.cp_spent == 0 && l.cp_mark > l.first && !l.switch_timed)
+        l.cp_mark = l.first;
+    }
     has_sched = true;
   }
   // A CPU's busy and idle time over the sample's span.
@@ -419,6 +517,7 @@ struct Engine::Impl {
     uint64_t begin = e.ts > total ? e.ts - total : 0;
     l.cpu_busy += busy;
     l.cpu_total += total;
+    l.cpu_steal += e.args[3];
     AddSpread(l.iv, State::kRunning, busy, begin, e.ts);
     AddSpread(l.iv, State::kOther, total - busy, begin, e.ts);
     has_sched = true;
@@ -453,6 +552,7 @@ struct Engine::Impl {
 
   // SyncWait's type for pthread_spin_lock (docs/events.md).
   static constexpr uint64_t kSyncSpin = 9;
+  static constexpr uint64_t kSyncCond = 4;  // a condition variable's wait
   void SpinWait(Loc& l, uint64_t begin, uint64_t end) {
     uint64_t d = Clip(std::min(begin, end), end);
     if (!d)
@@ -470,7 +570,7 @@ struct Engine::Impl {
       begin = end;
     Accrue(l, begin);
     AddWaitState(l, s, begin, end);
-    l.cp_mark = end;
+    Mark(l, end);
   }
 
   // --- MPI point-to-point and wait states (mpi_p2p.cc) -----------------------------------------
@@ -547,6 +647,7 @@ struct Engine::Impl {
   void BuildLinks(Results* res);
   void BuildIntervalStats(Results* res) const;
   void BuildWaitStates(Results* res);
+  void BuildCpuAccount(Results* res) const;
   void BuildCriticalPath(Results* res,
                          const std::vector<size_t>& order,
                          const std::vector<int>& result_index) const;

@@ -100,6 +100,7 @@ struct Loc {
   StateTimes sampled_states{};
   StateTimes waits{};                    // inferred from instrumented calls
   uint64_t cpu_busy = 0, cpu_total = 0;  // cpu locations
+  uint64_t cpu_steal = 0;                // of cpu_total: stolen by the hypervisor
   std::vector<StateTimes> iv;            // sampled states (or cpu busy/idle) per interval
   std::vector<StateTimes> iv_waits;      // inferred waits per interval
   // Spinlock waits (SyncWait type 9): the thread ran, so the sampler books the time as running;
@@ -129,11 +130,24 @@ struct Loc {
   // dependencies ending at this location's current time.
   uint64_t cp = 0;
   uint64_t cp_mark = kNone;  // computing since; kNone while waiting in a call
-  // A sampled thread's running time (in the window) spent on computation so far, from the start
-  // of its computing stretch: only what it ran counts as computation, not the time it was
-  // blocked outside any recorded call (a parent in wait4, an idle helper thread). kNone while
-  // waiting in an MPI call.
-  uint64_t cp_run_from = 0;
+  // A sampled thread's running time (in the window, outside MPI calls and spin waits) already
+  // put on its path: only what it ran counts as computation, not the time it was blocked
+  // outside any recorded call (a parent in wait4, an idle helper thread, a pool worker parked on
+  // a futex). Accrue spends the running the samples booked and this has not covered yet.
+  uint64_t cp_spent = 0;
+  // With context-switch records (trace mode) the thread's running is known to the nanosecond:
+  // its running clock (run_clock up to its last switch-out, on_cpu since its last switch-in,
+  // kNone while off a CPU) read at cp_mark (cp_run_at) and at the end of a stretch gives what
+  // it ran in between, with no lag.
+  bool switch_timed = false;
+  uint64_t on_cpu = kNone;
+  uint64_t run_clock = 0;
+  uint64_t cp_run_at = 0;
+  // The thread that created this one (TaskStart's parent: the fork or pthread_create), kNoIndex
+  // when not in the session: its path continues here at the start and takes this one's path
+  // back at the exit (the join, the wait4 of a parent).
+  uint32_t creator = kNoIndex;
+  bool exited = false;
   std::shared_ptr<Shares> shares;
   uint64_t switches = 0, preempted = 0;
 };

@@ -226,6 +226,73 @@ TEST(Analyzers, CriticalPathFollowsMessages) {
   EXPECT_EQ(sum, r.critical_path.length_ns);
 }
 
+// A shell that computes 0.5 ms, forks a child and waits for it in wait4 (no recorded call: the
+// sampler sees it in other waits), then runs 0.2 ms after the child's exit. The child computes
+// 6 ms of its 7.9 ms (queued the rest). The path: the shell's first 0.5 ms, into the child at the
+// fork, back to the shell at the exit, and its last 0.2 ms; its wait is on no path.
+// A parent process (pid 100, location 1) and the child it forks (pid 200, location 2).
+void ParentAndChild(TraceBuilder& b, const char* parent, const char* child) {
+  b.Session({{"command", parent}, {"start_ts", std::to_string(testing::kT0)}});
+  b.Process(100, 1, parent);
+  b.Process(200, 100, child);
+  b.Thread(1, 100, 100, parent);
+  b.Thread(2, 200, 200, child);
+}
+constexpr auto kSched = format::Source::kSched, kSampler = format::Source::kSampler;
+
+void BuildForkWait(TraceBuilder& b) {
+  ParentAndChild(b, "sh", "child");
+  const auto sched = kSched, sampler = kSampler;
+  b.Ev(1, 0, Kind::kTaskStart, {0}, "", sched);
+  b.Ev(1, kMs, Kind::kThreadStates, {500 * kUs, 0, 0, 0, 0, 0, 0, 500 * kUs}, "", sampler);
+  b.Ev(2, 1100 * kUs, Kind::kTaskStart, {100}, "", sched);
+  b.Ev(2, 8900 * kUs, Kind::kThreadStates, {6 * kMs, 1800 * kUs, 0, 0, 0, 0, 0, 0}, "", sampler);
+  b.Ev(2, 9 * kMs, Kind::kTaskExit, {0}, "", sched);
+  b.Ev(1, 9950 * kUs, Kind::kThreadStates, {200 * kUs, 0, 0, 0, 0, 0, 0, 8750 * kUs}, "", sampler);
+  b.Ev(1, 10 * kMs, Kind::kTaskExit, {0}, "", sched);
+}
+
+TEST(Analyzers, CriticalPathGoesThroughTheChildNotTheWait) {
+  Trace t = Make("fork", &BuildForkWait);
+  Results r = Engine(*t.session, FixedIntervals()).Run();
+  EXPECT_EQ(r.critical_path.length_ns, 6700 * kUs);
+  ASSERT_EQ(r.critical_path.shares.size(), 2u);
+  EXPECT_EQ(r.critical_path.shares[0].first, "child (200)");
+  EXPECT_EQ(r.critical_path.shares[0].second, 6 * kMs);
+  EXPECT_EQ(r.critical_path.shares[1].first, "sh (100)");
+  EXPECT_EQ(r.critical_path.shares[1].second, 700 * kUs);  // what it ran, none of its wait
+}
+
+// The same with context-switch records, which time each stretch exactly: the parent runs
+// 0-0.5 ms (forking the child at 0.4 ms) and 5.2-5.5 ms; the child 1-2 ms and 3-5 ms, then
+// exits with no switch-out after it (the exit is its last), and the sampler's last sample of it
+// comes at 9 ms: the 4 ms between are no running of it.
+void BuildSwitchedFork(TraceBuilder& b) {
+  ParentAndChild(b, "p", "c");
+  const auto sched = kSched, sampler = kSampler;
+  b.Ev(1, 0, Kind::kSwitchIn, {0}, "", sched);
+  b.Ev(2, 400 * kUs, Kind::kTaskStart, {100}, "", sched);
+  b.Ev(1, 500 * kUs, Kind::kSwitchOut, {0, 0}, "", sched);
+  b.Ev(2, 1 * kMs, Kind::kSwitchIn, {1}, "", sched);
+  b.Ev(2, 2 * kMs, Kind::kSwitchOut, {1, 1}, "", sched);
+  b.Ev(2, 3 * kMs, Kind::kSwitchIn, {1}, "", sched);
+  b.Ev(2, 5 * kMs, Kind::kTaskExit, {0}, "", sched);
+  b.Ev(1, 5200 * kUs, Kind::kSwitchIn, {0}, "", sched);
+  b.Ev(1, 5500 * kUs, Kind::kTaskExit, {0}, "", sched);
+  b.Ev(2, 9 * kMs, Kind::kThreadStates, {3 * kMs, 1 * kMs, 0, 0, 0, 0, 0, 4600 * kUs}, "", sampler);
+}
+
+TEST(Analyzers, CriticalPathFromSwitchRecordsEndsAtTheExit) {
+  Trace t = Make("switched", &BuildSwitchedFork);
+  Results r = Engine(*t.session, FixedIntervals()).Run();
+  EXPECT_EQ(r.critical_path.length_ns, 3700 * kUs);
+  ASSERT_EQ(r.critical_path.shares.size(), 2u);
+  EXPECT_EQ(r.critical_path.shares[0].first, "c (200)");
+  EXPECT_EQ(r.critical_path.shares[0].second, 3 * kMs);
+  // Before the fork and after the exit; its 0.1 ms between the fork and blocking is on no path.
+  EXPECT_EQ(r.critical_path.shares[1].second, 700 * kUs);
+}
+
 TEST(Analyzers, ChannelLinkBetweenThreads) {
   Trace t = Make("chan", &BuildChannels);
   Results r = Engine(*t.session, FixedIntervals()).Run();

@@ -135,7 +135,7 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
     ReleaseCall(l.call_waits);
     l.call_waits = kNoIndex;
   }
-  l.cp_mark = e.ts;
+  Mark(l, e.ts);
 }
 
 // The record of the open MPI call's message waits, created when it first completes one.
@@ -212,7 +212,8 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
   s.loc = IndexOf(l);
   s.blocking = e.args[4] == 0;
   s.link = MpiLink(rank, peer);
-  s.cp = l.cp + (l.cp_mark != kNone && e.ts > l.cp_mark ? Clip(l.cp_mark, e.ts) : 0);
+  Accrue(l, e.ts);  // (a send outside any recorded call: its computation up to now)
+  s.cp = l.cp;
   s.shares = ShareSnapshot(l);
   s.clock = loop_clocks.Send(s.loc);
   s.call = kNoIndex;

@@ -204,6 +204,25 @@ struct CriticalPath {
   uint64_t length_ns = 0;  // computation along the longest chain through messages
   uint64_t wall_ns = 0;
   std::vector<std::pair<std::string, uint64_t>> shares;  // label, ns on the path; descending
+  bool shares_kept = true;  // false beyond 64 locations: only the length is known
+};
+
+// The CPUs' time against the program's threads, so that a user can reconcile the threads'
+// queued time with the CPUs' busy share (issue 12 item 10): threads queue when more of them want
+// a CPU than there are CPUs free of other work and of the hypervisor (steal), and, for a moment
+// after each wake-up, even beside an idle CPU.
+struct CpuAccount {
+  uint32_t cpus = 0;                   // CPU locations sampled
+  uint64_t capacity_ns = 0;            // their sampled time (about cpus x window)
+  uint64_t busy_ns = 0;                // /proc/stat: user, nice, system, irq, softirq
+  uint64_t steal_ns = 0;               // taken by the hypervisor
+  uint64_t idle_ns = 0;                // idle and iowait
+  uint64_t program_running_ns = 0;     // the program's sampled threads, summed
+  uint64_t program_queued_ns = 0;      // the same threads' queued (runnable) time
+  uint64_t other_work_ns = 0;          // busy less the program's running: other processes, parmon
+  double runnable_threads = 0;         // (running + queued) / window: threads wanting a CPU
+  uint64_t queued_beside_idle_ns = 0;  // queued time in intervals where CPU time was not busy,
+                                       // up to that time: wake-up delays, short bursts
 };
 
 struct Finding {
@@ -290,6 +309,7 @@ struct Results {
   IntervalSeries intervals;
   LoadImbalance imbalance;
   CriticalPath critical_path;
+  CpuAccount cpu_account;
   MpiProfile mpi;
   OmpProfile omp;                 // OpenMP through OMPT (omp_analyzer.h)
   std::vector<Finding> findings;  // ranked, most wall time to save first

@@ -157,6 +157,7 @@ Results Engine::Impl::Finish() {
   BuildImbalance(&res);
   BuildMpiProfile(&res);
   BuildCriticalPath(&res, order, result_index);
+  BuildCpuAccount(&res);
   omp.Build([this](uint32_t id) { return defs.Name(id); },
             [this](uint32_t id) { return Label(*Resolve(id)); },
             [this](uint32_t id) {
@@ -566,8 +567,10 @@ void Engine::Impl::BuildCriticalPath(Results* res,
   for (size_t oi : order)
     if (!locs[oi].cpu && (!end || locs[oi].cp > end->cp))
       end = &locs[oi];
-  // Without messages every location is its own path: there is nothing to report.
-  if (end && !links.empty()) {
+  // Without messages, and with no path that went on through another location (a creator at
+  // a thread's exit, a condition variable's signal), every location is its own path: there is
+  // nothing to report.
+  if (end && (!links.empty() || joined_paths)) {
     cp.length_ns = end->cp;
     if (end->shares) {
       for (size_t i = 0; i < end->shares->size() && i < locs.size(); ++i) {
@@ -581,9 +584,62 @@ void Engine::Impl::BuildCriticalPath(Results* res,
       std::stable_sort(cp.shares.begin(), cp.shares.end(),
                        [](const auto& a, const auto& b) { return a.second > b.second; });
     } else {
-      cp.shares.push_back({Label(*end), end->cp});
+      // Shares are not kept beyond kMaxShareLocations: the location where the path ends (often
+      // a parent that took its children's paths at their exits) is not where it ran.
+      cp.shares_kept = false;
     }
   }
+}
+
+// The CPUs' busy, idle and stolen time (/proc/stat) beside the program's threads' running and
+// queued time, and the queued time that fell in intervals with CPU time to spare.
+void Engine::Impl::BuildCpuAccount(Results* res) const {
+  CpuAccount& a = res->cpu_account;
+  for (const Loc& l : locs) {
+    if (!l.cpu || !l.cpu_total)
+      continue;
+    ++a.cpus;
+    a.capacity_ns += l.cpu_total;
+    a.busy_ns += l.cpu_busy;
+    a.steal_ns += l.cpu_steal;
+  }
+  if (!a.cpus)
+    return;
+  a.idle_ns = a.capacity_ns - std::min(a.capacity_ns, a.busy_ns + a.steal_ns);
+  const IntervalSeries& iv = res->intervals;
+  std::vector<uint64_t> spare(iv.count, 0), queued(iv.count, 0);
+  constexpr int kRun = static_cast<int>(State::kRunning),
+                kQueue = static_cast<int>(State::kRunnable);
+  for (size_t k = 0; k < res->locations.size(); ++k) {
+    const LocationResult& l = res->locations[k];
+    const bool cpu = l.type == LocationKind::kCpu;
+    if (!cpu && (l.type != LocationKind::kThread || !l.sampled))
+      continue;
+    if (!cpu) {  // what the kernel saw: a spinlock's spin and a rank's polling in MPI ran
+      a.program_running_ns += l.cpu_ns + l.mpi_kernel_states[kRun];
+      a.program_queued_ns += l.states[kQueue] + l.mpi_kernel_states[kQueue];
+    }
+    if (k >= iv.location_states.size())
+      continue;
+    const auto& row = iv.location_states[k];
+    for (size_t i = 0; i < iv.count && i < row.size(); ++i) {
+      if (cpu)
+        spare[i] += Sum(row[i]) - std::min(Sum(row[i]), row[i][kRun]);
+      else
+        queued[i] += row[i][kQueue];
+    }
+  }
+  // An interval's CPU time not busy is idle or stolen; /proc/stat's ticks are too coarse to
+  // split it per interval, so each gets the window's idle share of it.
+  const double idle_share =
+      a.idle_ns ? static_cast<double>(a.idle_ns) / static_cast<double>(a.idle_ns + a.steal_ns) : 0;
+  for (size_t i = 0; i < iv.count; ++i)
+    a.queued_beside_idle_ns +=
+        std::min(static_cast<uint64_t>(idle_share * static_cast<double>(spare[i])), queued[i]);
+  a.other_work_ns = a.busy_ns - std::min(a.busy_ns, a.program_running_ns);
+  if (we > ws)
+    a.runnable_threads = static_cast<double>(a.program_running_ns + a.program_queued_ns) /
+                         static_cast<double>(we - ws);
 }
 
 }  // namespace parmon::analysis

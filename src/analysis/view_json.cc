@@ -254,7 +254,10 @@ json WaitStatesJson(const Results& r) {
             {"min_label", li.min_label},
             {"percent", li.percent}}},
           {"critical_path",
-           {{"length_ns", cp.length_ns}, {"wall_ns", cp.wall_ns}, {"shares", shares}}}};
+           {{"length_ns", cp.length_ns},
+            {"wall_ns", cp.wall_ns},
+            {"shares", shares},
+            {"shares_kept", cp.shares_kept}}}};
 }
 
 json FindingsJson(const Results& r) {
@@ -276,6 +279,17 @@ nlohmann::json ToJson(const Results& r) {
   json j;
   j["schema"] = "parmon-report/1";
   j["summary"] = SummaryJson(r.summary);
+  const CpuAccount& a = r.cpu_account;
+  j["cpu_account"] = {{"cpus", a.cpus},
+                      {"capacity_ns", a.capacity_ns},
+                      {"busy_ns", a.busy_ns},
+                      {"steal_ns", a.steal_ns},
+                      {"idle_ns", a.idle_ns},
+                      {"program_running_ns", a.program_running_ns},
+                      {"program_queued_ns", a.program_queued_ns},
+                      {"other_work_ns", a.other_work_ns},
+                      {"runnable_threads", a.runnable_threads},
+                      {"queued_beside_idle_ns", a.queued_beside_idle_ns}};
   json locs = json::array();
   for (const auto& l : r.locations)
     locs.push_back(LocationJson(l, r.summary));

@@ -182,6 +182,32 @@ void TextLosses(Out& o, const Results& r) {
 }
 
 // Section 1: what ran, for how long, and what the trace may be missing.
+// The CPUs' time beside the program's threads: what reconciles the threads' queued share with
+// the CPUs' busy share (queued = wanted - got, in CPUs on average).
+void TextCpuAccount(Out& o, const Results& r) {
+  const CpuAccount& a = r.cpu_account;
+  const uint64_t wall = r.summary.duration_ns;
+  if (!a.cpus || !a.capacity_ns || !wall || !r.summary.has_sched)
+    return;
+  const double got = static_cast<double>(a.program_running_ns) / static_cast<double>(wall);
+  std::string line = fmt::format(
+      "busy {} of {} CPUs (the program's threads {}, other work {}), steal {}, idle {}; its "
+      "threads wanted {:.1f} CPUs on average and got {:.1f}, so they queued {}",
+      FormatPercent(a.busy_ns, a.capacity_ns), a.cpus,
+      FormatPercent(a.program_running_ns, a.capacity_ns),
+      FormatPercent(a.other_work_ns, a.capacity_ns), FormatPercent(a.steal_ns, a.capacity_ns),
+      FormatPercent(a.idle_ns, a.capacity_ns), a.runnable_threads, got,
+      FormatDuration(a.program_queued_ns));
+  // Queued beside idle CPU time: no CPU was short, the thread waited to be taken (a wake-up's
+  // delay, on a virtual machine an IPI to a halted CPU), or bursts shorter than an interval.
+  if (a.program_queued_ns && a.queued_beside_idle_ns * 10 >= a.program_queued_ns)
+    line += fmt::format(
+        " ({} of it beside idle CPU time: wake-ups waiting for a CPU to take them, or bursts "
+        "shorter than the {} intervals)",
+        FormatDuration(a.queued_beside_idle_ns), FormatDuration(r.intervals.interval_ns));
+  o.Wrapped("cpus       ", line, 11);
+}
+
 void TextSummary(Out& o, const Results& r) {
   const Summary& s = r.summary;
   o.Line(o.Bold(fmt::format("parmon report: {}", s.file)));
@@ -222,6 +248,7 @@ void TextSummary(Out& o, const Results& r) {
         "theirs)",
         FormatDuration(s.parmon_held_ns));
   o.Wrapped("overhead   ", overhead, 11);
+  TextCpuAccount(o, r);
   if (!s.has_sched)
     o.Wrapped(o.Dim("note       "),
               o.Dim("no sampler data: states are inferred from instrumented calls (time in none "
@@ -450,9 +477,12 @@ void TextWaitStates(Out& o, const Results& r) {
     for (size_t i = 0; i < cp.shares.size() && i < 4; ++i)
       shares += fmt::format("{}{} {}", shares.empty() ? "" : ", ", cp.shares[i].first,
                             FormatPercent(cp.shares[i].second, cp.length_ns));
+    if (!cp.shares_kept)
+      shares = "not kept (more than 64 locations)";
     o.Wrapped(
         "critical path: ",
-        fmt::format("{} of computation through messages ({} of the window): {}",
+        fmt::format("{} of computation through messages, forks and exits ({} of the window); "
+                    "share of the path: {}",
                     FormatDuration(cp.length_ns), FormatPercent(cp.length_ns, cp.wall_ns), shares),
         15);
   }

@@ -122,4 +122,52 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::vector<Truth> ParseTruth(const std::string& out) {
+  std::vector<Truth> v;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("thread ", 0) != 0)
+      continue;
+    Truth t;
+    std::istringstream f(line.substr(7));
+    std::string kv;
+    while (f >> kv) {
+      auto eq = kv.find('=');
+      std::string k = kv.substr(0, eq), val = kv.substr(eq + 1);
+      if (k == "role")
+        t.role = val;
+      else if (k == "tid")
+        t.tid = static_cast<uint32_t>(std::stoul(val));
+      else {
+        uint64_t n = std::stoull(val);
+        if (k == "start")
+          t.start = n;
+        if (k == "end")
+          t.end = n;
+        if (k == "cpu")
+          t.cpu = n;
+        if (k == "blocked")
+          t.blocked = n;
+        if (k == "read_begin")
+          t.read_begin = n;
+        if (k == "read_end")
+          t.read_end = n;
+        if (k == "cpu_at_read")
+          t.cpu_at_read = n;
+        if (k == "voluntary")
+          t.voluntary = n;
+        if (k == "involuntary")
+          t.involuntary = n;
+        if (k == "sched_run")
+          t.sched_run = n;
+        if (k == "sched_delay")
+          t.sched_delay = n;
+      }
+    }
+    v.push_back(t);
+  }
+  return v;
+}
+
 }  // namespace parmon::testing

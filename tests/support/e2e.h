@@ -3,6 +3,7 @@
 #ifndef PARMON_TESTS_SUPPORT_E2E_H_
 #define PARMON_TESTS_SUPPORT_E2E_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,17 @@ class TempDir {
 };
 
 std::string ReadFile(const std::string& path);
+
+// What a thread of examples/duty_cycle measured of itself: one "thread role=R tid=T ..." line
+// per thread on its stdout (the keys are documented at the top of duty_cycle.c).
+struct Truth {
+  std::string role;
+  uint32_t tid = 0;
+  uint64_t start = 0, end = 0, cpu = 0, blocked = 0, read_begin = 0, read_end = 0, cpu_at_read = 0,
+           voluntary = 0, involuntary = 0, sched_run = 0, sched_delay = 0;
+};
+// The Truth lines of a duty_cycle run's output (other lines are skipped).
+std::vector<Truth> ParseTruth(const std::string& out);
 
 }  // namespace parmon::testing
 
