@@ -208,27 +208,71 @@ void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out) {
       }
       by_bottleneck[lw.chain.back()].push_back(std::move(lw));
     }
-    // A member of a cycle whose own wait stops at another member (it waits on a partner that
-    // waits less than the chain's threshold on it) is in the same exchange: the cycle's finding
-    // shows both shares, so one reading never calls the other the bottleneck.
-    for (auto& [members, waits] : by_cycle) {
-      auto in = [&](PartyId p) { return std::binary_search(members.begin(), members.end(), p); };
-      for (auto it = by_bottleneck.begin(); it != by_bottleneck.end();) {
-        if (in(it->first)) {
-          auto& bw = it->second;
-          for (auto w = bw.begin(); w != bw.end();) {
-            if (in(w->who)) {
-              waits.push_back(std::move(*w));
-              w = bw.erase(w);
-            } else {
-              ++w;
-            }
-          }
-        }
-        it = it->second.empty() ? by_bottleneck.erase(it) : std::next(it);
+    // Waits that lead round to their own waiter: A's wait ends at B and B's at A (directly,
+    // when each waits too little on the other for the chain to go on, or through others). The
+    // parties of such a loop wait on each other in turn, and each finding would call the other
+    // the bottleneck. Loops of "waits end at" (including the cycles the chase found) are found
+    // as strongly connected sets; the waits inside one become its cycle finding.
+    std::map<PartyId, std::set<PartyId>> ends_at;
+    for (const auto& [bottleneck, waits] : by_bottleneck)
+      for (const LinkWait& lw : waits)
+        if (lw.who != bottleneck)
+          ends_at[lw.who].insert(bottleneck);
+    for (const auto& [members, waits] : by_cycle)
+      for (size_t i = 0; i < members.size(); ++i)
+        ends_at[members[i]].insert(members[(i + 1) % members.size()]);
+    auto reach = [&](PartyId from) {
+      std::set<PartyId> seen{from};
+      std::vector<PartyId> todo{from};
+      while (!todo.empty()) {
+        PartyId p = todo.back();
+        todo.pop_back();
+        if (auto it = ends_at.find(p); it != ends_at.end())
+          for (PartyId q : it->second)
+            if (seen.insert(q).second)
+              todo.push_back(q);
       }
-      out->push_back(WaitCycleFinding(r, g, members, waits, as_sender));
+      return seen;
+    };
+    std::map<PartyId, std::set<PartyId>> reachable;
+    for (const auto& [p, next] : ends_at)
+      reachable[p] = reach(p);
+    // p's loop: the parties p reaches that reach p back (p alone when none).
+    auto loop_of = [&](PartyId p) {
+      std::vector<PartyId> members;
+      auto it = reachable.find(p);
+      if (it == reachable.end())
+        return members;
+      for (PartyId q : it->second)
+        if (q != p && reachable.count(q) && reachable[q].count(p))
+          members.push_back(q);
+      if (!members.empty())
+        members.push_back(p);
+      std::sort(members.begin(), members.end());
+      return members;
+    };
+    std::map<std::vector<PartyId>, std::vector<LinkWait>> loops;
+    for (auto& [members, waits] : by_cycle) {
+      std::vector<PartyId> loop = loop_of(members.front());
+      auto& into = loops[loop.empty() ? members : loop];
+      for (auto& lw : waits)
+        into.push_back(std::move(lw));
     }
+    for (auto it = by_bottleneck.begin(); it != by_bottleneck.end();) {
+      auto& bw = it->second;
+      for (auto w = bw.begin(); w != bw.end();) {
+        std::vector<PartyId> loop = loop_of(w->who);
+        if (!loop.empty() && std::binary_search(loop.begin(), loop.end(), it->first)) {
+          loops[loop].push_back(std::move(*w));
+          w = bw.erase(w);
+        } else {
+          ++w;
+        }
+      }
+      it = bw.empty() ? by_bottleneck.erase(it) : std::next(it);
+    }
+    for (auto& [members, waits] : loops)
+      out->push_back(WaitCycleFinding(r, g, members, waits, as_sender));
     for (auto& [bottleneck, waits] : by_bottleneck) {
       std::stable_sort(waits.begin(), waits.end(),
                        [](const LinkWait& a, const LinkWait& b) { return a.wait > b.wait; });

@@ -183,6 +183,13 @@ TEST(Rules, PartiesWaitingOnEachOtherInTurnAreOneFindingWithNoBottleneck) {
   ASSERT_EQ(f.size(), 1u) << f[1].text;
   EXPECT_EQ(f[0].id, "link-wait-cycle");
   EXPECT_NE(f[0].text.find("(of the run: A 32%, B 15%)"), std::string::npos) << f[0].text;
+  // Both wait less than the chain follows (A 20%, B 14%: each chase stops at the other): the
+  // same exchange, not two findings that each call the other the bottleneck.
+  r.links = {Link(2, 1, 0, 20 * kMs), Link(1, 2, 0, 14 * kMs)};
+  f = Apply(LinkWaitRule, r);
+  ASSERT_EQ(f.size(), 1u) << f[1].text;
+  EXPECT_EQ(f[0].id, "link-wait-cycle");
+  EXPECT_NE(f[0].text.find("(of the run: A 20%, B 14%)"), std::string::npos) << f[0].text;
   // B hardly waits: it is late, and the finding says so.
   r.links = {Link(2, 1, 0, 32 * kMs), Link(1, 2, 0, 2 * kMs)};
   f = Apply(LinkWaitRule, r);
