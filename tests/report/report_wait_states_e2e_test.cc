@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -138,9 +139,11 @@ TEST(ReportWaitStatesE2E, PerRankRecordersWithSkewedClockWithinFivePercent) {
 }
 
 // A 0-byte ping-pong (tests/comm/programs/mpi_overhead.c): each rank waits for the other's
-// reply in turn. Neither is the other's bottleneck, in any run: the diagnosis says they wait on
-// each other (link-wait-cycle) and never that one of them "sends late" (issue 11, item 4: each
-// rank was called the other's bottleneck, and a different one from run to run).
+// reply in turn. Neither is the other's bottleneck: the diagnosis says they wait on each other
+// (link-wait-cycle), never that each "sends late" to the other (issue 11, item 4: each rank was
+// called the other's bottleneck, and a different one from run to run). One rank may be named
+// late only in a run where the machine held it up, queued for a CPU longer than its partner
+// (seen when another test ran beside it).
 TEST(ReportWaitStatesE2E, PingPongRanksWaitOnEachOtherAndNeitherIsTheBottleneck) {
   const std::string program = BinDir() + "/mpi_overhead";
   if (!Available() || !Exists(program))
@@ -158,7 +161,16 @@ TEST(ReportWaitStatesE2E, PingPongRanksWaitOnEachOtherAndNeitherIsTheBottleneck)
     RunResult rep = Parmon({"report", trace, "--format", "json"});
     ASSERT_EQ(rep.exit_code, 0) << rep.err;
     json r = json::parse(rep.out);
+    // Time a rank was queued for a CPU, inside MPI calls or not: the machine's doing.
+    auto queued = [&](const std::string& label) {
+      for (const auto& l : r["locations"])
+        if (l["label"] == label)
+          return l["states_ns"]["runnable"].get<double>() +
+                 l["mpi_kernel_states_ns"]["runnable"].get<double>();
+      return -1.0;
+    };
     int cycles = 0;
+    std::set<std::string> bottlenecks;
     for (const auto& f : r["diagnosis"]) {
       const std::string id = f["id"];
       if (id == "link-wait-cycle") {
@@ -167,11 +179,20 @@ TEST(ReportWaitStatesE2E, PingPongRanksWaitOnEachOtherAndNeitherIsTheBottleneck)
       }
       if (id == "link-wait-send" || id == "link-wait-receive") {
         ASSERT_GT(f["subjects"].size(), 2u);
-        EXPECT_NE(f["subjects"][2], "rank 0") << f["text"];
-        EXPECT_NE(f["subjects"][2], "rank 1") << f["text"];
+        const std::string b = f["subjects"][2];
+        if (b != "rank 0" && b != "rank 1")
+          continue;
+        // A rank is late only when the machine held it up in this run (another test, the
+        // recorder): it was queued for a CPU longer than its partner.
+        bottlenecks.insert(b);
+        const std::string other = b == "rank 0" ? "rank 1" : "rank 0";
+        EXPECT_GT(queued(b), queued(other)) << f["text"] << "\n" << r["diagnosis"].dump(1);
       }
     }
-    EXPECT_EQ(cycles, 1) << "run " << run << ": " << r["diagnosis"].dump(1);
+    // Never each the other's bottleneck, and never both a cycle and a late rank.
+    EXPECT_LE(bottlenecks.size() + cycles, 1u) << "run " << run << ": " << r["diagnosis"].dump(1);
+    // A ping-pong waits: one of the two is said (waits under 10% of a rank's run are no finding).
+    EXPECT_EQ(bottlenecks.size() + cycles, 1u) << "run " << run << ": " << r["diagnosis"].dump(1);
   }
 }
 
