@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace parmon::testing {
@@ -123,6 +124,19 @@ std::string ReadFile(const std::string& path) {
 }
 
 std::vector<Truth> ParseTruth(const std::string& out) {
+  // The numeric fields of a "thread k=v ..." line.
+  static const std::map<std::string, uint64_t Truth::*> kFields = {
+      {"start", &Truth::start},
+      {"end", &Truth::end},
+      {"cpu", &Truth::cpu},
+      {"blocked", &Truth::blocked},
+      {"read_begin", &Truth::read_begin},
+      {"read_end", &Truth::read_end},
+      {"cpu_at_read", &Truth::cpu_at_read},
+      {"voluntary", &Truth::voluntary},
+      {"involuntary", &Truth::involuntary},
+      {"sched_run", &Truth::sched_run},
+      {"sched_delay", &Truth::sched_delay}};
   std::vector<Truth> v;
   std::istringstream in(out);
   std::string line;
@@ -139,31 +153,8 @@ std::vector<Truth> ParseTruth(const std::string& out) {
         t.role = val;
       else if (k == "tid")
         t.tid = static_cast<uint32_t>(std::stoul(val));
-      else {
-        uint64_t n = std::stoull(val);
-        if (k == "start")
-          t.start = n;
-        if (k == "end")
-          t.end = n;
-        if (k == "cpu")
-          t.cpu = n;
-        if (k == "blocked")
-          t.blocked = n;
-        if (k == "read_begin")
-          t.read_begin = n;
-        if (k == "read_end")
-          t.read_end = n;
-        if (k == "cpu_at_read")
-          t.cpu_at_read = n;
-        if (k == "voluntary")
-          t.voluntary = n;
-        if (k == "involuntary")
-          t.involuntary = n;
-        if (k == "sched_run")
-          t.sched_run = n;
-        if (k == "sched_delay")
-          t.sched_delay = n;
-      }
+      else if (auto it = kFields.find(k); it != kFields.end())
+        t.*(it->second) = std::stoull(val);
     }
     v.push_back(t);
   }
