@@ -602,8 +602,9 @@ struct Engine::Impl {
   [[gnu::noinline]] void MpiRecv(Loc& l, const format::Event& e);
   // The receive r of send si (in_flight's hold on si is given up here).
   void ReceiveMatched(const EarlyReceive& r, uint32_t si, bool deferred);
-  // An early receive whose send never came in time: its call is resolved without it.
-  void DropEarlyReceive(const EarlyReceive& r);
+  // Early receives whose send did not come within kEarlyReceiveSlack of them by `now`: their
+  // calls are resolved without them.
+  void DropStaleEarlyReceives(std::deque<EarlyReceive>& waiting, uint64_t now);
   // Finishes, without changing this engine, the calls still waiting at the end (snapshot).
   void FlushOpenCalls();
 

@@ -258,10 +258,7 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
     auto er = early_receives.find(MatchKey{rank, peer, e.args[2], e.args[1]});
     if (er != early_receives.end()) {
       auto& waiting = er->second;
-      while (!waiting.empty() && waiting.front().ts + kEarlyReceiveSlack < e.ts) {
-        DropEarlyReceive(waiting.front());
-        waiting.pop_front();
-      }
+      DropStaleEarlyReceives(waiting, e.ts);
       if (!waiting.empty() && q.head == si) {
         EarlyReceive r = waiting.front();
         waiting.pop_front();
@@ -343,10 +340,7 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
       return;  // its send is outside the window
     // Its send may come next on rank 0's clock (EarlyReceive): wait for it.
     auto& waiting = early_receives[key];
-    while (!waiting.empty() && waiting.front().ts + kEarlyReceiveSlack < e.ts) {
-      DropEarlyReceive(waiting.front());
-      waiting.pop_front();
-    }
+    DropStaleEarlyReceives(waiting, e.ts);
     if (l.in_mpi) {
       CallWaits& c = CurrentCall(l);
       ++c.unresolved;
@@ -407,13 +401,17 @@ void Engine::Impl::ReceiveMatched(const EarlyReceive& r, uint32_t si, bool defer
   ReleaseSend(si);  // in_flight's hold
 }
 
-void Engine::Impl::DropEarlyReceive(const EarlyReceive& r) {
-  if (r.call == kNoIndex)
-    return;
-  CallWaits& c = calls[r.call];
-  --c.unresolved;
-  FinishCall(c);
-  ReleaseCall(r.call);
+void Engine::Impl::DropStaleEarlyReceives(std::deque<EarlyReceive>& waiting, uint64_t now) {
+  while (!waiting.empty() && waiting.front().ts + kEarlyReceiveSlack < now) {
+    const EarlyReceive& r = waiting.front();
+    if (r.call != kNoIndex) {  // its call is resolved without it
+      CallWaits& c = calls[r.call];
+      --c.unresolved;
+      FinishCall(c);
+      ReleaseCall(r.call);
+    }
+    waiting.pop_front();
+  }
 }
 
 // Calls still open at the end of the window, and calls whose sends were never received in it:
