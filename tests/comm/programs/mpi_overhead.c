@@ -8,20 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mpi_pingpong.h"
+
+/* ns per round trip */
 static double Block(int iters, int rank) {
-  char b = 0;
-  MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
-  for (int i = 0; i < iters; ++i) {
-    if (rank == 0) {
-      MPI_Send(&b, 0, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-      MPI_Recv(&b, 0, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    } else {
-      MPI_Recv(&b, 0, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(&b, 0, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-    }
-  }
-  return (MPI_Wtime() - t0) / iters * 1e9; /* ns per round trip */
+  return PingPongSeconds(iters, rank) / iters * 1e9;
 }
 
 int main(int argc, char** argv) {
