@@ -19,6 +19,7 @@
 
 #include "base/clock.h"
 #include "sched/sampler.h"
+#include "sched/switch_cost.h"
 #include "sched/switches.h"
 
 namespace parmon::sched {
@@ -157,49 +158,15 @@ BENCHMARK(BM_SamplerPass100Threads)
     ->Iterations(200)
     ->Unit(benchmark::kMicrosecond);
 
-// Two threads hand a byte back and forth over pipes: every hand-off blocks one and wakes the
-// other, two switch-outs and two switch-ins per round trip at least.
-struct PingPong {
-  int ab[2], ba[2];
-  std::atomic<pid_t> tid{0};
-  std::thread peer;
-  PingPong() {
-    if (pipe(ab) != 0 || pipe(ba) != 0)
-      abort();
-    peer = std::thread([this] {
-      tid = static_cast<pid_t>(syscall(SYS_gettid));
-      char c;
-      while (read(ab[0], &c, 1) == 1 && c != 'q')
-        if (write(ba[1], &c, 1) != 1)
-          break;
-    });
-    while (tid.load() == 0)
-      std::this_thread::yield();
-  }
-  void Round() {
-    char c = 'x';
-    if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
-      abort();
-  }
-  ~PingPong() {
-    char c = 'q';
-    if (write(ab[1], &c, 1) != 1)
-      abort();
-    peer.join();
-    for (int fd : {ab[0], ab[1], ba[0], ba[1]})
-      close(fd);
-  }
-};
-
 void BM_PingPong(benchmark::State& state) {
   const bool record = state.range(0) != 0;
-  PingPong pp;
+  PipePingPong pp;  // sched/switch_cost.h: two switch-outs and two switch-ins per round trip
   SwitchOptions options;
   options.buffer_pages = 256;
   SwitchRecorder rec(options);
   if (record) {
     Status s =
-        rec.Open({static_cast<pid_t>(syscall(SYS_gettid)), pp.tid.load()}, false, false, true);
+        rec.Open({static_cast<pid_t>(syscall(SYS_gettid)), pp.peer_tid()}, false, false, true);
     if (!s.ok()) {
       state.SkipWithError(s.message().c_str());
       return;
@@ -229,6 +196,22 @@ void BM_PingPong(benchmark::State& state) {
 // Compare the two rows' time per round trip: the difference over records_per_round is the
 // kernel's cost of writing one switch record.
 BENCHMARK(BM_PingPong)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+
+// What `parmon record` measures at the end of every recording (the report's overhead line): the
+// same comparison in CPU time, alternating blocks, least-disturbed block of each kind.
+void BM_SwitchRecordCost(benchmark::State& state) {
+  for (auto _ : state) {
+    auto c = MeasureSwitchRecordCost(static_cast<int>(state.range(0)));
+    if (!c.ok()) {
+      state.SkipWithError(c.status().message().c_str());
+      return;
+    }
+    state.counters["ns_per_record"] = c->ns_per_record;
+    state.counters["records_per_round"] = c->records_per_round;
+    state.counters["calibration_cpu_ms"] = static_cast<double>(c->cpu_ns) / 1e6;
+  }
+}
+BENCHMARK(BM_SwitchRecordCost)->Arg(150)->Arg(400)->Iterations(1)->Repetitions(5)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace parmon::sched

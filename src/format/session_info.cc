@@ -158,6 +158,8 @@ void DecodeEnd(ValueReader& r, EndInfo* e) {
   r.Number("sampler_cpu_ns", &e->sampler_cpu_ns);
   r.Number("switch_records", &e->switch_records);
   r.Number("switch_records_lost", &e->switch_records_lost);
+  r.Number("switch_record_cost_ns", &e->switch_record_cost_ns);
+  r.Number("calibration_cpu_ns", &e->calibration_cpu_ns);
   r.Number("events", &e->events);
   r.Number("index_offset", &e->index_offset);
   r.List("stream_totals", 3, [&](const uint64_t* n) {
@@ -234,6 +236,9 @@ KeyValues EncodeEnd(const EndInfo& e) {
   AddIfSet(&kv, "sampler_cpu_ns", e.sampler_cpu_ns);
   AddIfSet(&kv, "switch_records", e.switch_records);
   AddIfSet(&kv, "switch_records_lost", e.switch_records_lost);
+  if (e.switch_record_cost_ns)
+    kv.emplace_back("switch_record_cost_ns", fmt::format("{}", *e.switch_record_cost_ns));
+  AddIfSet(&kv, "calibration_cpu_ns", e.calibration_cpu_ns);
   AddIfSet(&kv, "events", e.events);
   AddIfSet(&kv, "index_offset", e.index_offset);
   if (!e.stream_totals.empty())

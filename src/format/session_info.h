@@ -73,6 +73,11 @@ struct EndInfo {
   uint64_t sampler_cpu_ns = 0;
   uint64_t switch_records = 0;
   uint64_t switch_records_lost = 0;
+  // What one context-switch record cost the switching thread, measured by the recorder at the
+  // end of the run (sched/switch_cost.h), and the CPU that measurement took (in recorder_cpu_ns,
+  // but after the program ended).
+  std::optional<double> switch_record_cost_ns;
+  uint64_t calibration_cpu_ns = 0;
   // Written by TraceWriter::Finish itself.
   uint64_t events = 0;
   uint64_t index_offset = 0;

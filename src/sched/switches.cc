@@ -13,6 +13,7 @@
 
 #include "sched/events.h"
 #include "sched/proc.h"
+#include "sched/switch_cost.h"
 
 namespace parmon::sched {
 
@@ -415,6 +416,11 @@ void SwitchRecorder::Poll(recorder::SourceSink& recorder, uint64_t now_ns) {
     Drain(&recorder, now_ns - kHoldBack);
 }
 
+void SwitchRecorder::Enable(bool on) {
+  for (int fd : fds_)
+    ioctl(fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+}
+
 void SwitchRecorder::Stop(recorder::SourceSink& recorder) {
   if (!opened_)
     return;
@@ -427,6 +433,15 @@ void SwitchRecorder::Stop(recorder::SourceSink& recorder) {
   }
   recorder.AddEndValue("switch_records", std::to_string(records_));
   recorder.AddEndValue("switch_records_lost", std::to_string(lost_));
+  // What each record cost the program's threads (the report's overhead line), measured now that
+  // the program has ended, so the measurement takes nothing from it.
+  if (records_ > 0) {
+    auto cost = MeasureSwitchRecordCost();
+    if (cost.ok()) {
+      recorder.AddEndValue("switch_record_cost_ns", fmt::format("{:.1f}", cost->ns_per_record));
+      recorder.AddEndValue("calibration_cpu_ns", std::to_string(cost->cpu_ns));
+    }
+  }
 }
 
 }  // namespace parmon::sched

@@ -57,6 +57,8 @@ class SwitchRecorder : public recorder::RecorderSource {
               bool monotonic_clock);
   // Reads every buffer into pending_ and emits records older than until_ns.
   void Drain(recorder::SourceSink* recorder, uint64_t until_ns);
+  // Turns the opened events off and on again (switch_cost.cc's alternating blocks).
+  void Enable(bool on);
   const std::shared_ptr<SwitchActivity>& activity() const { return options_.activity; }
 
  private:
