@@ -25,6 +25,14 @@
 
 namespace parmon::analysis {
 
+// Cost of one event in the program's thread when the trace does not record it: the runtime's
+// hot path is one timestamp and a few stores (measured by bench/ at 10-20 ns on x86-64).
+inline constexpr double kDefaultEventCostNs = 15;
+// Cost of one context-switch record in the switching thread when the trace does not record it
+// (traces before the recorder measured it): sched_bench's BM_SwitchRecordCost, 410-470 ns on the
+// development VM (2-CPU AMD EPYC, Linux 6.1).
+inline constexpr double kDefaultSwitchRecordCostNs = 450;
+
 struct Options {
   // Window, in ns from the session start; UINT64_MAX = to the end.
   uint64_t from_ns = 0;
@@ -34,6 +42,8 @@ struct Options {
   size_t top_regions = 5;
   // Cost of one recorded event in the program's thread, when the trace does not say (ns).
   double default_event_cost_ns = 0;
+  // The same for one context-switch record (the kernel writes it on the switching thread's time).
+  double default_switch_record_cost_ns = 0;
   // (The clock alignment of a per-rank session is the session's: model::SessionOptions.)
   // A live engine (the collector's, docs/live.md): the window starts at the session's start and
   // grows with the events fed through ConsumeLive; each SnapshotUntil fixes its end. from_ns,

@@ -649,6 +649,7 @@ struct Engine::Impl {
   void BuildIntervalStats(Results* res) const;
   void BuildWaitStates(Results* res);
   void BuildCpuAccount(Results* res) const;
+  void BuildOverhead(Results* res) const;  // overhead.cc
   void BuildCriticalPath(Results* res,
                          const std::vector<size_t>& order,
                          const std::vector<int>& result_index) const;

@@ -272,16 +272,29 @@ struct Summary {
   // unknown; 0 when it holds no watermark.
   uint64_t covered_until = 0;
   std::vector<std::string> problems;
-  // The monitor's own cost: CPU of the recorder process, and the estimated time libparmon spent in
-  // the program's threads (events x cost per event).
+  // The monitor's own cost (overhead.cc): CPU of the recorder process, and the time parmon took in
+  // the program's threads: libparmon's events (events x cost per event) and the kernel's
+  // context-switch records (records x cost per record; a switch is a switch-out and a switch-in).
   uint64_t recorder_cpu_ns = 0;
+  uint64_t calibration_cpu_ns = 0;  // of recorder_cpu_ns, measuring the switch-record cost after
+                                    // the program ended
   uint64_t program_cpu_ns = 0;
-  uint64_t in_thread_overhead_ns = 0;
+  uint64_t in_thread_overhead_ns = 0;  // events + switch records
+  uint64_t in_thread_events_ns = 0;
+  uint64_t in_thread_switches_ns = 0;
   uint64_t parmon_held_ns = 0;  // threads held on full rings (--overflow block), summed
   double event_cost_ns = 0;
   std::string event_cost_source;  // "measured" (session key) or "estimate"
-  bool has_sched = false;         // sampler or context-switch data present
-  bool has_comm = false;          // MPI or channel events present
+  uint64_t switches = 0;          // the program's threads' context switches in the window
+  double switch_record_cost_ns = 0;
+  std::string switch_cost_source;  // "measured" (by the recorder), "estimate" or "" (no switches)
+  // What recording cost the program, as a share of the CPU time the program would have used
+  // without it: (in-thread time + the recorder's CPU during the run x the share of the CPUs'
+  // time that was busy, i.e. how much of it took a CPU from someone) / (program CPU - in-thread).
+  // 0 when the trace does not say the program's CPU time.
+  double estimated_slowdown = 0;
+  bool has_sched = false;  // sampler or context-switch data present
+  bool has_comm = false;   // MPI or channel events present
   // Ranks of other recorders whose clocks were measured, and whether any offset was applied.
   std::vector<ClockOffset> clock_offsets;
   bool clocks_aligned = false;

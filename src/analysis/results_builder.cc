@@ -158,6 +158,7 @@ Results Engine::Impl::Finish() {
   BuildMpiProfile(&res);
   BuildCriticalPath(&res, order, result_index);
   BuildCpuAccount(&res);
+  BuildOverhead(&res);
   omp.Build([this](uint32_t id) { return defs.Name(id); },
             [this](uint32_t id) { return Label(*Resolve(id)); },
             [this](uint32_t id) {
@@ -203,15 +204,6 @@ void Engine::Impl::BuildSummary(Summary* out) const {
   }
   s.recorder_cpu_ns = totals.recorder_cpu_ns;
   s.program_cpu_ns = totals.children_cpu_ns;
-  if (totals.event_cost_ns && *totals.event_cost_ns >= 0) {
-    s.event_cost_ns = *totals.event_cost_ns;
-    s.event_cost_source = "measured";
-  } else {
-    s.event_cost_ns = options.default_event_cost_ns;
-    s.event_cost_source = "estimate";
-  }
-  s.in_thread_overhead_ns =
-      static_cast<uint64_t>(std::llround(s.event_cost_ns * static_cast<double>(runtime_events)));
   s.has_sched = has_sched;
   s.has_comm = has_comm;
   // The clock offsets the session measured and applied (model/clock_alignment.h).

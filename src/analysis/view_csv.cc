@@ -35,6 +35,8 @@ std::string RenderCsv(const Results& r) {
   kv("damaged_events", std::to_string(s.damaged_events));
   kv("recorder_cpu_ns", std::to_string(s.recorder_cpu_ns));
   kv("in_thread_overhead_ns", std::to_string(s.in_thread_overhead_ns));
+  kv("in_thread_switches_ns", std::to_string(s.in_thread_switches_ns));
+  kv("estimated_slowdown", fmt::format("{:.4f}", s.estimated_slowdown));
 
   o += "\n# table: locations\nid,kind,label,pid,tid,rank,wall_ns,cpu_ns";
   for (int i = 0; i < kStateCount; ++i)

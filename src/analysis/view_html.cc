@@ -215,8 +215,12 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
   row("events", FormatCount(s.events));
   row("lost events", FormatCount(s.lost_events));
   row("recorder CPU", FormatDuration(s.recorder_cpu_ns));
-  row("in the program's threads", FormatDuration(s.in_thread_overhead_ns) +
-                                      (s.event_cost_source == "measured" ? "" : " (estimated)"));
+  row("in the program's threads",
+      fmt::format("{} (events {}, context-switch records {})",
+                  FormatDuration(s.in_thread_overhead_ns), FormatDuration(s.in_thread_events_ns),
+                  FormatDuration(s.in_thread_switches_ns)));
+  if (s.estimated_slowdown > 0)
+    row("cost to the program", fmt::format("~{:.1f}% of its CPU time", s.estimated_slowdown * 100));
   o += "</table>\n<h2>Diagnosis</h2>\n<ol class=\"diag\">\n";
   for (const auto& f : r.findings)
     o +=

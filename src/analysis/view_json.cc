@@ -95,10 +95,19 @@ json SummaryJson(const Summary& s) {
     sum["covered_until_ns"] =
         s.covered_until > s.session_start ? s.covered_until - s.session_start : 0;
   sum["problems"] = s.problems;
-  sum["overhead"] = {
-      {"recorder_cpu_ns", s.recorder_cpu_ns},    {"program_cpu_ns", s.program_cpu_ns},
-      {"in_thread_ns", s.in_thread_overhead_ns}, {"held_ns", s.parmon_held_ns},
-      {"event_cost_ns", s.event_cost_ns},        {"event_cost_source", s.event_cost_source}};
+  sum["overhead"] = {{"recorder_cpu_ns", s.recorder_cpu_ns},
+                     {"program_cpu_ns", s.program_cpu_ns},
+                     {"in_thread_ns", s.in_thread_overhead_ns},
+                     {"held_ns", s.parmon_held_ns},
+                     {"event_cost_ns", s.event_cost_ns},
+                     {"event_cost_source", s.event_cost_source},
+                     {"in_thread_events_ns", s.in_thread_events_ns},
+                     {"in_thread_switches_ns", s.in_thread_switches_ns},
+                     {"switches", s.switches},
+                     {"switch_record_cost_ns", s.switch_record_cost_ns},
+                     {"switch_cost_source", s.switch_cost_source},
+                     {"calibration_cpu_ns", s.calibration_cpu_ns},
+                     {"estimated_slowdown", s.estimated_slowdown}};
   sum["has_sched"] = s.has_sched;
   sum["has_comm"] = s.has_comm;
   json clocks = json::array();

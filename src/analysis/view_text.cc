@@ -237,11 +237,23 @@ void TextSummary(Out& o, const Results& r) {
     overhead +=
         fmt::format(" ({} of the program's {})", FormatPercent(s.recorder_cpu_ns, s.program_cpu_ns),
                     FormatDuration(s.program_cpu_ns));
-  overhead +=
-      fmt::format("; in the program's threads {} {}", s.event_cost_source == "measured" ? "" : "~",
-                  FormatDuration(s.in_thread_overhead_ns));
-  if (s.event_cost_source != "measured")
-    overhead += " (estimated)";
+  if (s.calibration_cpu_ns)
+    overhead += fmt::format(", {} of it after the run measuring the switch-record cost",
+                            FormatDuration(s.calibration_cpu_ns));
+  const bool measured =
+      s.event_cost_source == "measured" && (s.switches == 0 || s.switch_cost_source == "measured");
+  overhead += fmt::format("; in the program's threads {}{}: events {} ({:.0f} ns each, {})",
+                          measured ? "" : "~", FormatDuration(s.in_thread_overhead_ns),
+                          FormatDuration(s.in_thread_events_ns), s.event_cost_ns,
+                          s.event_cost_source == "measured" ? "measured" : "estimated");
+  if (s.switches)
+    overhead += fmt::format(", context-switch records {} ({} switches x 2 x {:.0f} ns, {})",
+                            FormatDuration(s.in_thread_switches_ns), FormatCount(s.switches),
+                            s.switch_record_cost_ns,
+                            s.switch_cost_source == "measured" ? "measured" : "estimated");
+  if (s.estimated_slowdown > 0)
+    overhead +=
+        fmt::format("; cost to the program ~{:.1f}% of its CPU time", s.estimated_slowdown * 100);
   if (s.parmon_held_ns)
     overhead += fmt::format(
         "; parmon held them {} while their rings were full (--overflow block; in no state of "

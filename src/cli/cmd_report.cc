@@ -91,6 +91,7 @@ StatusOr<analysis::Options> ParseAnalysisOptions(const ReportInputOptions& in, b
   if (options.to_ns <= options.from_ns)
     return UsageError(usage_error, "--to must be later than --from");
   options.default_event_cost_ns = kDefaultEventCostNs;
+  options.default_switch_record_cost_ns = kDefaultSwitchRecordCostNs;
   return options;
 }
 

@@ -172,6 +172,7 @@ int RunTop(int argc, char** argv) {
   options.iterations = iterations;
   options.color = UseColor(color, "");
   options.analysis.default_event_cost_ns = kDefaultEventCostNs;
+  options.analysis.default_switch_record_cost_ns = kDefaultSwitchRecordCostNs;
   if (command.empty()) {
     // A collector's session: its live analysis answers (PARMON_FOLLOW_LOCAL: fetch and analyse
     // here, as before).

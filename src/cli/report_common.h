@@ -21,9 +21,10 @@ struct ReportInputOptions {
   bool partial = false;
 };
 
-// Cost of one event in the program's thread when the trace does not record it: the runtime's
-// hot path is one timestamp and a few stores (measured by bench/ at 10-20 ns on x86-64).
-constexpr double kDefaultEventCostNs = 15;
+// What the report assumes of parmon's cost in the program's threads when the trace does not say
+// (analysis/engine.h).
+using analysis::kDefaultEventCostNs;
+using analysis::kDefaultSwitchRecordCostNs;
 
 // Most intervals a report cuts the run into (--interval): each costs memory per location.
 constexpr uint64_t kMaxIntervals = 100'000;

@@ -19,11 +19,12 @@
 namespace parmon::live {
 namespace {
 
-// The options `parmon report` analyses with (the cost of an event when the trace does not say:
-// cli/report_common.h, kDefaultEventCostNs), so that the final snapshot is its report.
+// The options `parmon report` analyses with (the costs of an event and of a switch record when the
+// trace does not say: analysis/engine.h), so that the final snapshot is its report.
 analysis::Options ReportOptions() {
   analysis::Options o;
-  o.default_event_cost_ns = 15;
+  o.default_event_cost_ns = analysis::kDefaultEventCostNs;
+  o.default_switch_record_cost_ns = analysis::kDefaultSwitchRecordCostNs;
   return o;
 }
 

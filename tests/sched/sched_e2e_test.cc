@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "format/reader.h"
 #include "support/e2e.h"
 
@@ -465,6 +467,51 @@ TEST(SchedE2E, RunningMatchesTheCpuClockOfThreadsThatSwitchOften) {
     EXPECT_FALSE(backwards);
     EXPECT_NEAR(static_cast<double>(last_cpu), cpu, slack);
   }
+}
+
+// The report's overhead line counts what the kernel's context-switch records cost the program's
+// threads (issue 11, item 9): two records per switch at the cost the recorder measured after the
+// run. Oracle for the count: the threads' own switch counts (getrusage) and the switch-in records
+// in the trace; the figures add up as the docs say.
+TEST(SchedE2E, OverheadLineCountsTheSwitchRecordsTheProgramPaid) {
+  TempDir dir;
+  constexpr uint64_t kRounds = 20000;
+  Recorded r = RecordDuty(dir, {"-t", "10ms"},
+                          {"--rounds", std::to_string(kRounds), "--one-cpu", "pingpong"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const uint64_t switch_ins = r.trace.CountAll(Kind::kSwitchIn);
+  if (switch_ins == 0)
+    GTEST_SKIP() << "perf_event_open context switches are not available here: " << r.run.err;
+  ASSERT_TRUE(r.trace.session.count("switch_record_cost_ns")) << "the recorder measured no cost";
+  RunResult rep = Parmon({"report", "--format", "json", dir.File("t.ptrace")});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const nlohmann::json o = nlohmann::json::parse(rep.out)["summary"]["overhead"];
+  const uint64_t switches = o["switches"];
+  // In the window: a switch or two stamped before the recorder's start may fall outside it.
+  EXPECT_LE(switches, switch_ins);
+  EXPECT_GE(switches + 4, switch_ins);
+  // The two threads' own counts of their switches (getrusage, at their ends): every one of them
+  // is a switch record's pair the report counts; the program's main thread switches too.
+  uint64_t own = 0;
+  for (const Truth& t : r.truth)
+    own += t.voluntary + t.involuntary;
+  EXPECT_GE(own, kRounds) << "a round blocks at least one of the two threads";
+  EXPECT_GE(switches, own);
+  EXPECT_EQ(o["switch_cost_source"], "measured");
+  const double cost = o["switch_record_cost_ns"];
+  EXPECT_DOUBLE_EQ(cost, std::stod(r.trace.session.at("switch_record_cost_ns")));
+  EXPECT_GT(cost, 10.0);
+  EXPECT_LT(cost, 50'000.0);
+  const uint64_t in_switches = o["in_thread_switches_ns"], in_events = o["in_thread_events_ns"];
+  EXPECT_NEAR(static_cast<double>(in_switches), 2 * cost * static_cast<double>(switches), 1.0);
+  EXPECT_EQ(static_cast<uint64_t>(o["in_thread_ns"]), in_switches + in_events);
+  const uint64_t calibration = o["calibration_cpu_ns"], recorder = o["recorder_cpu_ns"];
+  EXPECT_GT(calibration, 0u);
+  EXPECT_LE(calibration, recorder);
+  EXPECT_GT(static_cast<double>(o["estimated_slowdown"]), 0.0);
+  RunResult text = Parmon({"report", dir.File("t.ptrace")});
+  EXPECT_NE(text.out.find("context-switch records"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("cost to the program ~"), std::string::npos) << text.out;
 }
 
 TEST(SchedE2E, PeriodicModeKeepsOnlyAggregates) {

@@ -1,0 +1,60 @@
+// The report's overhead line (issue 11, item 9): what recording cost the program. Three parts:
+// libparmon's events in the program's threads (events x the cost of one), the kernel's
+// context-switch records, written on the switching thread's own time (two per switch, x the cost
+// the recorder measured after the run, sched/switch_cost.h), and the recorder's own CPU, which
+// takes a CPU from the program only when the CPUs were busy.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "analysis/engine_impl.h"
+
+namespace parmon::analysis {
+namespace {
+
+// The trace's measured cost when it has one, else the build's estimate.
+void PickCost(const std::optional<double>& measured,
+              double estimate,
+              double* cost,
+              std::string* source) {
+  const bool have = measured && *measured >= 0;
+  *cost = have ? *measured : estimate;
+  *source = have ? "measured" : "estimate";
+}
+
+}  // namespace
+
+void Engine::Impl::BuildOverhead(Results* res) const {
+  Summary& s = res->summary;
+  const format::EndInfo& totals = session.totals();
+  PickCost(totals.event_cost_ns, options.default_event_cost_ns, &s.event_cost_ns,
+           &s.event_cost_source);
+  s.in_thread_events_ns =
+      static_cast<uint64_t>(std::llround(s.event_cost_ns * static_cast<double>(runtime_events)));
+  for (const Loc& l : locs)
+    if (!l.cpu)
+      s.switches += l.switches;
+  if (s.switches > 0) {
+    PickCost(totals.switch_record_cost_ns, options.default_switch_record_cost_ns,
+             &s.switch_record_cost_ns, &s.switch_cost_source);
+    s.in_thread_switches_ns = static_cast<uint64_t>(
+        std::llround(2 * s.switch_record_cost_ns * static_cast<double>(s.switches)));
+  }
+  s.in_thread_overhead_ns = s.in_thread_events_ns + s.in_thread_switches_ns;
+  s.calibration_cpu_ns = std::min(totals.calibration_cpu_ns, s.recorder_cpu_ns);
+  if (s.program_cpu_ns <= s.in_thread_overhead_ns)
+    return;
+  // The share of the CPUs' time that was busy (by anyone): the recorder's CPU during the run took
+  // that share of its time from others. Without CPU samples, all of it.
+  const CpuAccount& a = res->cpu_account;
+  double busy = 1;
+  if (a.capacity_ns > 0)
+    busy = 1 - static_cast<double>(std::min(a.idle_ns, a.capacity_ns)) /
+                   static_cast<double>(a.capacity_ns);
+  const double recorder_run = static_cast<double>(s.recorder_cpu_ns - s.calibration_cpu_ns);
+  s.estimated_slowdown = (static_cast<double>(s.in_thread_overhead_ns) + recorder_run * busy) /
+                         static_cast<double>(s.program_cpu_ns - s.in_thread_overhead_ns);
+}
+
+}  // namespace parmon::analysis
