@@ -16,6 +16,8 @@ namespace {
 
 using format::Kind;
 
+constexpr uint32_t kNoCall = UINT32_MAX;
+
 struct Sample {
   uint64_t begin, end;
   StateNs rate;
@@ -39,6 +41,7 @@ struct RawLoc {
   bool in_mpi = false;
   uint64_t mpi_enter = 0;
   uint32_t mpi_func = 0;
+  uint32_t call = kNoCall;    // the open MPI call's index into IndexBuilder::calls_
   int64_t rank = INT64_MIN;   // not looked up yet
   int64_t switched_cpu = -1;  // the CPU of the open SwitchIn
   uint64_t switched_in = 0;
@@ -48,12 +51,26 @@ struct SendRec {
   uint64_t ts;
   uint32_t loc;
   uint64_t bytes;
+  uint32_t call;  // the MPI call that completed it (a blocking send's own, a Wait*'s), or kNoCall
 };
 struct RecvRec {
   uint64_t ts, posted;
   uint32_t loc;
+  uint32_t call;  // the MPI call it completed in, or kNoCall
+};
+struct CallRec {
+  uint64_t enter, leave;
+};
+// A stretch a call waited for one message's partner: from the call's entry (or the previous
+// part's end) to `end`; see AttributeWaits.
+struct WaitPart {
+  uint32_t call;
+  uint64_t end;
+  size_t message;
+  bool sender;
 };
 using MatchKey = std::tuple<int64_t, int64_t, uint64_t, uint64_t>;  // src, dst, comm, tag
+using RequestKey = std::tuple<int64_t, uint32_t, uint64_t>;         // rank, pid, request
 
 constexpr int kRunning = static_cast<int>(format::ThreadState::kRunning);
 constexpr int kCommWait = static_cast<int>(format::ThreadState::kCommWait);
@@ -84,12 +101,16 @@ class IndexBuilder {
   }
 
  private:
-  uint32_t Name(const std::string& s) {
-    auto [it, added] = name_ids_.try_emplace(s, static_cast<uint32_t>(index_->names_.size()));
+  // s's index in `list`, appended the first time it is seen (`ids` remembers them).
+  static uint32_t Intern(const std::string& s,
+                         std::map<std::string, uint32_t>& ids,
+                         std::vector<std::string>& list) {
+    auto [it, added] = ids.try_emplace(s, static_cast<uint32_t>(list.size()));
     if (added)
-      index_->names_.push_back(s);
+      list.push_back(s);
     return it->second;
   }
+  uint32_t Name(const std::string& s) { return Intern(s, name_ids_, index_->names_); }
   // A defined string's name index, looked up once per string id (it is asked for per event).
   uint32_t DefName(uint64_t id) {
     auto [it, added] = def_names_.try_emplace(id, 0);
@@ -121,16 +142,27 @@ class IndexBuilder {
   void Pieces(IndexedLocation& out, const RawLoc& l);
   void FinishCpus();
   void FinishMessages();
+  void AttributeWaits(std::vector<WaitPart>& parts);
+  uint32_t Host(const std::string& host) { return Intern(host, host_ids_, index_->hosts_); }
+  uint32_t Pid(uint32_t loc) {
+    const format::LocationDef* def = session_.Location(loc);
+    return def ? def->pid : 0;
+  }
 
   const model::Session& session_;
   TraceIndex* index_;
   std::map<uint32_t, RawLoc> raw_;
   std::map<std::string, uint32_t> name_ids_;
+  std::map<std::string, uint32_t> host_ids_;
   std::unordered_map<uint64_t, uint32_t> def_names_;
   uint32_t last_id_ = 0;  // the location of the previous event (the merge hands out runs)
   RawLoc* last_ = nullptr;
   std::map<uint32_t, std::vector<Slice>> cpu_runs_;
-  std::map<MatchKey, std::pair<std::vector<SendRec>, std::vector<RecvRec>>> p2p_;
+  // Sends by index (p2p_ and open_sends_ refer to them), the MPI calls that may complete them.
+  std::vector<SendRec> sends_;
+  std::vector<CallRec> calls_;
+  std::map<MatchKey, std::pair<std::vector<uint32_t>, std::vector<RecvRec>>> p2p_;
+  std::map<RequestKey, uint32_t> open_sends_;  // nonblocking sends not completed yet
 };
 
 void IndexBuilder::Consume(const format::Event& e) {
@@ -166,18 +198,36 @@ void IndexBuilder::Consume(const format::Event& e) {
       l.in_mpi = true;
       l.mpi_enter = e.ts;
       l.mpi_func = static_cast<uint32_t>(e.args[0]);
+      l.call = static_cast<uint32_t>(calls_.size());
+      calls_.push_back({e.ts, UINT64_MAX});
       break;
     case Kind::kMpiLeave:
       if (l.in_mpi)
         MpiLeave(l, e.ts);
       break;
-    case Kind::kMpiSend:
+    case Kind::kMpiSend: {
+      const auto si = static_cast<uint32_t>(sends_.size());
+      const bool blocking = e.args[4] == 0;
+      sends_.push_back({e.ts, e.location, e.args[3], blocking && l.in_mpi ? l.call : kNoCall});
       p2p_[{RankOf(e.location, l), static_cast<int64_t>(e.args[0]), e.args[2], e.args[1]}]
-          .first.push_back({e.ts, e.location, e.args[3]});
+          .first.push_back(si);
+      if (!blocking)  // the same request id again replaces the older send, as in the report
+        open_sends_[{RankOf(e.location, l), Pid(e.location), e.args[4]}] = si;
       break;
+    }
+    case Kind::kMpiRequestDone: {
+      auto it = open_sends_.find({RankOf(e.location, l), Pid(e.location), e.args[0]});
+      if (it != open_sends_.end()) {
+        if (l.in_mpi)
+          sends_[it->second].call = l.call;
+        open_sends_.erase(it);
+      }
+      break;
+    }
     case Kind::kMpiRecv:
       p2p_[{static_cast<int64_t>(e.args[0]), RankOf(e.location, l), e.args[2], e.args[1]}]
-          .second.push_back({e.ts, e.args[5], e.location});
+          .second.push_back(
+              {e.ts, std::min(e.args[5], e.ts), e.location, l.in_mpi ? l.call : kNoCall});
       break;
     case Kind::kChanWait:
       Wait(l, e.args[3], e.ts, kCommWait, DefName(e.args[0]));
@@ -210,6 +260,8 @@ void IndexBuilder::Consume(const format::Event& e) {
 
 void IndexBuilder::MpiLeave(RawLoc& l, uint64_t ts) {
   l.in_mpi = false;
+  calls_[l.call].leave = std::max(ts, l.mpi_enter);
+  l.call = kNoCall;
   const uint32_t name = DefName(l.mpi_func);
   const std::string& s = index_->names_[name];
   // Start-up and shut-down are in no state in the report; here they keep the sampler's split.
@@ -282,6 +334,7 @@ void IndexBuilder::FinishLocations() {
     IndexedLocation out;
     out.id = id;
     out.cpu = session_.IsCpu(id);
+    out.host = Host(session_.reader().PartHost(session_.FileOf(id)));
     out.first = l.first;
     out.last = l.last;
     for (const Span& c : l.calls) {
@@ -315,22 +368,63 @@ void IndexBuilder::FinishCpus() {
   }
 }
 
+// Each message's wait, as the report splits a completing call's time (mpi_p2p.cc): a receive
+// waited from its call's entry until the send started (late sender), a send from its call's
+// entry until the receive was posted (late receiver); a call that completed several messages
+// (Waitall, Waitany over a send and a receive) charges each the stretch from the previous one's
+// end to its own, so the charges add up to the time the call waited. A receive completed outside
+// any call (MPI_Test's leave lost) waited from its posting until the send.
 void IndexBuilder::FinishMessages() {
+  std::vector<WaitPart> parts;
   for (auto& [key, sr] : p2p_) {
-    auto& [sends, recvs] = sr;
+    auto& [send_ids, recvs] = sr;
     std::stable_sort(recvs.begin(), recvs.end(),
                      [](const RecvRec& a, const RecvRec& b) { return a.posted < b.posted; });
-    const size_t n = std::min(sends.size(), recvs.size());
+    const size_t n = std::min(send_ids.size(), recvs.size());
     for (size_t k = 0; k < n; ++k) {
-      Message m{sends[k].ts,    std::max(sends[k].ts, recvs[k].ts),    sends[k].loc, recvs[k].loc,
-                sends[k].bytes, static_cast<int64_t>(std::get<3>(key))};
+      const SendRec& s = sends_[send_ids[k]];
+      const RecvRec& r = recvs[k];
+      Message m{s.ts,    std::max(s.ts, r.ts),
+                s.loc,   r.loc,
+                s.bytes, static_cast<int64_t>(std::get<3>(key))};
+      const size_t mi = index_->messages_.size();
+      if (r.call != kNoCall)
+        parts.push_back({r.call, std::min(s.ts, r.ts), mi, false});
+      else if (s.ts > r.posted)
+        m.receiver_wait_ns = std::min(s.ts, r.ts) - r.posted;
+      if (s.call != kNoCall)
+        parts.push_back({s.call, r.posted, mi, true});
       index_->longest_message_ = std::max(index_->longest_message_, m.recv - m.send);
       index_->messages_.push_back(m);
     }
   }
   p2p_.clear();
+  sends_.clear();
+  open_sends_.clear();
+  AttributeWaits(parts);
+  calls_.clear();
   std::sort(index_->messages_.begin(), index_->messages_.end(),
             [](const Message& a, const Message& b) { return a.send < b.send; });
+}
+
+void IndexBuilder::AttributeWaits(std::vector<WaitPart>& parts) {
+  std::sort(parts.begin(), parts.end(), [](const WaitPart& a, const WaitPart& b) {
+    return a.call != b.call ? a.call < b.call : a.end < b.end;
+  });
+  uint32_t call = kNoCall;
+  uint64_t prev = 0;
+  for (const WaitPart& p : parts) {
+    const CallRec& c = calls_[p.call];
+    if (p.call != call) {
+      call = p.call;
+      prev = c.enter;
+    }
+    const uint64_t end = std::min(std::max(p.end, c.enter), c.leave);
+    const uint64_t w = end > prev ? end - prev : 0;
+    prev = std::max(prev, end);
+    Message& m = index_->messages_[p.message];
+    (p.sender ? m.sender_wait_ns : m.receiver_wait_ns) += w;
+  }
 }
 
 StatusOr<std::unique_ptr<TraceIndex>> TraceIndex::Build(const model::Session& session) {
