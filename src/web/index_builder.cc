@@ -41,7 +41,7 @@ struct RawLoc {
   bool in_mpi = false;
   uint64_t mpi_enter = 0;
   uint32_t mpi_func = 0;
-  uint32_t call = kNoCall;    // the open MPI call's index into IndexBuilder::calls_
+  uint32_t call = kNoCall;    // the open MPI call's record (IndexBuilder::calls_), once it has one
   int64_t rank = INT64_MIN;   // not looked up yet
   int64_t switched_cpu = -1;  // the CPU of the open SwitchIn
   uint64_t switched_in = 0;
@@ -49,8 +49,8 @@ struct RawLoc {
 };
 struct SendRec {
   uint64_t ts;
-  uint32_t loc;
   uint64_t bytes;
+  uint32_t loc;
   uint32_t call;  // the MPI call that completed it (a blocking send's own, a Wait*'s), or kNoCall
 };
 struct RecvRec {
@@ -58,8 +58,10 @@ struct RecvRec {
   uint32_t loc;
   uint32_t call;  // the MPI call it completed in, or kNoCall
 };
+// An MPI call that completed at least one message; recorded when it completes its first.
 struct CallRec {
   uint64_t enter, leave;
+  uint32_t messages;  // how many it completed
 };
 // A stretch a call waited for one message's partner: from the call's entry (or the previous
 // part's end) to `end`; see AttributeWaits.
@@ -144,6 +146,16 @@ class IndexBuilder {
   void FinishMessages();
   void AttributeWaits(std::vector<WaitPart>& parts);
   uint32_t Host(const std::string& host) { return Intern(host, host_ids_, index_->hosts_); }
+  // The open MPI call's record, made when it completes its first message (most calls complete
+  // none or one: see FinishMessages).
+  uint32_t CallOf(RawLoc& l) {
+    if (l.call == kNoCall) {
+      l.call = static_cast<uint32_t>(calls_.size());
+      calls_.push_back({l.mpi_enter, UINT64_MAX, 0});
+    }
+    ++calls_[l.call].messages;
+    return l.call;
+  }
   uint32_t Pid(uint32_t loc) {
     const format::LocationDef* def = session_.Location(loc);
     return def ? def->pid : 0;
@@ -158,11 +170,11 @@ class IndexBuilder {
   uint32_t last_id_ = 0;  // the location of the previous event (the merge hands out runs)
   RawLoc* last_ = nullptr;
   std::map<uint32_t, std::vector<Slice>> cpu_runs_;
-  // Sends by index (p2p_ and open_sends_ refer to them), the MPI calls that may complete them.
-  std::vector<SendRec> sends_;
+  // The sends and receives of each key, the MPI calls that completed them, and the nonblocking
+  // sends not completed yet (their key's list and index in it: std::map's nodes stay put).
+  std::map<MatchKey, std::pair<std::vector<SendRec>, std::vector<RecvRec>>> p2p_;
   std::vector<CallRec> calls_;
-  std::map<MatchKey, std::pair<std::vector<uint32_t>, std::vector<RecvRec>>> p2p_;
-  std::map<RequestKey, uint32_t> open_sends_;  // nonblocking sends not completed yet
+  std::map<RequestKey, std::pair<std::vector<SendRec>*, uint32_t>> open_sends_;
 };
 
 void IndexBuilder::Consume(const format::Event& e) {
@@ -198,28 +210,28 @@ void IndexBuilder::Consume(const format::Event& e) {
       l.in_mpi = true;
       l.mpi_enter = e.ts;
       l.mpi_func = static_cast<uint32_t>(e.args[0]);
-      l.call = static_cast<uint32_t>(calls_.size());
-      calls_.push_back({e.ts, UINT64_MAX});
+      l.call = kNoCall;
       break;
     case Kind::kMpiLeave:
       if (l.in_mpi)
         MpiLeave(l, e.ts);
       break;
     case Kind::kMpiSend: {
-      const auto si = static_cast<uint32_t>(sends_.size());
       const bool blocking = e.args[4] == 0;
-      sends_.push_back({e.ts, e.location, e.args[3], blocking && l.in_mpi ? l.call : kNoCall});
-      p2p_[{RankOf(e.location, l), static_cast<int64_t>(e.args[0]), e.args[2], e.args[1]}]
-          .first.push_back(si);
+      auto& sends =
+          p2p_[{RankOf(e.location, l), static_cast<int64_t>(e.args[0]), e.args[2], e.args[1]}]
+              .first;
+      sends.push_back({e.ts, e.args[3], e.location, blocking && l.in_mpi ? CallOf(l) : kNoCall});
       if (!blocking)  // the same request id again replaces the older send, as in the report
-        open_sends_[{RankOf(e.location, l), Pid(e.location), e.args[4]}] = si;
+        open_sends_[{RankOf(e.location, l), Pid(e.location), e.args[4]}] = {
+            &sends, static_cast<uint32_t>(sends.size() - 1)};
       break;
     }
     case Kind::kMpiRequestDone: {
       auto it = open_sends_.find({RankOf(e.location, l), Pid(e.location), e.args[0]});
       if (it != open_sends_.end()) {
         if (l.in_mpi)
-          sends_[it->second].call = l.call;
+          (*it->second.first)[it->second.second].call = CallOf(l);
         open_sends_.erase(it);
       }
       break;
@@ -227,7 +239,7 @@ void IndexBuilder::Consume(const format::Event& e) {
     case Kind::kMpiRecv:
       p2p_[{static_cast<int64_t>(e.args[0]), RankOf(e.location, l), e.args[2], e.args[1]}]
           .second.push_back(
-              {e.ts, std::min(e.args[5], e.ts), e.location, l.in_mpi ? l.call : kNoCall});
+              {e.ts, std::min(e.args[5], e.ts), e.location, l.in_mpi ? CallOf(l) : kNoCall});
       break;
     case Kind::kChanWait:
       Wait(l, e.args[3], e.ts, kCommWait, DefName(e.args[0]));
@@ -260,7 +272,8 @@ void IndexBuilder::Consume(const format::Event& e) {
 
 void IndexBuilder::MpiLeave(RawLoc& l, uint64_t ts) {
   l.in_mpi = false;
-  calls_[l.call].leave = std::max(ts, l.mpi_enter);
+  if (l.call != kNoCall)
+    calls_[l.call].leave = std::max(ts, l.mpi_enter);
   l.call = kNoCall;
   const uint32_t name = DefName(l.mpi_func);
   const std::string& s = index_->names_[name];
@@ -375,34 +388,49 @@ void IndexBuilder::FinishCpus() {
 // end to its own, so the charges add up to the time the call waited. A receive completed outside
 // any call (MPI_Test's leave lost) waited from its posting until the send.
 void IndexBuilder::FinishMessages() {
+  size_t total = 0;
+  for (const auto& [key, sr] : p2p_)
+    total += std::min(sr.first.size(), sr.second.size());
+  index_->messages_.reserve(total);
+  // A call that completed one message waited for it from its entry; the others' parts are
+  // attributed together (AttributeWaits).
   std::vector<WaitPart> parts;
+  auto wait = [&](uint32_t call, uint64_t end, size_t mi, bool sender, Message& m) {
+    const CallRec& c = calls_[call];
+    if (c.messages > 1) {
+      parts.push_back({call, end, mi, sender});
+      return;
+    }
+    end = std::min(std::max(end, c.enter), c.leave);
+    (sender ? m.sender_wait_ns : m.receiver_wait_ns) += end - c.enter;
+  };
   for (auto& [key, sr] : p2p_) {
-    auto& [send_ids, recvs] = sr;
+    auto& [sends, recvs] = sr;
     std::stable_sort(recvs.begin(), recvs.end(),
                      [](const RecvRec& a, const RecvRec& b) { return a.posted < b.posted; });
-    const size_t n = std::min(send_ids.size(), recvs.size());
+    const size_t n = std::min(sends.size(), recvs.size());
     for (size_t k = 0; k < n; ++k) {
-      const SendRec& s = sends_[send_ids[k]];
+      const SendRec& s = sends[k];
       const RecvRec& r = recvs[k];
       Message m{s.ts,    std::max(s.ts, r.ts),
                 s.loc,   r.loc,
                 s.bytes, static_cast<int64_t>(std::get<3>(key))};
       const size_t mi = index_->messages_.size();
       if (r.call != kNoCall)
-        parts.push_back({r.call, std::min(s.ts, r.ts), mi, false});
+        wait(r.call, std::min(s.ts, r.ts), mi, false, m);
       else if (s.ts > r.posted)
         m.receiver_wait_ns = std::min(s.ts, r.ts) - r.posted;
       if (s.call != kNoCall)
-        parts.push_back({s.call, r.posted, mi, true});
+        wait(s.call, r.posted, mi, true, m);
       index_->longest_message_ = std::max(index_->longest_message_, m.recv - m.send);
       index_->messages_.push_back(m);
     }
+    sr = {};  // frees the key's records as soon as they are matched
   }
   p2p_.clear();
-  sends_.clear();
   open_sends_.clear();
   AttributeWaits(parts);
-  calls_.clear();
+  calls_ = {};
   std::sort(index_->messages_.begin(), index_->messages_.end(),
             [](const Message& a, const Message& b) { return a.send < b.send; });
 }

@@ -19,7 +19,8 @@
 //    the time its two ends waited for each other as `parmon report` splits its calls' time (late
 //    sender, late receiver). The communication matrix and the process graph of a time range sum
 //    the messages sent in it (one binary search, then a pass over those messages).
-// Memory: 64 bytes per state boundary, 24 per slice, 56 per message.
+// Memory: 64 bytes per state boundary, 24 per slice, 56 per message (view_bench's 10 M-event
+// ring: peak 614 MB, 574 MB before messages carried their waits).
 #ifndef PARMON_SRC_WEB_TRACE_INDEX_H_
 #define PARMON_SRC_WEB_TRACE_INDEX_H_
 
