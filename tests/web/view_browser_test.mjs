@@ -203,6 +203,20 @@ async function checkComm(page, state, v) {
         JSON.stringify(pieGot) === JSON.stringify(pieWant) && pieWant.every((x) => x > 0),
         `per node: bars ${s.comm.bars.join(', ')}; pies per rank over its ${threadsOf.join('/')} threads: ` +
         `${pieGot.map((x) => (x / 1e6).toFixed(1)).join(', ')} ms in step ${ks + 1}`);
+  // Play steps on by itself; pause stops it. Threads as nodes: a node per thread.
+  const before = (await state()).comm.step;
+  await page.locator('#graph-play').click();
+  await page.waitForFunction((b) => window.parmonView.comm.step !== b, before);
+  await page.locator('#graph-play').click();
+  const played = (await state()).comm.step;
+  check(played !== before && (await page.locator('#graph-play').textContent()) === 'play',
+        `play steps the graph (${before + 1} -> ${played + 1}), pause stops it`);
+  await page.locator('#comm-threads').check();
+  const th = await state();
+  check(th.comm.labels.length === session.rows.length && th.comm.positions.length === session.rows.length,
+        `threads as nodes: ${th.comm.labels.length} nodes for ${session.rows.length} threads`);
+  await page.locator('#comm-threads').uncheck();
+  await slide(k);
   await page.mouse.move(1, 1);  // no tooltip over the pictures
   await page.locator('#graph').screenshot({ path: path.join(out, 'graph.png') });
   await page.locator('#nodes').screenshot({ path: path.join(out, 'nodes.png') });
