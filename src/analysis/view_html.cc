@@ -88,24 +88,36 @@ window.addEventListener('resize',()=>charts.forEach(c=>c.resize()));
 // A part of the page whose options cannot be built is logged; the other parts still appear.
 function part(name,f){try{f();}catch(e){console.error('parmon charts, '+name+': '+e.message);}}
 
-// States per thread: one stacked bar each.
+// States per thread: the program's own threads first, each a stacked bar (every thread without
+// MPI; with MPI each rank's main thread and the threads of its process that compute at least 10%
+// of their life, parmonShared.programThreads, shared with parmon view). The MPI library's helper
+// threads and the launcher's processes, which mostly sleep, are folded into one row each: the
+// mean of their threads, so that they neither dominate the axis nor crowd out the ranks.
+const P=window.parmonShared;
 const threads=R.locations.filter(l=>l.kind==='thread');
+const split=P.programThreads(threads);
+function folded(label,ls){if(!ls.length)return[];const st={};
+  S.forEach(s=>st[s]=ls.reduce((a,l)=>a+l.states_ns[s],0)/ls.length);
+  return[{label:label+' ('+ls.length+' threads, mean)',states_ns:st}];}
+const barRows=split.own.concat(folded('MPI/runtime helpers',split.helpers),
+  folded('launcher, other processes',split.others));
 part('states',()=>chart('states',{tooltip:{trigger:'axis',axisPointer:{type:'shadow'},valueFormatter:v=>v.toFixed(3)+' s'},
   legend:{top:0},grid:{left:8,right:48,top:36,bottom:8,containLabel:true},
-  xAxis:{type:'value',name:'s'},yAxis:{type:'category',data:threads.map(l=>l.label),inverse:true},
+  xAxis:{type:'value',name:'s'},yAxis:{type:'category',data:barRows.map(l=>l.label),inverse:true},
   series:S.map(s=>({name:NAME[s]||s,type:'bar',stack:'t',itemStyle:{color:COLOR[s]},
-    data:threads.map(l=>l.states_ns[s]/1e9)}))},Math.max(180,24*threads.length+70)));
+    data:barRows.map(l=>l.states_ns[s]/1e9)}))},Math.max(180,24*barRows.length+70)));
 
-// A pie per node: per rank (its main thread; the others are the MPI library's), else per
-// process when there are several (its threads summed), else per thread.
+// A pie per node: per rank over all the rank's threads (its main thread, its other threads and
+// the MPI library's; parmonShared.byRank), else per process when there are several (its threads
+// summed), else per thread.
+function summed(ls){const st={};S.forEach(s=>st[s]=ls.reduce((a,l)=>a+l.states_ns[s],0));return st;}
 function nodes(){
-  const ranks=new Map();
-  threads.filter(l=>l.rank>=0).forEach(l=>{const m=ranks.get(l.rank);if(!m||(l.tid===l.pid&&m.tid!==m.pid))ranks.set(l.rank,l);});
-  if(ranks.size)return{what:'rank',list:[...ranks.values()].sort((a,b)=>a.rank-b.rank).map(l=>({label:l.label,st:l.states_ns}))};
+  const ranks=P.byRank(threads);
+  if(ranks.length)return{what:'rank (all its threads)',list:ranks.map(([k,ts])=>
+    ({label:'rank '+k+(ts.length>1?' ('+ts.length+' threads)':''),st:summed(ts)}))};
   const pids=[...new Set(threads.map(l=>l.pid))];
-  if(pids.length>1)return{what:'process',list:pids.map(p=>{const ts=threads.filter(l=>l.pid===p),m=ts.find(l=>l.tid===p)||ts[0],st={};
-    S.forEach(s=>st[s]=ts.reduce((a,l)=>a+l.states_ns[s],0));
-    return{label:m.label+(ts.length>1?' + '+(ts.length-1)+' threads':''),st:st};})};
+  if(pids.length>1)return{what:'process',list:pids.map(p=>{const ts=threads.filter(l=>l.pid===p),m=ts.find(l=>l.tid===p)||ts[0];
+    return{label:m.label+(ts.length>1?' + '+(ts.length-1)+' threads':''),st:summed(ts)};})};
   return{what:'thread',list:threads.map(l=>({label:l.label,st:l.states_ns}))};
 }
 part('pies',()=>{
@@ -161,23 +173,33 @@ function linkTip(k,i){return esc(k.from_label)+' \u2192 '+esc(k.to_label)+'<br>'
     series:[{type:'heatmap',data:ls.map(x=>[ends.indexOf(x.k.to_label),ends.indexOf(x.k.from_label),x.k.bytes,x.i]),
       label:{show:ends.length<=16,formatter:p=>bytes(p.value[2])},itemStyle:{borderColor:'#fff',borderWidth:1}}]},
     Math.max(200,n*ch+(long?150:90)));
+  // The nodes on a circle in their order, clockwise from the top (a ring reads as a ring;
+  // parmonShared.circle, as parmon view places them), placed here rather than by ECharts' circular
+  // layout: there a curveness bends every edge toward the
+  // centre whatever its direction, so the two directions of a link between opposite nodes (the
+  // two ranks of a 2-rank code) fell on one straight line. With fixed places a curveness bends an
+  // edge to one side of its direction of travel: A -> B and B -> A bow apart.
+  const pos=P.circle(n,0,0,300);
   chart('graph-'+kind,{tooltip:{formatter:p=>p.dataType==='edge'?linkTip(R.links[p.data.i],p.data.i):
       esc(p.name)+(util[p.name]!==undefined?': running '+pct(util[p.name])+' of the window':'')},
-    series:[{type:'graph',layout:'circular',roam:true,symbolSize:46,top:64,bottom:64,left:150,right:150,
+    series:[{type:'graph',layout:'none',roam:true,symbolSize:46,
+      // A square area (width from the data's aspect), centred: the circle stays round.
+      top:64,height:352,left:'center',
       label:{show:true,distance:4,lineHeight:15,
         formatter:p=>p.name+(util[p.name]!==undefined?'\n'+pct(util[p.name])+' running':'')},
       edgeSymbol:['none','arrow'],edgeSymbolSize:12,
-      edgeLabel:{show:true,fontSize:11,color:'#333',formatter:p=>{const u=iv.links[p.data.i]?iv.links[p.data.i].mean:0;
-        return u>=0.005?pct(u)+' in use':'';}},
-      // Labels outside the circle (ECharts puts node i at angle (i + 1/2) * 2 pi / n), clear of the links.
-      data:ends.map((e,i)=>{const a=(i+0.5)*2*Math.PI/n,sy=Math.sin(a);
-        return{name:e,label:{position:sy<-0.3?'top':sy>0.3?'bottom':Math.cos(a)>0?'right':'left'},
-          itemStyle:{color:util[e]===undefined?'#bbb':echarts.color.lerp(util[e],['#f5b7b1','#f7dc6f','#2e8b57'])}};}),
-      // On a circle a link bends toward the centre; of two opposite links one bends outward instead.
+      edgeLabel:{show:true,fontSize:11,color:'#333',formatter:p=>{const k=R.links[p.data.i],u=iv.links[p.data.i]?iv.links[p.data.i].mean:0;
+        return (u>=0.005?pct(u)+' in use':'')+(k.time_ns&&k.wait_ns/k.time_ns>=0.005?(u>=0.005?', ':'')+pct(k.wait_ns/k.time_ns)+' waiting':'');}},
+      // Two invisible corners make the laid-out area the circle's square: ECharts fits the nodes'
+      // bounding box to the chart, and two nodes alone (one above the other) have no width.
+      data:ends.map((e,i)=>{const sy=pos[i][1]/300;
+        return{name:e,x:pos[i][0],y:pos[i][1],label:{position:sy<-0.3?'top':sy>0.3?'bottom':pos[i][0]>0?'right':'left'},
+          itemStyle:{color:util[e]===undefined?'#bbb':echarts.color.lerp(util[e],['#f5b7b1','#f7dc6f','#2e8b57'])}};})
+        .concat([-1,1].map(k=>({name:'\u2060corner'+k,x:360*k,y:360*k,symbolSize:0,label:{show:false},tooltip:{show:false}}))),
       links:ls.map(x=>{const lu=iv.links[x.i]?iv.links[x.i].mean:0,w=x.k.time_ns?x.k.wait_ns/x.k.time_ns:0;
         const back=ls.some(y=>y.k.from_label===x.k.to_label&&y.k.to_label===x.k.from_label&&y!==x);
         return{source:x.k.from_label,target:x.k.to_label,i:x.i,
-          lineStyle:{width:1.5+7*lu,opacity:0.85,curveness:back?(natural(x.k.from_label,x.k.to_label)<0?0.12:-0.12):0.1,color:echarts.color.lerp(w,['#3498db','#f39c12','#c0392b'])}};})}]},480);
+          lineStyle:{width:1.5+7*lu,opacity:0.85,curveness:back?0.25:0.1,color:echarts.color.lerp(w,['#3498db','#f39c12','#c0392b'])}};})}]},480);
 }));
 document.documentElement.setAttribute('data-charts',String(charts.length));
 })();

@@ -29,7 +29,9 @@ std::string RenderCsv(const Results& r);
 // it is empty the page says that it has no charts and shows the tables only.
 std::string RenderHtml(const Results& r, const std::string& chart_js);
 
-// The charting library bundled at build time (web/), or "" when the build had no npm.
+// The charting library bundled at build time (web/) followed by the chart code the report shares
+// with parmon view's UI (web/ui/shared.ts as the global parmonShared), or "" when the build had
+// no npm.
 std::string BundledChartLibrary();
 
 }  // namespace parmon::analysis

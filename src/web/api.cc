@@ -50,14 +50,16 @@ bool ParseQuery(std::string_view q,
   return true;
 }
 
+}  // namespace
+
 // A decimal integer parameter in [lo, hi], or `fallback` when absent.
-bool Number(const std::map<std::string, std::string, std::less<>>& p,
-            const char* key,
-            uint64_t fallback,
-            uint64_t lo,
-            uint64_t hi,
-            uint64_t* out,
-            std::string* error) {
+bool NumberParam(const std::map<std::string, std::string, std::less<>>& p,
+                 const char* key,
+                 uint64_t fallback,
+                 uint64_t lo,
+                 uint64_t hi,
+                 uint64_t* out,
+                 std::string* error) {
   auto it = p.find(key);
   if (it == p.end()) {
     *out = fallback;
@@ -78,14 +80,14 @@ bool Number(const std::map<std::string, std::string, std::less<>>& p,
 }
 
 // The range parameters t0 and t1 (ns from the session start; t1 defaults to the end).
-bool Range(const std::map<std::string, std::string, std::less<>>& p,
-           uint64_t duration,
-           uint64_t* t0,
-           uint64_t* t1,
-           std::string* error) {
+bool RangeParams(const std::map<std::string, std::string, std::less<>>& p,
+                 uint64_t duration,
+                 uint64_t* t0,
+                 uint64_t* t1,
+                 std::string* error) {
   constexpr uint64_t kFar = uint64_t{1} << 62;
-  if (!Number(p, "t0", 0, 0, kFar, t0, error) ||
-      !Number(p, "t1", std::max<uint64_t>(duration, 1), 0, kFar, t1, error))
+  if (!NumberParam(p, "t0", 0, 0, kFar, t0, error) ||
+      !NumberParam(p, "t1", std::max<uint64_t>(duration, 1), 0, kFar, t1, error))
     return false;
   if (*t0 >= *t1) {
     *error = "The range must have t0 < t1.";
@@ -93,6 +95,11 @@ bool Range(const std::map<std::string, std::string, std::less<>>& p,
   }
   return true;
 }
+
+namespace {
+
+constexpr auto Number = NumberParam;
+constexpr auto Range = RangeParams;
 
 int Dominant(const StateNs& s) {
   return static_cast<int>(std::max_element(s.begin(), s.end()) - s.begin());
@@ -236,6 +243,10 @@ ApiResponse Api::Handle(std::string_view target) const {
     return parse({"t0", "t1", "limit"}) ? Messages(p) : ErrorResponse(400, error);
   if (path == "/api/findings")
     return parse({}) ? Findings() : ErrorResponse(400, error);
+  if (path == "/api/matrix")
+    return parse({"t0", "t1"}) ? Matrix(p) : ErrorResponse(400, error);
+  if (path == "/api/graph")
+    return parse({"t0", "t1", "steps"}) ? Graph(p) : ErrorResponse(400, error);
   return ErrorResponse(404, "There is no such API query; docs/http-api.md lists them.");
 }
 
@@ -252,6 +263,7 @@ ApiResponse Api::Session() const {
                 {"rank", l.rank},
                 {"kind", l.kind},
                 {"main_thread", l.main_thread},
+                {"host", r.indexed ? index_.hosts()[r.indexed->host] : s.host},
                 {"state_source", l.state_source},
                 {"events", l.events},
                 {"messages_sent", l.messages_sent},

@@ -23,6 +23,8 @@ namespace parmon::web {
 constexpr uint64_t kMaxPx = 8192;
 constexpr uint64_t kMaxMessages = 100000;
 constexpr uint64_t kDefaultMessages = 2000;
+constexpr uint64_t kMaxSteps = 1000;
+constexpr uint64_t kDefaultSteps = 50;
 
 struct ApiResponse {
   int status = 200;
@@ -52,6 +54,8 @@ class Api {
   ApiResponse Cpus(const Params& p) const;
   ApiResponse Messages(const Params& p) const;
   ApiResponse Findings() const;
+  ApiResponse Matrix(const Params& p) const;  // api_links.cc
+  ApiResponse Graph(const Params& p) const;   // api_links.cc
 
   const TraceIndex& index_;
   const analysis::Results& results_;
@@ -61,6 +65,22 @@ class Api {
 
 // One sentence as a JSON error answer.
 ApiResponse ErrorResponse(int status, const std::string& sentence);
+
+// The query-parameter readers the handlers share (api.cc): a decimal integer in [lo, hi] (or
+// `fallback` when absent), and the range t0 < t1 (t1 defaulting to `duration`). False, with
+// one sentence in *error, when malformed or out of range.
+bool NumberParam(const std::map<std::string, std::string, std::less<>>& p,
+                 const char* key,
+                 uint64_t fallback,
+                 uint64_t lo,
+                 uint64_t hi,
+                 uint64_t* out,
+                 std::string* error);
+bool RangeParams(const std::map<std::string, std::string, std::less<>>& p,
+                 uint64_t duration,
+                 uint64_t* t0,
+                 uint64_t* t1,
+                 std::string* error);
 
 }  // namespace parmon::web
 

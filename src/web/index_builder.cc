@@ -16,6 +16,8 @@ namespace {
 
 using format::Kind;
 
+constexpr uint32_t kNoCall = UINT32_MAX;
+
 struct Sample {
   uint64_t begin, end;
   StateNs rate;
@@ -39,6 +41,7 @@ struct RawLoc {
   bool in_mpi = false;
   uint64_t mpi_enter = 0;
   uint32_t mpi_func = 0;
+  uint32_t call = kNoCall;    // the open MPI call's record (IndexBuilder::calls_), once it has one
   int64_t rank = INT64_MIN;   // not looked up yet
   int64_t switched_cpu = -1;  // the CPU of the open SwitchIn
   uint64_t switched_in = 0;
@@ -46,14 +49,30 @@ struct RawLoc {
 };
 struct SendRec {
   uint64_t ts;
-  uint32_t loc;
   uint64_t bytes;
+  uint32_t loc;
+  uint32_t call;  // the MPI call that completed it (a blocking send's own, a Wait*'s), or kNoCall
 };
 struct RecvRec {
   uint64_t ts, posted;
   uint32_t loc;
+  uint32_t call;  // the MPI call it completed in, or kNoCall
+};
+// An MPI call that completed at least one message; recorded when it completes its first.
+struct CallRec {
+  uint64_t enter, leave;
+  uint32_t messages;  // how many it completed
+};
+// A stretch a call waited for one message's partner: from the call's entry (or the previous
+// part's end) to `end`; see AttributeWaits.
+struct WaitPart {
+  uint32_t call;
+  uint64_t end;
+  size_t message;
+  bool sender;
 };
 using MatchKey = std::tuple<int64_t, int64_t, uint64_t, uint64_t>;  // src, dst, comm, tag
+using RequestKey = std::tuple<int64_t, uint32_t, uint64_t>;         // rank, pid, request
 
 constexpr int kRunning = static_cast<int>(format::ThreadState::kRunning);
 constexpr int kCommWait = static_cast<int>(format::ThreadState::kCommWait);
@@ -84,12 +103,16 @@ class IndexBuilder {
   }
 
  private:
-  uint32_t Name(const std::string& s) {
-    auto [it, added] = name_ids_.try_emplace(s, static_cast<uint32_t>(index_->names_.size()));
+  // s's index in `list`, appended the first time it is seen (`ids` remembers them).
+  static uint32_t Intern(const std::string& s,
+                         std::map<std::string, uint32_t>& ids,
+                         std::vector<std::string>& list) {
+    auto [it, added] = ids.try_emplace(s, static_cast<uint32_t>(list.size()));
     if (added)
-      index_->names_.push_back(s);
+      list.push_back(s);
     return it->second;
   }
+  uint32_t Name(const std::string& s) { return Intern(s, name_ids_, index_->names_); }
   // A defined string's name index, looked up once per string id (it is asked for per event).
   uint32_t DefName(uint64_t id) {
     auto [it, added] = def_names_.try_emplace(id, 0);
@@ -121,16 +144,37 @@ class IndexBuilder {
   void Pieces(IndexedLocation& out, const RawLoc& l);
   void FinishCpus();
   void FinishMessages();
+  void AttributeWaits(std::vector<WaitPart>& parts);
+  uint32_t Host(const std::string& host) { return Intern(host, host_ids_, index_->hosts_); }
+  // The open MPI call's record, made when it completes its first message (most calls complete
+  // none or one: see FinishMessages).
+  uint32_t CallOf(RawLoc& l) {
+    if (l.call == kNoCall) {
+      l.call = static_cast<uint32_t>(calls_.size());
+      calls_.push_back({l.mpi_enter, UINT64_MAX, 0});
+    }
+    ++calls_[l.call].messages;
+    return l.call;
+  }
+  uint32_t Pid(uint32_t loc) {
+    const format::LocationDef* def = session_.Location(loc);
+    return def ? def->pid : 0;
+  }
 
   const model::Session& session_;
   TraceIndex* index_;
   std::map<uint32_t, RawLoc> raw_;
   std::map<std::string, uint32_t> name_ids_;
+  std::map<std::string, uint32_t> host_ids_;
   std::unordered_map<uint64_t, uint32_t> def_names_;
   uint32_t last_id_ = 0;  // the location of the previous event (the merge hands out runs)
   RawLoc* last_ = nullptr;
   std::map<uint32_t, std::vector<Slice>> cpu_runs_;
+  // The sends and receives of each key, the MPI calls that completed them, and the nonblocking
+  // sends not completed yet (their key's list and index in it: std::map's nodes stay put).
   std::map<MatchKey, std::pair<std::vector<SendRec>, std::vector<RecvRec>>> p2p_;
+  std::vector<CallRec> calls_;
+  std::map<RequestKey, std::pair<std::vector<SendRec>*, uint32_t>> open_sends_;
 };
 
 void IndexBuilder::Consume(const format::Event& e) {
@@ -166,18 +210,36 @@ void IndexBuilder::Consume(const format::Event& e) {
       l.in_mpi = true;
       l.mpi_enter = e.ts;
       l.mpi_func = static_cast<uint32_t>(e.args[0]);
+      l.call = kNoCall;
       break;
     case Kind::kMpiLeave:
       if (l.in_mpi)
         MpiLeave(l, e.ts);
       break;
-    case Kind::kMpiSend:
-      p2p_[{RankOf(e.location, l), static_cast<int64_t>(e.args[0]), e.args[2], e.args[1]}]
-          .first.push_back({e.ts, e.location, e.args[3]});
+    case Kind::kMpiSend: {
+      const bool blocking = e.args[4] == 0;
+      auto& sends =
+          p2p_[{RankOf(e.location, l), static_cast<int64_t>(e.args[0]), e.args[2], e.args[1]}]
+              .first;
+      sends.push_back({e.ts, e.args[3], e.location, blocking && l.in_mpi ? CallOf(l) : kNoCall});
+      if (!blocking)  // the same request id again replaces the older send, as in the report
+        open_sends_[{RankOf(e.location, l), Pid(e.location), e.args[4]}] = {
+            &sends, static_cast<uint32_t>(sends.size() - 1)};
       break;
+    }
+    case Kind::kMpiRequestDone: {
+      auto it = open_sends_.find({RankOf(e.location, l), Pid(e.location), e.args[0]});
+      if (it != open_sends_.end()) {
+        if (l.in_mpi)
+          (*it->second.first)[it->second.second].call = CallOf(l);
+        open_sends_.erase(it);
+      }
+      break;
+    }
     case Kind::kMpiRecv:
       p2p_[{static_cast<int64_t>(e.args[0]), RankOf(e.location, l), e.args[2], e.args[1]}]
-          .second.push_back({e.ts, e.args[5], e.location});
+          .second.push_back(
+              {e.ts, std::min(e.args[5], e.ts), e.location, l.in_mpi ? CallOf(l) : kNoCall});
       break;
     case Kind::kChanWait:
       Wait(l, e.args[3], e.ts, kCommWait, DefName(e.args[0]));
@@ -210,6 +272,9 @@ void IndexBuilder::Consume(const format::Event& e) {
 
 void IndexBuilder::MpiLeave(RawLoc& l, uint64_t ts) {
   l.in_mpi = false;
+  if (l.call != kNoCall)
+    calls_[l.call].leave = std::max(ts, l.mpi_enter);
+  l.call = kNoCall;
   const uint32_t name = DefName(l.mpi_func);
   const std::string& s = index_->names_[name];
   // Start-up and shut-down are in no state in the report; here they keep the sampler's split.
@@ -282,6 +347,7 @@ void IndexBuilder::FinishLocations() {
     IndexedLocation out;
     out.id = id;
     out.cpu = session_.IsCpu(id);
+    out.host = Host(session_.reader().PartHost(session_.FileOf(id)));
     out.first = l.first;
     out.last = l.last;
     for (const Span& c : l.calls) {
@@ -315,22 +381,78 @@ void IndexBuilder::FinishCpus() {
   }
 }
 
+// Each message's wait, as the report splits a completing call's time (mpi_p2p.cc): a receive
+// waited from its call's entry until the send started (late sender), a send from its call's
+// entry until the receive was posted (late receiver); a call that completed several messages
+// (Waitall, Waitany over a send and a receive) charges each the stretch from the previous one's
+// end to its own, so the charges add up to the time the call waited. A receive completed outside
+// any call (MPI_Test's leave lost) waited from its posting until the send.
 void IndexBuilder::FinishMessages() {
+  size_t total = 0;
+  for (const auto& [key, sr] : p2p_)
+    total += std::min(sr.first.size(), sr.second.size());
+  index_->messages_.reserve(total);
+  // A call that completed one message waited for it from its entry; the others' parts are
+  // attributed together (AttributeWaits).
+  std::vector<WaitPart> parts;
+  auto wait = [&](uint32_t call, uint64_t end, size_t mi, bool sender, Message& m) {
+    const CallRec& c = calls_[call];
+    if (c.messages > 1) {
+      parts.push_back({call, end, mi, sender});
+      return;
+    }
+    end = std::min(std::max(end, c.enter), c.leave);
+    (sender ? m.sender_wait_ns : m.receiver_wait_ns) += end - c.enter;
+  };
   for (auto& [key, sr] : p2p_) {
     auto& [sends, recvs] = sr;
     std::stable_sort(recvs.begin(), recvs.end(),
                      [](const RecvRec& a, const RecvRec& b) { return a.posted < b.posted; });
     const size_t n = std::min(sends.size(), recvs.size());
     for (size_t k = 0; k < n; ++k) {
-      Message m{sends[k].ts,    std::max(sends[k].ts, recvs[k].ts),    sends[k].loc, recvs[k].loc,
-                sends[k].bytes, static_cast<int64_t>(std::get<3>(key))};
+      const SendRec& s = sends[k];
+      const RecvRec& r = recvs[k];
+      Message m{s.ts,    std::max(s.ts, r.ts),
+                s.loc,   r.loc,
+                s.bytes, static_cast<int64_t>(std::get<3>(key))};
+      const size_t mi = index_->messages_.size();
+      if (r.call != kNoCall)
+        wait(r.call, std::min(s.ts, r.ts), mi, false, m);
+      else if (s.ts > r.posted)
+        m.receiver_wait_ns = std::min(s.ts, r.ts) - r.posted;
+      if (s.call != kNoCall)
+        wait(s.call, r.posted, mi, true, m);
       index_->longest_message_ = std::max(index_->longest_message_, m.recv - m.send);
       index_->messages_.push_back(m);
     }
+    sr = {};  // frees the key's records as soon as they are matched
   }
   p2p_.clear();
+  open_sends_.clear();
+  AttributeWaits(parts);
+  calls_ = {};
   std::sort(index_->messages_.begin(), index_->messages_.end(),
             [](const Message& a, const Message& b) { return a.send < b.send; });
+}
+
+void IndexBuilder::AttributeWaits(std::vector<WaitPart>& parts) {
+  std::sort(parts.begin(), parts.end(), [](const WaitPart& a, const WaitPart& b) {
+    return a.call != b.call ? a.call < b.call : a.end < b.end;
+  });
+  uint32_t call = kNoCall;
+  uint64_t prev = 0;
+  for (const WaitPart& p : parts) {
+    const CallRec& c = calls_[p.call];
+    if (p.call != call) {
+      call = p.call;
+      prev = c.enter;
+    }
+    const uint64_t end = std::min(std::max(p.end, c.enter), c.leave);
+    const uint64_t w = end > prev ? end - prev : 0;
+    prev = std::max(prev, end);
+    Message& m = index_->messages_[p.message];
+    (p.sender ? m.sender_wait_ns : m.receiver_wait_ns) += w;
+  }
 }
 
 StatusOr<std::unique_ptr<TraceIndex>> TraceIndex::Build(const model::Session& session) {

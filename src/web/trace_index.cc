@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 
 namespace parmon::web {
 
@@ -141,6 +142,28 @@ std::vector<const Message*> TraceIndex::MessagesIn(uint64_t t0,
     }
     out.push_back(&*it);
   }
+  return out;
+}
+
+std::span<const Message> TraceIndex::SentIn(uint64_t t0, uint64_t t1) const {
+  auto by_send = [](const Message& m, uint64_t x) { return m.send < x; };
+  auto b = std::lower_bound(messages_.begin(), messages_.end(), t0, by_send);
+  auto e = std::lower_bound(b, messages_.end(), std::max(t0, t1), by_send);
+  return {b, e};
+}
+
+std::vector<LinkSum> TraceIndex::LinksIn(uint64_t t0, uint64_t t1) const {
+  std::map<std::pair<uint32_t, uint32_t>, LinkSum> sums;
+  for (const Message& m : SentIn(t0, t1)) {
+    LinkSum& s = sums[{m.from, m.to}];
+    s.from = m.from;
+    s.to = m.to;
+    s.Add(m);
+  }
+  std::vector<LinkSum> out;
+  out.reserve(sums.size());
+  for (const auto& [key, s] : sums)
+    out.push_back(s);
   return out;
 }
 

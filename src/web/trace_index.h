@@ -15,8 +15,12 @@
 //    a query visits only the classes at least one pixel wide, and counts the narrower slices
 //    starting in the range with two binary searches instead of visiting them.
 //  - Messages: MPI point-to-point sends paired with their receives (docs/events.md's matching:
-//    k-th send A->B on (comm, tag) with the k-th receive posted), sorted by send time.
-// Memory: 64 bytes per state boundary, 24 per slice, 40 per message.
+//    k-th send A->B on (comm, tag) with the k-th receive posted), sorted by send time, each with
+//    the time its two ends waited for each other as `parmon report` splits its calls' time (late
+//    sender, late receiver). The communication matrix and the process graph of a time range sum
+//    the messages sent in it (one binary search, then a pass over those messages).
+// Memory: 64 bytes per state boundary, 24 per slice, 56 per message (view_bench's 10 M-event
+// ring: peak 614 MB, 574 MB before messages carried their waits).
 #ifndef PARMON_SRC_WEB_TRACE_INDEX_H_
 #define PARMON_SRC_WEB_TRACE_INDEX_H_
 
@@ -24,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,11 +99,28 @@ struct Message {
   uint32_t from = 0, to = 0;    // location ids
   uint64_t bytes = 0;
   int64_t tag = 0;
+  uint64_t sender_wait_ns =
+      0;  // the call completing the send waited for the receive (late receiver)
+  uint64_t receiver_wait_ns =
+      0;  // the call completing the receive waited for the send (late sender)
+};
+
+// A directed link's messages over some range: what the matrix shows per cell.
+struct LinkSum {
+  uint32_t from = 0, to = 0;  // location ids
+  uint64_t messages = 0, bytes = 0, sender_wait_ns = 0, receiver_wait_ns = 0;
+  void Add(const Message& m) {
+    ++messages;
+    bytes += m.bytes;
+    sender_wait_ns += m.sender_wait_ns;
+    receiver_wait_ns += m.receiver_wait_ns;
+  }
 };
 
 struct IndexedLocation {
   uint32_t id = 0;
   bool cpu = false;
+  uint32_t host = 0;  // index into TraceIndex::hosts(): the host whose recorder wrote it
   StateSeries states;
   SliceSet slices;
   uint64_t first = UINT64_MAX, last = 0;
@@ -126,11 +148,16 @@ class TraceIndex {
   const std::vector<Message>& messages() const { return messages_; }  // by send time
   uint64_t longest_message() const { return longest_message_; }
   const std::vector<std::string>& names() const { return names_; }
+  const std::vector<std::string>& hosts() const { return hosts_; }
   uint64_t events() const { return events_; }
 
   // The messages in flight during [t0, t1) (send < t1, recv >= t0), the first `limit` by send
   // time; *more is set when there are others (they are not counted: that would visit them all).
   std::vector<const Message*> MessagesIn(uint64_t t0, uint64_t t1, size_t limit, bool* more) const;
+  // The messages sent in [t0, t1) (session clock), by send time.
+  std::span<const Message> SentIn(uint64_t t0, uint64_t t1) const;
+  // Their sums per directed pair of locations, by (from, to).
+  std::vector<LinkSum> LinksIn(uint64_t t0, uint64_t t1) const;
 
  private:
   friend class IndexBuilder;
@@ -139,6 +166,7 @@ class TraceIndex {
   std::vector<CpuRow> cpus_;                // by cpu number
   std::vector<Message> messages_;
   std::vector<std::string> names_;
+  std::vector<std::string> hosts_;
 };
 
 }  // namespace parmon::web

@@ -6,8 +6,12 @@
 //   - every chart the page promises (states per thread, a pie per rank, utilisation over time,
 //     and per kind of link the communication matrix and the process graph) has an ECharts
 //     instance whose series have data, a canvas of non-zero size, and thousands of painted
-//     pixels; the charts carry the run (a bar per thread, a matrix cell with the bytes of each
-//     link, the ring rank r -> rank r+1, a graph node per rank);
+//     pixels; the charts carry the run (the ranks' own threads first with the MPI library's
+//     helpers and the launcher folded in a row each, a pie per rank summing all its threads, a
+//     matrix cell with the bytes of each link, the ring rank r -> rank r+1, a graph node per rank
+//     on a circle in rank order, every edge apart);
+//   - a 2-rank run's two links, rank 0 -> rank 1 and back, bow to opposite sides of the chord
+//     between the ranks (they were drawn on one line, one hiding the other);
 //   - heatmap colours follow the values (the largest cell is drawn darker than the smallest);
 //   - the page makes no request but for itself (it is one self-contained file): every other
 //     request is recorded and cut off;
@@ -210,11 +214,37 @@ try {
 
   // What the charts show is the run.
   const byId = Object.fromEntries(charts.filter((c) => c.instance).map((c) => [c.id, c]));
-  const threads = report.locations.filter((l) => l.kind === 'thread').map((l) => l.label);
-  if (byId.states)
-    check(JSON.stringify(byId.states.yAxis[0]) === JSON.stringify(threads) &&
+  // States: the ranks' own threads each a bar, first (a rank's main thread, its process's threads
+  // computing >= 10% of their life), the MPI library's helpers and the launcher folded in a row each.
+  const all = report.locations.filter((l) => l.kind === 'thread');
+  const rankPids = new Set(all.filter((l) => l.rank >= 0).map((l) => l.pid));
+  const own = (l) => (l.tid === l.pid && l.rank >= 0) || (rankPids.has(l.pid) && l.wall_ns > 0 && l.compute_ns * 10 >= l.wall_ns);
+  const threads = all.filter(own).map((l) => l.label);
+  const helpers = all.filter((l) => !own(l) && rankPids.has(l.pid)).length;
+  const others = all.filter((l) => !own(l) && !rankPids.has(l.pid)).length;
+  if (byId.states) {
+    const y = byId.states.yAxis[0];
+    check(JSON.stringify(y.slice(0, threads.length)) === JSON.stringify(threads) &&
+          y.length === threads.length + (helpers > 0) + (others > 0) &&
+          (!helpers || y.includes(`MPI/runtime helpers (${helpers} threads, mean)`)) &&
+          [0, 1, 2, 3].every((r) => y.includes(`rank ${r}`)) &&
           byId.states.series.length === report.intervals.state_order.length,
-          `states: a bar per thread (${threads.length}), a part per state`);
+          `states: the ranks' own ${threads.length} threads first, ${helpers} helper and ${others} other ` +
+          `threads folded (${y.join(', ')}), a part per state`);
+  }
+  // A pie per rank sums all the rank's threads, not its main thread alone.
+  const pieSums = await page.evaluate((n) => Array.from({ length: n }, (_, i) => {
+    const inst = echarts.getInstanceByDom(document.getElementById(`pie${i}`));
+    return inst ? inst.getOption().series[0].data.reduce((a, d) => a + d.value, 0) : -1;
+  }), ranks.length);
+  const rankSums = ranks.sort((a, b) => a - b).map((r) => all.filter((l) => l.rank === r)
+    .reduce((a, l) => a + Object.values(l.states_ns).reduce((x, y) => x + y, 0), 0));
+  const mainSums = ranks.map((r) => all.filter((l) => l.rank === r && l.tid === l.pid)
+    .reduce((a, l) => a + Object.values(l.states_ns).reduce((x, y) => x + y, 0), 0));
+  check(pieSums.every((v, i) => Math.abs(v - rankSums[i]) <= 1) && rankSums.some((v, i) => v > mainSums[i]),
+        `a pie per rank over all its threads: ${pieSums.map((v) => (v / 1e9).toFixed(3)).join(', ')} s ` +
+        `(the ranks' threads: ${rankSums.map((v) => (v / 1e9).toFixed(3)).join(', ')}; main threads alone: ` +
+        `${mainSums.map((v) => (v / 1e9).toFixed(3)).join(', ')})`);
   if (byId.util)
     check(byId.util.cells.length === (report.intervals.locations.length + report.intervals.links.length) * report.intervals.count,
           `utilisation: a cell per location or link and interval (${byId.util.cells.length})`);
@@ -231,6 +261,30 @@ try {
     const g = byId['graph-mpi'];
     check([0, 1, 2, 3].every((r) => g.nodes.includes(`rank ${r}`)) && g.edges.length === mpi.length,
           `graph-mpi: a node per rank, an edge per link (${g.edges.join(', ')})`);
+    // The ring reads as a ring (nodes on a circle in rank order), and every edge is drawn as its
+    // own curve: the midpoints of any two edges (A -> B and B -> A included) are apart.
+    const geo = await page.evaluate(() => {
+      const inst = echarts.getInstanceByDom(document.getElementById('graph-mpi'));
+      const graph = inst.getModel().getSeriesByIndex(0).getGraph(), nodes = {}, edges = [];
+      graph.eachNode((n) => { nodes[n.id] = n.getLayout(); });
+      graph.eachEdge((e) => {
+        const [p1, p2, cp] = e.getLayout(), c = cp || [(p1[0] + p2[0]) / 2, (p1[1] + p2[1]) / 2];
+        // the quadratic curve's midpoint
+        edges.push({ name: `${e.node1.id} -> ${e.node2.id}`, mid: [0.25 * p1[0] + 0.5 * c[0] + 0.25 * p2[0], 0.25 * p1[1] + 0.5 * c[1] + 0.25 * p2[1]] });
+      });
+      return { nodes, edges };
+    });
+    const p = [0, 1, 2, 3].map((r) => geo.nodes[`rank ${r}`] || [0, 0]);
+    const cx = p.reduce((a, q) => a + q[0], 0) / 4, cy = p.reduce((a, q) => a + q[1], 0) / 4;
+    const ang = p.map((q) => Math.atan2(q[1] - cy, q[0] - cx));
+    const turns = ang.map((a, i) => ((ang[(i + 1) % 4] - a + 4 * Math.PI) % (2 * Math.PI)));
+    check(turns.every((t) => Math.abs(t - Math.PI / 2) < 0.05),
+          `graph-mpi: the ranks on a circle in rank order (steps ${turns.map((t) => (t * 180 / Math.PI).toFixed(0)).join(', ')} degrees)`);
+    let closest = Infinity;
+    geo.edges.forEach((a, i) => geo.edges.slice(i + 1).forEach((b) =>
+      (closest = Math.min(closest, Math.hypot(a.mid[0] - b.mid[0], a.mid[1] - b.mid[1])))));
+    check(geo.edges.length === mpi.length && closest > 15,
+          `graph-mpi: every edge drawn apart (closest midpoints ${closest.toFixed(0)} layout units apart)`);
   }
   // Heatmap colours follow the values: the cell of the largest value is drawn darker than the
   // cell of the smallest (read back from the canvas above the cell's centred label).
@@ -259,6 +313,44 @@ try {
   log(`screenshots: ${out}/report.png and chart-*.png`);
   check(!errors.length, `no JavaScript errors or warnings${errors.length ? ': ' + errors.join('; ') : ''}`);
   check(!requests.length, `no request but for the file itself${requests.length ? ': ' + requests.join(', ') : ''}`);
+
+  // A 2-rank code: the two directions of its one link join nodes facing each other across the
+  // circle, where a curve bent toward the centre is a straight line. They must be drawn apart.
+  if (!args.html) {
+    const trace2 = path.join(out, 'run2.ptrace'), html2 = path.join(out, 'report2.html');
+    fs.rmSync(trace2, { force: true, recursive: true });
+    run([path.join(bin, 'parmon'), 'record', '-q', '-o', trace2, '--', 'mpirun', '--allow-run-as-root',
+         '--oversubscribe', '-np', '2', path.join(bin, 'ring_search'), '--words', '40', '--db-kb', '256'], 300);
+    run([path.join(bin, 'parmon'), 'report', trace2, '--format', 'html', '-o', html2], 120);
+    const page2 = await context.newPage();
+    await context.route(pathToFileURL(html2).href, (route) => route.continue());
+    await page2.goto(pathToFileURL(html2).href, { waitUntil: 'load' });
+    await page2.waitForFunction(() => document.documentElement.hasAttribute('data-charts'));
+    // Each edge's curve midpoint, as its signed distance from the chord rank 0 -> rank 1 (in chord
+    // lengths): the two directions must bow to opposite sides, clear of the chord.
+    const two = await page2.evaluate(() => {
+      const inst = echarts.getInstanceByDom(document.getElementById('graph-mpi'));
+      if (!inst) return null;
+      const graph = inst.getModel().getSeriesByIndex(0).getGraph(), nodes = {}, edges = [];
+      graph.eachNode((n) => { nodes[n.id] = n.getLayout(); });
+      const a = nodes['rank 0'], b = nodes['rank 1'];
+      if (!a || !b) return null;
+      const d = [b[0] - a[0], b[1] - a[1]], len2 = d[0] * d[0] + d[1] * d[1];
+      graph.eachEdge((e) => {
+        const [p1, p2, cp] = e.getLayout(), c = cp || [(p1[0] + p2[0]) / 2, (p1[1] + p2[1]) / 2];
+        const mid = [0.25 * p1[0] + 0.5 * c[0] + 0.25 * p2[0], 0.25 * p1[1] + 0.5 * c[1] + 0.25 * p2[1]];
+        edges.push({ name: `${e.node1.id} -> ${e.node2.id}`,
+                     off: (d[0] * (mid[1] - a[1]) - d[1] * (mid[0] - a[0])) / len2 });
+      });
+      return edges;
+    });
+    const e01 = two && two.find((e) => e.name === 'rank 0 -> rank 1'), e10 = two && two.find((e) => e.name === 'rank 1 -> rank 0');
+    check(e01 && e10 && e01.off * e10.off < 0 && Math.abs(e01.off) > 0.05 && Math.abs(e10.off) > 0.05,
+          `2 ranks: rank 0 -> rank 1 and rank 1 -> rank 0 bow to opposite sides of the chord ` +
+          `(${e01 ? e01.off.toFixed(3) : '-'} and ${e10 ? e10.off.toFixed(3) : '-'} chord lengths; edges: ` +
+          `${two ? two.map((e) => e.name).join(', ') : 'no graph'})`);
+    await page2.locator('#graph-mpi').screenshot({ path: path.join(out, 'chart-graph-mpi-2ranks.png') });
+  }
 } finally {
   await browser.close();
 }

@@ -3,7 +3,7 @@
 
 export interface RowInfo {
   id: number; label: string; name: string; pid: number; tid: number; rank: number;
-  kind: string; main_thread: boolean; state_source: string; events: number;
+  kind: string; main_thread: boolean; host: string; state_source: string; events: number;
   messages_sent: number; messages_received: number; slices: number; first: number; last: number;
 }
 export interface Session {
@@ -26,6 +26,17 @@ export interface Cpus { t0: number; t1: number; px: number; cpus: CpuRowData[] }
 // [from, to, send, recv, bytes, tag]
 export type MessageTuple = [number, number, number, number, number, number];
 export interface Messages { messages: MessageTuple[]; more: boolean }
+// [from row, to row, messages, bytes, wait ns, sender wait ns, receiver wait ns]
+export type MatrixCell = [number, number, number, number, number, number, number];
+export interface Matrix {
+  t0: number; t1: number; rows: number[]; cells: MatrixCell[];
+  totals: { messages: number; bytes: number; wait_ns: number };
+}
+export interface GraphLink { from: number; to: number; messages: number[]; bytes: number[]; wait_ns: number[] }
+export interface Graph {
+  t0: number; t1: number; steps: number; bounds: number[];
+  nodes: { id: number; states: number[][] }[]; links: GraphLink[];
+}
 export interface Finding {
   id: string; text: string; evidence: string; percent_of_run: number; time_at_stake_ns: number;
   subjects: string[]; rows: number[]; t0: number; t1: number;
@@ -52,8 +63,40 @@ export const STATE_COLORS: Record<string, string> = {
 };
 export const SLICE_COLORS = ['#4db6ac', '#ef8a62', '#b39ddb', '#90a4ae'];
 
+export function fmtBytes(b: number): string {
+  if (b >= 1e9) return `${(b / 1e9).toFixed(2)} GB`;
+  if (b >= 1e6) return `${(b / 1e6).toFixed(2)} MB`;
+  if (b >= 1e3) return `${(b / 1e3).toFixed(1)} kB`;
+  return `${Math.round(b)} B`;
+}
+
+// A colour between stops (0 <= x <= 1), for scales.
+export function lerpColor(stops: [number, number, number][], x: number): string {
+  const v = Math.max(0, Math.min(1, Number.isFinite(x) ? x : 0)) * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(v)), f = v - i;
+  const c = stops[i].map((a, k) => Math.round(a + (stops[i + 1][k] - a) * f));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+// Waiting share of a link: blue (moving data) to orange to red (waiting for the partner).
+export const WAIT_SCALE: [number, number, number][] = [[52, 152, 219], [243, 156, 18], [192, 57, 43]];
+export const HEAT_SCALE: [number, number, number][] = [[255, 245, 235], [253, 141, 60], [127, 39, 4]];
+
 // A stable colour per thread (CPU barscope).
 export function threadColor(id: number): string {
   const h = (id * 137.508) % 360;
   return `hsl(${h.toFixed(0)}, 55%, 55%)`;
+}
+
+// Sizes a canvas to its CSS width and `h` CSS px high for the device's pixel ratio, clears it and
+// returns its context, in CSS px.
+export function sizeCanvas(canvas: HTMLCanvasElement, h: number, fallbackW = 500): CanvasRenderingContext2D {
+  const dpr = window.devicePixelRatio || 1, width = canvas.clientWidth || fallbackW;
+  canvas.style.height = `${h}px`;
+  canvas.width = Math.round(width * dpr);
+  canvas.height = Math.round(h * dpr);
+  const c = canvas.getContext('2d')!;
+  c.setTransform(dpr, 0, 0, dpr, 0, 0);
+  c.clearRect(0, 0, width, h);
+  c.font = '11px system-ui, sans-serif';
+  return c;
 }

@@ -2,8 +2,9 @@
 // shares, asks the server for what fits the screen whenever the range changes (the newest answer
 // wins), and draws. window.parmonView is a read-only summary of what was drawn, for tests.
 import {
-  Cpus, Finding, fmtNs, get, MessageTuple, Messages, Session, STATE_COLORS, Timeline,
+  Cpus, Finding, fmtNs, get, Graph, Matrix, MessageTuple, Messages, Session, STATE_COLORS, Timeline,
 } from './api';
+import { CommPanel, CommState, Selection } from './commview';
 import { Range, Scope } from './scope';
 import { CPU_ROW_H, drawCpus, drawExec, EXEC_ROW_H, Hit, hitCpu, hitExec } from './views';
 
@@ -24,13 +25,15 @@ interface ViewState {
   query: string;   // the t0, t1 and px of the last timeline request
   requests: number;
   errors: string[];
+  comm: CommState | null;  // the matrix, graph and per-node views (commview.ts)
 }
 
 const view: ViewState = {
   ready: false, range: { t0: 0, t1: 1 }, execRows: [], cpuRows: [], drawnSlices: 0,
   drawnRuns: 0, drawnCpuRuns: 0, messages: 0, selected: [], findings: 0, activeFinding: -1,
-  tooltip: '', hover: null, query: '', requests: 0, errors: [],
+  tooltip: '', hover: null, query: '', requests: 0, errors: [], comm: null,
 };
+const GRAPH_STEPS = 20;
 (window as unknown as { parmonView: ViewState }).parmonView = view;
 
 let session: Session;
@@ -39,6 +42,15 @@ let cpus: Cpus | null = null;
 let messages: MessageTuple[] = [];
 let generation = 0;
 const selected = new Set<number>();
+const selection: Selection = {
+  rows: selected, link: null,
+  changed: (details) => {
+    $('details').textContent = details;
+    view.selected = [...selected];
+    draw();
+  },
+};
+let comm: CommPanel;
 const labels = new Map<number, string>();
 const $ = (id: string) => document.getElementById(id)!;
 const tooltip = $('tooltip');
@@ -71,9 +83,17 @@ function hover(hit: Hit | null, e: MouseEvent): void {
     tooltip.style.display = 'none';
     return;
   }
-  tooltip.textContent = hit.text;
-  view.tooltip = hit.text;
-  view.hover = hit.raw ?? null;
+  showTip(hit.text, hit.raw ?? null, e);
+}
+
+function showTip(text: string, raw: unknown, e: MouseEvent | null): void {
+  if (!e || !text) {
+    tooltip.style.display = 'none';
+    return;
+  }
+  tooltip.textContent = text;
+  view.tooltip = text;
+  view.hover = raw;
   tooltip.style.display = 'block';
   tooltip.style.left = `${Math.min(e.clientX + 14, window.innerWidth - 340)}px`;
   tooltip.style.top = `${e.clientY + 14}px`;
@@ -83,6 +103,7 @@ function click(hit: Hit | null): void {
   if (!hit) return;
   $('details').textContent = hit.details;
   selected.clear();
+  selection.link = null;
   if (hit.row >= 0) selected.add(hit.row);
   view.selected = [...selected];
   draw();
@@ -90,12 +111,16 @@ function click(hit: Hit | null): void {
 
 function draw(): void {
   if (!session) return;
-  const e = drawExec(exec, session, timeline, messages, selected);
+  const link = selection.link;
+  const e = drawExec(exec, session, timeline, messages, selected,
+                     link ? (f, t) => link.from.includes(f) && link.to.includes(t) : null);
   view.execRows = session.rows.map((r) => r.id);
   view.drawnSlices = e.slices;
   view.drawnRuns = e.runs;
   view.drawnCpuRuns = drawCpus(cpuScope, cpus, session.cpus.length, labels, selected);
   view.cpuRows = cpus ? cpus.cpus.map((c) => c.cpu) : [];
+  comm.draw();
+  view.comm = comm.state.steps ? comm.state : null;
 }
 
 let fetchTimer = 0;
@@ -110,11 +135,14 @@ async function fetchVisible(): Promise<void> {
   const px = Math.max(1, Math.min(session.max_px, Math.round(exec.plotW())));
   const q = `t0=${t0}&t1=${t1}&px=${px}`;
   try {
-    view.requests += 3;
-    const [tl, cp, ms] = await Promise.all([
+    view.requests += 5;
+    const [tl, cp, ms, mx, gr] = await Promise.all([
       get<Timeline>(`/api/timeline?${q}`), get<Cpus>(`/api/cpus?${q}`),
-      get<Messages>(`/api/messages?t0=${t0}&t1=${t1}&limit=2000`)]);
+      get<Messages>(`/api/messages?t0=${t0}&t1=${t1}&limit=2000`),
+      get<Matrix>(`/api/matrix?t0=${t0}&t1=${t1}`),
+      get<Graph>(`/api/graph?t0=${t0}&t1=${t1}&steps=${GRAPH_STEPS}`)]);
     if (gen !== generation) return;  // a newer range was asked for meanwhile
+    comm.set(mx, gr);
     timeline = tl;
     view.query = q;
     cpus = cp;
@@ -142,6 +170,7 @@ function showFindings(findings: Finding[]): void {
       li.classList.add('active');
       view.activeFinding = i;
       selected.clear();
+      selection.link = null;
       f.rows.forEach((r) => selected.add(r));
       view.selected = [...selected];
       $('details').textContent = `${f.text}\n\n${f.evidence}\n\nwhere: ${f.subjects.join(', ')}`;
@@ -155,6 +184,7 @@ async function main(): Promise<void> {
   session = await get<Session>('/api/session');
   $('file').textContent = `${session.file} — ${session.command}`;
   session.rows.forEach((r) => labels.set(r.id, r.label));
+  comm = new CommPanel(session, selection, showTip);
   $('legend').innerHTML = session.states
     .map((s) => `<span><i style="background:${STATE_COLORS[s]}"></i>${s.replace('_', ' ')}</span>`)
     .join('');

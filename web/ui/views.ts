@@ -15,7 +15,8 @@ export const CPU_ROW_H = 22;
 export interface Hit { text: string; details: string; row: number; raw?: unknown }
 
 export function drawExec(s: Scope, session: Session, tl: Timeline | null, msgs: MessageTuple[],
-                         selected: Set<number>): { slices: number; runs: number } {
+                         selected: Set<number>, onLink: ((from: number, to: number) => boolean) | null,
+): { slices: number; runs: number } {
   s.begin(session.rows.length);
   session.rows.forEach((r, i) => s.label(i, r.label, selected.has(r.id)));
   let slices = 0, runs = 0;
@@ -45,11 +46,12 @@ export function drawExec(s: Scope, session: Session, tl: Timeline | null, msgs: 
       ++slices;
     }
   }
-  c.strokeStyle = 'rgba(20,20,20,0.55)';
-  c.lineWidth = 1;
   for (const [from, to, send, recv] of msgs) {
     const a = rowIndex.get(from), b = rowIndex.get(to);
     if (a === undefined || b === undefined) continue;
+    const hl = onLink !== null && onLink(from, to);  // the selected link's messages stand out
+    c.strokeStyle = hl ? '#c00' : onLink ? 'rgba(20,20,20,0.25)' : 'rgba(20,20,20,0.55)';
+    c.lineWidth = hl ? 2 : 1;
     c.beginPath();
     c.moveTo(s.x(send), AXIS_H + a * s.rowH + s.rowH / 2);
     c.lineTo(s.x(recv), AXIS_H + b * s.rowH + s.rowH / 2);
