@@ -61,14 +61,16 @@ class Growing {
   }
   // Every file up to `share` of its size.
   void GrowTo(double share) {
-    for (size_t k = 0; k < whole_.size(); ++k) {
-      const auto want = std::min(
-          whole_[k].size(), static_cast<size_t>(share * static_cast<double>(whole_[k].size())));
-      std::ofstream out(to_ + "/rank-" + std::to_string(k) + ".ptrace",
-                        std::ios::binary | std::ios::app);
-      out.write(whole_[k].data() + held_[k], static_cast<std::streamsize>(want - held_[k]));
-      held_[k] = want;
-    }
+    for (size_t k = 0; k < whole_.size(); ++k)
+      GrowFile(k, static_cast<size_t>(share * static_cast<double>(whole_[k].size())));
+  }
+  // File k up to `bytes`.
+  void GrowFile(size_t k, size_t bytes) {
+    const size_t want = std::max(held_[k], std::min(whole_[k].size(), bytes));
+    std::ofstream out(to_ + "/rank-" + std::to_string(k) + ".ptrace",
+                      std::ios::binary | std::ios::app);
+    out.write(whole_[k].data() + held_[k], static_cast<std::streamsize>(want - held_[k]));
+    held_[k] = want;
   }
 
  private:
@@ -105,7 +107,10 @@ std::vector<Key> Follow(const std::string& whole,
   std::vector<Key> out;
   format::Event e;
   for (double share = first;; share += step) {
-    while (m.Next(&e))
+    // Up to the last event read so far on rank 0's clock (a merge takes a new look at the
+    // streams when its bound moves), everything once all is read.
+    const uint64_t until = share >= 1 ? UINT64_MAX : (*session)->end();
+    while (m.Next(&e, until))
       out.push_back(KeyOf(e));
     if (share >= 1)
       break;
@@ -145,10 +150,18 @@ TEST(FollowSessionTest, GrowingRankFilesGiveTheEventsOfTheWholeSessionOnRankZero
 TEST(FollowSessionTest, EventsReadBeforeTheFirstRoundAreSaidToBeRealigned) {
   TempDir whole, grown;
   ASSERT_TRUE(synth::WriteHaloSession(whole.path, Halo()).ok());
-  // The first chunks only: ranks 2 and 3 have events but no round with rank 0 yet, so they are
+  // Rank 0's file up to its first events (no round yet), the others whole: ranks 2 and 3 are
   // read with no offset, which the first round then changes.
+  auto rank0 = format::TraceReader::Open(whole.path + "/rank-0.ptrace");
+  ASSERT_TRUE(rank0.ok());
+  uint64_t first_events = UINT64_MAX;
+  for (const format::Stream& st : (*rank0)->streams())
+    if (st.source == format::Source::kRuntime)
+      first_events = std::min(first_events, st.chunks.front().offset);
   Growing g(whole.path, grown.path, Halo().ranks);
-  g.GrowTo(0.02);
+  g.GrowFile(0, first_events);
+  for (size_t k = 1; k < Halo().ranks; ++k)
+    g.GrowFile(k, SIZE_MAX);
   auto reader = format::TraceReader::Open(grown.path);
   ASSERT_TRUE(reader.ok()) << reader.status().message();
   SessionOptions options;
