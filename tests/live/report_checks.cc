@@ -72,8 +72,9 @@ void ExpectPrefix(const json& snap, const json& prev, const json& fin) {
     for (const char* k : {"events", "messages_sent", "bytes_sent", "messages_received",
                           "bytes_received", "late_sender_ns", "late_receiver_ns"}) {
       EXPECT_LE((*l)[k].get<uint64_t>(), f[k].get<uint64_t>()) << id << " " << k;
-      if (prev_locs.count(id))
+      if (prev_locs.count(id)) {
         EXPECT_GE((*l)[k].get<uint64_t>(), (*prev_locs[id])[k].get<uint64_t>()) << id << " " << k;
+      }
     }
   }
   auto final_links = ById(fin["links"], {"kind", "from", "to", "channel"});
@@ -101,8 +102,9 @@ void ExpectPrefix(const json& snap, const json& prev, const json& fin) {
     ASSERT_TRUE(final_links.count(id)) << "link " << id << " is not in the final report";
     for (const char* k : {"messages", "bytes"}) {
       EXPECT_LE((*l)[k].get<uint64_t>(), (*final_links[id])[k].get<uint64_t>()) << id << " " << k;
-      if (prev_links.count(id))
+      if (prev_links.count(id)) {
         EXPECT_GE((*l)[k].get<uint64_t>(), (*prev_links[id])[k].get<uint64_t>()) << id << " " << k;
+      }
     }
   }
   auto final_waits = ById(fin["wait_states"]["instances"], {"pattern", "location", "call"});
