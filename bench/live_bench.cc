@@ -33,22 +33,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_spawn.h"
 #include "format/chunk.h"
 #include "format/codec.h"
 #include "live/client.h"
 
-extern char** environ;
-
 namespace {
 
-using namespace parmon;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using parmon::bench::Slurp;
+using parmon::bench::Spawn;
 
 int64_t RealtimeNs() {
   timespec ts;
@@ -56,21 +49,7 @@ int64_t RealtimeNs() {
   return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
 }
 
-// Starts argv[0] (a full path) with its standard output and error in files.
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& out, const std::string& err) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> args;
-  for (const auto& a : argv)
-    args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
-}
+using namespace parmon;
 
 // Resident set in KiB, from /proc/PID/statm (pages).
 long RssKib(pid_t pid) {

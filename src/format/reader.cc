@@ -168,8 +168,6 @@ uint64_t Definitions::PausedWithin(uint64_t begin, uint64_t end) const {
 TraceReader::~TraceReader() {
   if (fd_ >= 0)
     close(fd_);
-  for (int fd : part_fds_)
-    close(fd);
 }
 
 std::string TraceReader::SessionValue(const std::string& key, const std::string& fallback) const {
@@ -238,6 +236,14 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path
 }
 
 Status TraceReader::Refresh() {
+  if (!part_readers_.empty()) {
+    if (closed_cleanly_)
+      return Status::Ok();
+    for (auto& p : part_readers_)
+      PARMON_RETURN_IF_ERROR(p->Refresh());
+    MergeParts();
+    return Status::Ok();
+  }
   if (!refreshable_ || closed_cleanly_)
     return Status::Ok();
   struct stat st;
@@ -512,7 +518,7 @@ void TraceReader::DecodeMetadata() {
 
 Status TraceReader::ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) const {
   const ChunkHeader& h = ref.header;
-  const int fd = ref.file == 0 ? fd_ : part_fds_.at(ref.file - 1);
+  const int fd = part_readers_.empty() ? fd_ : part_readers_.at(ref.file)->fd_;
   std::vector<uint8_t> stored(h.stored_size);
   auto fail = [&](const std::string& why) {
     bool events = h.type == static_cast<uint16_t>(ChunkType::kEvents) &&

@@ -182,8 +182,17 @@ class TraceReader {
   uint64_t complete_until() const { return closed_cleanly_ ? UINT64_MAX : complete_until_; }
   // Reads the chunks appended to a file still being written since it was opened or last
   // refreshed (streams gain chunks; problems marked tail are replaced). No-op for a file closed
-  // cleanly, a stream read from a pipe, or a per-rank session.
+  // cleanly or a stream read from a pipe. For a per-rank session, each rank's file is refreshed:
+  // its streams gain chunks and its new locations and streams come after every one known so far
+  // (so ids and stream order match a reader opened afresh only while no file but the last gains
+  // any; model::Session and the collector's live analysis check that at the end).
   Status Refresh();
+  // complete_until() of one file of a per-rank session (on that file's own clock).
+  uint64_t PartCompleteUntil(uint32_t file) const {
+    if (file >= part_readers_.size())
+      return complete_until();
+    return part_readers_[file]->complete_until();
+  }
   uint64_t total_events() const;  // events in intact chunks (not definitions)
   uint64_t first_ts() const { return first_ts_; }
   uint64_t last_ts() const { return last_ts_; }
@@ -213,9 +222,25 @@ class TraceReader {
                                                           std::vector<std::string> files,
                                                           OpenOptions options);
   void Merge(std::vector<std::unique_ptr<TraceReader>> parts);
+  // Takes what the parts gained since the last call (all of them the first time): chunks of known
+  // streams, new streams and locations (numbered after the known ones), definitions, problems.
+  void MergeParts();
+  // The session values, definitions and problems of the parts combined (MergeParts' second half).
+  void CombineParts();
 
-  int fd_ = -1;
-  std::vector<int> part_fds_;  // files 1.. of a merged session (file 0 is fd_)
+  int fd_ = -1;  // the file (-1 for a per-rank session: each part holds its own)
+  // A per-rank session's files, each read (and refreshed) on its own; the merged streams point
+  // into them by ChunkRef::file. Their streams' chunk lists are emptied once merged.
+  std::vector<std::unique_ptr<TraceReader>> part_readers_;
+  struct PartMerge {
+    std::map<uint32_t, uint32_t> remap;  // the part's location id -> the merged one
+    std::set<uint32_t> dropped;          // CPU locations another part of the host describes
+    std::vector<size_t> stream_of;       // the part's stream -> the merged one
+    size_t problems_taken = 0;           // the part's non-tail problems already merged
+    bool keep_cpus = false;
+  };
+  std::vector<PartMerge> part_merge_;
+  uint32_t next_location_ = 1;
   std::vector<std::string> parts_;
   std::vector<std::string> part_hosts_;  // by part, for a session of several files
   std::string path_;

@@ -1,7 +1,9 @@
 // TraceReader, the parts of a session recorded per MPI rank: Open(RUN/) reads every
 // rank-<K>.ptrace file of the directory and Merge() presents them as one trace (locations
 // renumbered file by file, CPU locations kept once per host, session values combined). Kept apart
-// from reader.cc, which reads one file or stream. docs/comm.md has the design.
+// from reader.cc, which reads one file or stream. docs/comm.md has the design. Each rank's file
+// stays open as a reader of its own, so Refresh() follows files still being written (the
+// collector's live analysis of a per-rank session): MergeParts() takes what each gained.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -168,47 +170,104 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::OpenParts(const std::string&
 }
 
 void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
+  part_readers_ = std::move(parts);
+  part_merge_.resize(part_readers_.size());
+  std::set<std::string> hosts_with_cpus;
+  for (uint32_t k = 0; k < part_readers_.size(); ++k) {
+    TraceReader& p = *part_readers_[k];
+    parts_.push_back(p.path_);
+    part_hosts_.push_back(p.metadata_.session.host);
+    // CPU locations describe the machine: keep one file's per host.
+    part_merge_[k].keep_cpus = hosts_with_cpus.insert(p.metadata_.session.host).second;
+  }
+  version_major_ = part_readers_.front()->version_major_;
+  version_minor_ = part_readers_.front()->version_minor_;
+  schema_ = part_readers_.front()->schema_;
+  MergeParts();
+  if (closed_cleanly_)
+    for (auto& p : part_readers_)  // never refreshed: the merged copy is all that is read
+      p->defs_ = {};
+}
+
+void TraceReader::MergeParts() {
+  for (uint32_t k = 0; k < part_readers_.size(); ++k) {
+    TraceReader& p = *part_readers_[k];
+    PartMerge& pm = part_merge_[k];
+    // Locations first (by the part's id), then streams of locations never defined.
+    for (const auto& [id, loc] : p.defs_.locations) {
+      if (pm.remap.count(id) || pm.dropped.count(id))
+        continue;
+      if (loc.type == LocationType::kCpu && !pm.keep_cpus)
+        pm.dropped.insert(id);
+      else
+        pm.remap[id] = next_location_++;
+    }
+    for (size_t i = 0; i < p.streams_.size(); ++i) {
+      Stream& s = p.streams_[i];
+      if (i == pm.stream_of.size()) {
+        if (pm.dropped.count(s.location)) {
+          pm.stream_of.push_back(SIZE_MAX);
+        } else {
+          auto it = pm.remap.find(s.location);
+          if (it == pm.remap.end())
+            it = pm.remap.emplace(s.location, next_location_++).first;
+          Stream m;
+          m.location = it->second;
+          m.source = s.source;
+          pm.stream_of.push_back(streams_.size());
+          streams_.push_back(std::move(m));
+        }
+      }
+      const size_t to = pm.stream_of[i];
+      if (to != SIZE_MAX) {
+        Stream& m = streams_[to];
+        for (ChunkRef c : s.chunks) {
+          c.file = k;
+          c.header.location = m.location;
+          m.chunks.push_back(c);
+        }
+        m.events = s.events;
+        m.first_ts = s.first_ts;
+        m.last_ts = s.last_ts;
+      }
+      // Merged: the part keeps only what it needs to go on scanning (counts and times).
+      std::vector<ChunkRef>().swap(s.chunks);
+    }
+  }
+  CombineParts();
+}
+
+void TraceReader::CombineParts() {
   // Session values: the first file's, then combined with the others' (typed; the first file's
   // text values, and keys only later files have).
-  SessionMetadata combined = parts.front()->metadata_;
+  SessionMetadata combined = part_readers_.front()->metadata_;
   combined.end.lost_by_location.clear();
   combined.end.held_by_location.clear();
   combined.end.stream_totals.clear();
-  std::set<std::string> hosts_with_cpus;
-  uint32_t next_location = 1;
+  defs_ = {};
+  session_.clear();
+  warnings_.clear();
+  file_size_ = 0;
   closed_cleanly_ = true;
   complete_until_ = UINT64_MAX;
-  for (uint32_t k = 0; k < parts.size(); ++k) {
-    TraceReader& p = *parts[k];
-    if (k == 0) {
-      fd_ = p.fd_;
-      version_major_ = p.version_major_;
-      version_minor_ = p.version_minor_;
-      schema_ = p.schema_;
-      session_ = p.session_;
-    } else {
-      part_fds_.push_back(p.fd_);
-      session_.insert(p.session_.begin(), p.session_.end());  // keys the first file lacks
+  std::erase_if(problems_, [](const Problem& p) { return p.tail; });
+  const size_t n = part_readers_.size();
+  for (uint32_t k = 0; k < n; ++k) {
+    TraceReader& p = *part_readers_[k];
+    const PartMerge& pm = part_merge_[k];
+    if (k > 0)
       Combine(p.metadata_, &combined);
-    }
-    p.fd_ = -1;
-    parts_.push_back(p.path_);
-    part_hosts_.push_back(p.metadata_.session.host);
+    // The first file's values; keys it lacks from the later ones.
+    session_.insert(p.session_.begin(), p.session_.end());
     file_size_ += p.file_size_;
     closed_cleanly_ = closed_cleanly_ && p.closed_cleanly_;
     complete_until_ = std::min(complete_until_, p.complete_until());
-    // CPU locations describe the machine: keep one file's per host.
-    const bool keep_cpus = hosts_with_cpus.insert(p.metadata_.session.host).second;
-    std::map<uint32_t, uint32_t> remap;
-    std::set<uint32_t> dropped;
     for (const auto& [id, loc] : p.defs_.locations) {
-      if (loc.type == LocationType::kCpu && !keep_cpus) {
-        dropped.insert(id);
+      auto it = pm.remap.find(id);
+      if (it == pm.remap.end())
         continue;
-      }
       LocationDef d = loc;
-      d.id = next_location++;
-      remap[id] = d.id;
+      d.id = it->second;
       defs_.locations[d.id] = std::move(d);
     }
     for (const auto& [id, s] : p.defs_.strings)
@@ -217,38 +276,28 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
       defs_.event_names.emplace(id, s);
     for (const auto& [pid, proc] : p.defs_.processes)
       defs_.processes.emplace(pid, proc);
-    for (const auto& s : p.streams_) {
-      if (dropped.count(s.location))
-        continue;
-      auto it = remap.find(s.location);
-      if (it == remap.end())
-        it = remap.emplace(s.location, next_location++).first;
-      Stream m = s;
-      m.location = it->second;
-      for (auto& c : m.chunks) {
-        c.file = k;
-        c.header.location = it->second;
-      }
-      first_ts_ = std::min(first_ts_, m.first_ts);
-      last_ts_ = std::max(last_ts_, m.last_ts);
-      streams_.push_back(std::move(m));
-    }
+    // The part's problems not merged yet, and its tail ones (replaced at each refresh).
+    size_t non_tail = 0;
     for (Problem pr : p.problems_) {
+      if (!pr.tail && non_tail++ < pm.problems_taken)
+        continue;
       if (pr.location) {
-        auto it = remap.find(*pr.location);
-        pr.location = it == remap.end() ? std::nullopt : std::optional<uint32_t>(it->second);
+        auto it = pm.remap.find(*pr.location);
+        pr.location = it == pm.remap.end() ? std::nullopt : std::optional<uint32_t>(it->second);
       }
-      if (parts.size() > 1)
+      if (n > 1)
         pr.message = std::filesystem::path(p.path_).filename().string() + ": " + pr.message;
+      if (!pr.tail)
+        bad_chunks_.insert({k, pr.offset});
       problems_.push_back(std::move(pr));
-      bad_chunks_.insert({k, problems_.back().offset});
     }
-    AddRemapped(p.metadata_.end.lost_by_location, remap, &combined.end.lost_by_location);
-    AddRemapped(p.metadata_.end.held_by_location, remap, &combined.end.held_by_location);
-    AddRemapped(p.metadata_.end.stream_totals, remap, &combined.end.stream_totals);
+    part_merge_[k].problems_taken = non_tail;
+    AddRemapped(p.metadata_.end.lost_by_location, pm.remap, &combined.end.lost_by_location);
+    AddRemapped(p.metadata_.end.held_by_location, pm.remap, &combined.end.held_by_location);
+    AddRemapped(p.metadata_.end.stream_totals, pm.remap, &combined.end.stream_totals);
     for (const std::string& w : p.warnings_)
-      warnings_.push_back(
-          parts.size() > 1 ? std::filesystem::path(p.path_).filename().string() + ": " + w : w);
+      warnings_.push_back(n > 1 ? std::filesystem::path(p.path_).filename().string() + ": " + w
+                                : w);
   }
   // The combined numbers, written with the one encoder, for the keys some file has.
   static const std::set<std::string> kCombined = {"start_ts",         "start_realtime_ns",
@@ -271,9 +320,15 @@ void TraceReader::Merge(std::vector<std::unique_ptr<TraceReader>> parts) {
   session_["stream_totals"] = EncodeStreamTotals(combined.end.stream_totals);
   session_.erase("index_offset");
   session_.erase("mpi_rank");
-  session_["session_files"] = std::to_string(parts.size());
+  session_["session_files"] = std::to_string(n);
   raw_session_ = session_;
   metadata_ = DecodeSessionMetadata(session_);  // the parts' warnings are kept above
+  first_ts_ = UINT64_MAX;
+  last_ts_ = 0;
+  for (const Stream& m : streams_) {
+    first_ts_ = std::min(first_ts_, m.first_ts);
+    last_ts_ = std::max(last_ts_, m.last_ts);
+  }
   if (first_ts_ == UINT64_MAX)
     first_ts_ = 0;
 }

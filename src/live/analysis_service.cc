@@ -40,6 +40,57 @@ std::string Render(const analysis::Results& r, const std::string& format) {
   return analysis::RenderText(r, {});
 }
 
+// A per-rank session before it is fed: every rank's file from its start, up to what all of
+// them have complete (`parmon report` of the directory so far).
+StatusOr<analysis::Results> AnalyseFromStart(const std::string& dir,
+                                             const std::string& session,
+                                             nlohmann::json* meta) {
+  auto s = model::Session::Open(dir);
+  if (!s.ok()) {
+    // A rank's file without its header yet reads as unreadable while the ranks start: the
+    // follower asks again (as a local follower of a session directory waits).
+    return Status::Error(
+        fmt::format("session {} has no complete events yet ({})", session, s.status().message()));
+  }
+  const format::TraceReader& reader = (*s)->reader();
+  analysis::Options o = ReportOptions();
+  if (!reader.closed_cleanly()) {
+    const uint64_t until = (*s)->complete_until();
+    if (until == 0)
+      return Status::Error(fmt::format("session {} has no complete events yet", session));
+    const uint64_t start = (*s)->start();
+    o.to_ns = until - 1 > start ? until - 1 - start : 1;
+  }
+  auto r = analysis::Analyze(**s, o);
+  if (!r.ok())
+    return r.status();
+  (*meta)["ended"] = reader.closed_cleanly();
+  (*meta)["incremental"] = false;
+  (*meta)["analysed_events"] = r->summary.events;
+  return r;
+}
+
+// The same location ids, definitions and streams in the same order (what the engine's results
+// are keyed by and what the merge breaks ties by).
+bool SameLayout(const format::TraceReader& a, const format::TraceReader& b) {
+  if (a.streams().size() != b.streams().size() ||
+      a.definitions().locations.size() != b.definitions().locations.size())
+    return false;
+  for (size_t i = 0; i < a.streams().size(); ++i) {
+    const format::Stream &x = a.streams()[i], &y = b.streams()[i];
+    if (x.location != y.location || x.source != y.source || x.chunks.size() != y.chunks.size())
+      return false;
+  }
+  auto it = b.definitions().locations.begin();
+  for (const auto& [id, x] : a.definitions().locations) {
+    const format::LocationDef& y = (it++)->second;
+    if (id != y.id || x.type != y.type || x.pid != y.pid || x.tid != y.tid || x.name != y.name ||
+        x.first_name != y.first_name)
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct AnalysisService::Live {
@@ -58,6 +109,10 @@ struct AnalysisService::Live {
   uint64_t target = 0;     // the bound being fed
   std::string error;       // the file cannot be analysed (damage): said to every question
   std::optional<analysis::Results> final;  // once the recording has ended and all is fed
+  bool final_post_mortem = false;          // the final report was made from the stored files
+  // A per-rank session is fed once every rank's file is there with its first clock round; until
+  // then a question analyses the files from their start. Tries are at most kRetry apart.
+  std::chrono::steady_clock::time_point next_try{};
 };
 
 AnalysisService::AnalysisService(std::string store_dir)
@@ -116,7 +171,7 @@ AnalysisService::Live& AnalysisService::Get(const std::string& session, bool per
 }
 
 void AnalysisService::Loop() {
-  std::set<std::string> feeding;  // sessions with events left to feed
+  std::map<std::string, bool> feeding;  // sessions with events left to feed (-> per rank)
   for (;;) {
     std::deque<Query> asked;
     std::map<std::string, bool> touched;
@@ -140,14 +195,14 @@ void AnalysisService::Loop() {
       forget_.clear();
     }
     for (const auto& [s, per_rank] : touched)
-      if (!per_rank && (live_.count(s) || live_.size() < kMaxLive + kMaxFinished))
-        feeding.insert(s);
+      if (live_.count(s) || live_.size() < kMaxLive + kMaxFinished)
+        feeding[s] = per_rank;
     // Questions first: each is answered from what is fed now (a slice at most behind).
     for (const Query& q : asked)
       q.done(Answer(q));
     // One slice per session with work, round robin.
     for (auto it = feeding.begin(); it != feeding.end();) {
-      Live& l = Get(*it, false);
+      Live& l = Get(it->first, it->second);
       if (Step(l))
         ++it;
       else
@@ -156,8 +211,47 @@ void AnalysisService::Loop() {
   }
 }
 
+bool AnalysisService::OpenSingle(Live& l) {
+  auto r = format::TraceReader::Open(l.path);
+  if (!r.ok())
+    return false;  // no header yet
+  auto s = model::Session::Over(**r);
+  if (!s.ok()) {
+    l.error = s.status().message();
+    return false;
+  }
+  l.reader = std::move(*r);
+  l.session = std::move(*s);
+  return true;
+}
+
+// A per-rank session is fed from the moment every rank's file (the SESSION's mpi_size of them)
+// is readable and every rank has measured its first clock offset against rank 0 (MPI_Init's
+// round): from then on the alignment only gains rounds. Until then questions are answered from
+// the start of the files.
+bool AnalysisService::OpenPerRank(Live& l) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < l.next_try)
+    return false;
+  l.next_try = now + kRetry;
+  auto r = format::TraceReader::Open(l.path);
+  if (!r.ok())
+    return false;
+  const uint32_t ranks = (*r)->metadata().session.mpi_size;
+  if (ranks == 0 || (*r)->parts().size() != ranks)
+    return false;  // a rank's file is missing or has no header yet
+  model::SessionOptions options;
+  options.follow_clocks = true;
+  auto s = model::Session::Over(**r, options);
+  if (!s.ok() || (ranks > 1 && (*s)->clocks().offsets.size() + 1 < ranks))
+    return false;
+  l.reader = std::move(*r);
+  l.session = std::move(*s);
+  return true;
+}
+
 bool AnalysisService::Step(Live& l) {
-  if (l.per_rank || !l.error.empty() || l.final)
+  if (!l.error.empty() || l.final)
     return false;
   const uint64_t cpu0 = ThreadCpuNs();
   struct Account {
@@ -168,16 +262,8 @@ bool AnalysisService::Step(Live& l) {
   if (l.drained) {
     // Read what the file gained, and take the new bound.
     if (!l.reader) {
-      auto r = format::TraceReader::Open(l.path);
-      if (!r.ok())
-        return false;  // no header yet: the next Touch tries again
-      l.reader = std::move(*r);
-      auto s = model::Session::Over(*l.reader);
-      if (!s.ok()) {
-        l.error = s.status().message();
-        return false;
-      }
-      l.session = std::move(*s);
+      if (!(l.per_rank ? OpenPerRank(l) : OpenSingle(l)))
+        return false;  // not yet: the next Touch tries again
     } else {
       if (Status s = l.reader->Refresh(); !s.ok()) {
         l.error = s.message();
@@ -185,7 +271,7 @@ bool AnalysisService::Step(Live& l) {
       }
       l.session->Refresh();
     }
-    const uint64_t until = l.reader->complete_until();
+    const uint64_t until = l.session->complete_until();
     if (until == 0)
       return false;  // no stream complete anywhere yet
     if (!l.engine) {
@@ -223,16 +309,32 @@ bool AnalysisService::Step(Live& l) {
 // The session has ended and every event is fed: its final results, and the rest is dropped.
 void AnalysisService::Retire(Live& l) {
   l.session->Refresh();
-  if (l.session->start() == l.engine->window().first) {
+  // The engine's snapshot is the report when it saw the session as a reader opened afresh does:
+  // the same window start (an event stamped before the recorder's start moves it), for a
+  // per-rank session the same clock alignment for every event fed (offsets drift between rounds)
+  // and the same location ids and stream order (a rank's file that gained threads after a later
+  // rank's were numbered numbers them otherwise).
+  std::unique_ptr<model::Session> fresh;
+  bool exact = l.session->start() == l.engine->window().first && !l.session->realigned();
+  if (l.per_rank) {
+    auto s = model::Session::Open(l.path);
+    if (!s.ok()) {
+      l.error = s.status().message();
+    } else {
+      fresh = std::move(*s);
+      exact = exact && SameLayout(fresh->reader(), *l.reader);
+    }
+  }
+  if (l.error.empty() && exact) {
     l.final = l.engine->SnapshotUntil(l.session->end());
-  } else {
-    // The recorder's start moved after the engine was set up (an event before it): the window
-    // differs, so the final report is made post-mortem (exact by construction).
-    auto r = analysis::Analyze(*l.session, ReportOptions());
+  } else if (l.error.empty()) {
+    // Post-mortem, once (exact by construction).
+    auto r = analysis::Analyze(fresh ? *fresh : *l.session, ReportOptions());
     if (r.ok())
       l.final = std::move(*r);
     else
       l.error = r.status().message();
+    l.final_post_mortem = true;
   }
   l.merge.reset();
   l.engine.reset();
@@ -250,62 +352,42 @@ Snapshot AnalysisService::Answer(const Query& q) {
   Snapshot out;
   nlohmann::json meta = {{"session", q.session}, {"format", q.format}};
   std::optional<analysis::Results> results;
-  if (q.per_rank) {
-    // Every rank's file from the start, up to what all of them have complete.
-    auto s = model::Session::Open(fmt::format("{}/{}", store_, q.session));
-    if (!s.ok()) {
-      // A rank's file without its header yet reads as unreadable while the ranks start: the
-      // follower asks again (as a local follower of a session directory waits).
-      out.status = Status::Error(fmt::format("session {} has no complete events yet ({})",
-                                             q.session, s.status().message()));
-      return out;
+  Live& l = Get(q.session, q.per_rank);
+  if (!l.final && !l.engine) {
+    // Not seen since this collector started (or not begun): read what the store holds.
+    while (Step(l)) {
     }
-    const format::TraceReader& reader = (*s)->reader();
-    analysis::Options o = ReportOptions();
-    if (!reader.closed_cleanly()) {
-      const uint64_t until = reader.complete_until();
-      if (until == 0) {
-        out.status = Status::Error(fmt::format("session {} has no complete events yet", q.session));
-        return out;
-      }
-      const uint64_t start = (*s)->start();
-      o.to_ns = until - 1 > start ? until - 1 - start : 1;
-    }
-    auto r = analysis::Analyze(**s, o);
+  }
+  if (!l.error.empty()) {
+    out.status = Status::Error(fmt::format("session {}: {}", q.session, l.error));
+    return out;
+  }
+  if (l.final) {
+    results = *l.final;
+  } else if (l.engine && (l.has_bound || l.fed > 0)) {
+    // At the bound fed; mid-slice, at the last event fed (the merge is in time order).
+    results = l.engine->SnapshotUntil(std::max(l.has_bound ? l.bound : 0, l.last_ts));
+  } else if (l.per_rank && !l.engine) {
+    // The ranks are not all there with their first clock round yet.
+    auto r = AnalyseFromStart(l.path, q.session, &meta);
     if (!r.ok()) {
       out.status = r.status();
       return out;
     }
     results = std::move(*r);
-    meta["ended"] = reader.closed_cleanly();
-    meta["incremental"] = false;
-    meta["analysed_events"] = results->summary.events;
   } else {
-    Live& l = Get(q.session, false);
-    if (!l.final && !l.engine) {
-      // Not seen since this collector started (or not begun): read what the store holds.
-      while (Step(l)) {
-      }
-    }
-    if (!l.error.empty()) {
-      out.status = Status::Error(fmt::format("session {}: {}", q.session, l.error));
-      return out;
-    }
-    if (l.final) {
-      results = *l.final;
-    } else if (l.engine && (l.has_bound || l.fed > 0)) {
-      // At the bound fed; mid-slice, at the last event fed (the merge is in time order).
-      results = l.engine->SnapshotUntil(std::max(l.has_bound ? l.bound : 0, l.last_ts));
-    } else {
-      out.status = Status::Error(fmt::format(
-          "session {} has no complete events yet (the recorder writes them every 100 ms or so)",
-          q.session));
-      return out;
-    }
+    out.status = Status::Error(fmt::format(
+        "session {} has no complete events yet (the recorder writes them every 100 ms or so)",
+        q.session));
+    return out;
+  }
+  if (!meta.contains("incremental")) {
     meta["ended"] = l.final.has_value();
     meta["incremental"] = true;
     meta["analysed_events"] = l.fed;
     meta["cpu_ns"] = l.cpu_ns;
+    if (l.final)
+      meta["final_post_mortem"] = l.final_post_mortem;
   }
   meta["events"] = results->summary.events;
   // From the session start, as the report's JSON counts it.

@@ -12,9 +12,15 @@
 // most kMaxQueries questions (more are answered "busy" at once).
 //
 // A per-rank session (STORE/<session>/rank-K.ptrace, one stream per rank assembled by the
-// session's name, i.e. the job id) is not analysed incrementally: its clock alignment needs every
-// rank's synchronisation rounds, so a question about it analyses what every rank has complete
-// from the start, on the worker (the cost `parmon report --follow` paid locally before).
+// session's name, i.e. the job id) is fed the same way once every rank's file is there and every
+// rank has its first clock round (MPI_Init's MpiClockSync ping-pong): one multi-part reader whose
+// Refresh follows every rank file, a model::Session with follow_clocks whose clock maps gain the
+// later rounds in place (a Merge holds pointers to them), and the bound fed is what every rank
+// has complete, on rank 0's clock. Until then a question analyses the files from their start.
+// At the end the engine's last snapshot is the final report only if it saw the session as a
+// reader opened afresh does (the same alignment for every event fed: Session::realigned; the
+// same location ids and stream order); otherwise the stored directory is analysed once,
+// post-mortem.
 //
 // Memory per live session: the engine's records (per location, per link, per message in flight;
 // per-interval rows of kGrowingIntervals intervals), one decompressed chunk per stream in the
@@ -23,6 +29,7 @@
 #ifndef PARMON_SRC_LIVE_ANALYSIS_SERVICE_H_
 #define PARMON_SRC_LIVE_ANALYSIS_SERVICE_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -53,6 +60,8 @@ class AnalysisService {
   static constexpr size_t kMaxQueries = 64;
   static constexpr size_t kMaxLive = 64;  // sessions analysed at once; more wait their turn
   static constexpr size_t kMaxFinished = 16;
+  // How often a per-rank session not yet fed is looked at again (each look opens every file).
+  static constexpr std::chrono::milliseconds kRetry{250};
 
   explicit AnalysisService(std::string store_dir);
   ~AnalysisService();  // stops the worker
@@ -79,6 +88,9 @@ class AnalysisService {
   Live& Get(const std::string& session, bool per_rank);
   // Reads what the session's file gained and feeds one slice; true when more is left to feed.
   bool Step(Live& l);
+  // The session's reader and model::Session, when its files are ready to be fed.
+  bool OpenSingle(Live& l);
+  bool OpenPerRank(Live& l);
   Snapshot Answer(const Query& q);
   void Retire(Live& l);
 

@@ -9,6 +9,8 @@
 namespace parmon::model {
 
 uint64_t ClockMap::Apply(uint64_t t, size_t* hint) const {
+  if (samples.empty())
+    return t;
   double v = static_cast<double>(t) - At(t, hint);
   return v <= 0 ? 0 : static_cast<uint64_t>(std::llround(v));
 }
@@ -62,33 +64,56 @@ ClockAlignment AlignClocks(const std::vector<int64_t>& file_rank,
   return out;
 }
 
+bool SameOffsets(const ClockMap& a, const ClockMap& b, uint64_t until) {
+  size_t ha = 0, hb = 0;
+  auto same_at = [&](uint64_t t) { return a.At(t, &ha) == b.At(t, &hb); };
+  for (const auto* m : {&a, &b})
+    for (const auto& [t, offset] : m->samples) {
+      if (t > until)
+        break;
+      ha = hb = 0;
+      if (!same_at(t))
+        return false;
+    }
+  ha = hb = 0;
+  return same_at(until);
+}
+
 MpiScan ScanMpi(const format::TraceReader& reader) {
-  MpiScan out;
-  out.file_rank.assign(reader.parts().size(), -1);
+  MpiScanner scanner;
+  scanner.Scan(reader);
+  return scanner.result();
+}
+
+void MpiScanner::Scan(const format::TraceReader& reader) {
+  out_.file_rank.resize(reader.parts().size(), -1);
   const auto& locations = reader.definitions().locations;
+  const auto& streams = reader.streams();
+  chunks_seen_.resize(streams.size(), 0);
   format::DecodedChunk chunk;
-  for (const auto& st : reader.streams()) {
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const format::Stream& st = streams[i];
     if (st.source != format::Source::kRuntime)
       continue;
     auto loc = locations.find(st.location);
     const uint32_t pid = loc == locations.end() ? 0 : loc->second.pid;
-    for (const auto& ref : st.chunks) {
+    for (; chunks_seen_[i] < st.chunks.size(); ++chunks_seen_[i]) {
+      const format::ChunkRef& ref = st.chunks[chunks_seen_[i]];
       (void)reader.ReadChunk(ref, &chunk);
       for (const auto& e : chunk.events) {
         if (e.kind_enum() == format::Kind::kMpiInit) {
           auto rank = static_cast<int64_t>(e.args[0]);
-          int64_t& fr = out.file_rank.at(ref.file);
+          int64_t& fr = out_.file_rank.at(ref.file);
           if (fr < 0 || rank < fr)
             fr = rank;
-          out.rank_by_file_pid.emplace(std::make_pair(ref.file, pid), rank);
+          out_.rank_by_file_pid.emplace(std::make_pair(ref.file, pid), rank);
         } else if (e.kind_enum() == format::Kind::kMpiClockSync) {
-          out.syncs.push_back(
+          out_.syncs.push_back(
               {ref.file, static_cast<int64_t>(e.args[0]), e.args[1], e.args[2], e.args[3]});
         }
       }
     }
   }
-  return out;
 }
 
 ClockAlignment MeasureClocks(const format::TraceReader& reader) {

@@ -29,9 +29,12 @@ struct ClockMap {
   // (time on this clock, this clock minus rank 0's in ns), by time.
   std::vector<std::pair<uint64_t, double>> samples;
 
-  // The offset at t; *hint is the segment last used (times of a stream mostly go forward).
+  // The offset at t; *hint is the segment last used (times of a stream mostly go forward). No
+  // samples: no offset (a session still being read may not have measured one yet).
   double At(uint64_t t, size_t* hint) const {
     size_t n = samples.size();
+    if (n == 0)
+      return 0;
     if (t <= samples.front().first)
       return samples.front().second;
     if (t >= samples.back().first)
@@ -47,6 +50,10 @@ struct ClockMap {
   // t on rank 0's clock.
   uint64_t Apply(uint64_t t, size_t* hint) const;
 };
+
+// Whether two maps give every time in [0, until] the same offset (both are piecewise linear: equal
+// at every sample time of either up to `until`, and at `until`).
+bool SameOffsets(const ClockMap& a, const ClockMap& b, uint64_t until);
 
 // One half of a ping-pong, as the MpiClockSync event of one file records it.
 struct ClockSync {
@@ -93,6 +100,18 @@ struct MpiScan {
   std::vector<ClockSync> syncs;
 };
 MpiScan ScanMpi(const format::TraceReader& reader);
+
+// ScanMpi in steps, for a session still being read: each Scan decodes only the runtime chunks
+// the reader found since the last one and adds what they hold to result().
+class MpiScanner {
+ public:
+  void Scan(const format::TraceReader& reader);
+  const MpiScan& result() const { return out_; }
+
+ private:
+  MpiScan out_;
+  std::vector<size_t> chunks_seen_;  // by stream
+};
 
 // ScanMpi and AlignClocks for a session of several files (one file has one clock: nothing is
 // read then).

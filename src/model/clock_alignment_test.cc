@@ -92,5 +92,22 @@ TEST(ClockAlignmentTest, IgnoresUnmatchedAndUnrankedHalves) {
   EXPECT_EQ(a.offsets[1].offset_ns, -2000);
 }
 
+// SameOffsets compares two maps as functions up to a time: what a later round changes only after
+// the last round seen so far (held constant until then) matters only for times read past it.
+TEST(ClockAlignmentTest, SameOffsetsComparesTheMapsAsFunctionsUpToATime) {
+  ClockMap none, one, two_same, two_drift;
+  one.samples = {{1000, 50}};
+  two_same.samples = {{1000, 50}, {5000, 50}};
+  two_drift.samples = {{1000, 50}, {5000, 90}};
+  EXPECT_TRUE(SameOffsets(none, none, UINT64_MAX));
+  EXPECT_FALSE(SameOffsets(none, one, 0));  // held constant before the first round too
+  EXPECT_TRUE(SameOffsets(one, two_same, UINT64_MAX));
+  EXPECT_TRUE(SameOffsets(one, two_drift, 1000));   // read only up to the first round
+  EXPECT_FALSE(SameOffsets(one, two_drift, 1001));  // past it: the drift moves it
+  EXPECT_FALSE(SameOffsets(two_drift, one, 4000));
+  size_t hint = 0;
+  EXPECT_EQ(none.Apply(123456789, &hint), 123456789u);  // no rounds yet: no correction
+}
+
 }  // namespace
 }  // namespace parmon::model

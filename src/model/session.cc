@@ -41,7 +41,12 @@ StatusOr<std::unique_ptr<Session>> Session::Over(const format::TraceReader& read
 Status Session::Init(const SessionOptions& options) {
   // Decoded once by the reader; a bad value is absent there and named in warnings().
   metadata_ = reader_->metadata();
-  if (options.align_clocks && reader_->parts().size() > 1) {
+  follow_clocks_ = options.follow_clocks && options.align_clocks && reader_->parts().size() > 1;
+  if (follow_clocks_) {
+    live_clocks_.resize(reader_->parts().size());
+    read_until_.assign(reader_->parts().size(), 0);
+    FollowClocks();
+  } else if (options.align_clocks && reader_->parts().size() > 1) {
     // One pass finds the ranks and the ping-pongs alike.
     MpiScan scan = ScanMpi(*reader_);
     clocks_ = AlignClocks(scan.file_rank, scan.syncs);
@@ -53,7 +58,7 @@ Status Session::Init(const SessionOptions& options) {
     if (streams[i].chunks.empty())
       continue;
     const uint32_t file = streams[i].chunks.front().file;
-    stream_clock_[i] = clocks_.ForFile(file);
+    stream_clock_[i] = follow_clocks_ ? &live_clocks_[file] : clocks_.ForFile(file);
     file_of_location_.emplace(streams[i].location, file);
   }
   ComputeWindow();
@@ -65,12 +70,51 @@ void Session::Refresh() {
   const auto& streams = reader_->streams();
   for (size_t i = stream_clock_.size(); i < streams.size(); ++i) {
     const uint32_t file = streams[i].chunks.empty() ? 0 : streams[i].chunks.front().file;
-    stream_clock_.push_back(clocks_.ForFile(file));
+    stream_clock_.push_back(follow_clocks_ ? &live_clocks_[file] : clocks_.ForFile(file));
     file_of_location_.emplace(streams[i].location, file);
   }
-  if (clocks_.empty())
+  if (follow_clocks_)
+    FollowClocks();
+  else if (clocks_.empty())
     rank_by_file_pid_.reset();  // new MpiInit events may have come
   ComputeWindow();
+}
+
+void Session::FollowClocks() {
+  scanner_.Scan(*reader_);
+  const MpiScan& scan = scanner_.result();
+  clocks_ = AlignClocks(scan.file_rank, scan.syncs);
+  rank_by_file_pid_ = scan.rank_by_file_pid;
+  for (uint32_t f = 0; f < live_clocks_.size(); ++f) {
+    ClockMap next;
+    if (const ClockMap* m = clocks_.ForFile(f))
+      next = *m;
+    // Events of this file read so far (up to read_until_; none at the open) were aligned with
+    // the old map.
+    if (read_until_[f] > 0 && !SameOffsets(live_clocks_[f], next, read_until_[f]))
+      realigned_ = true;
+    live_clocks_[f].samples = std::move(next.samples);
+  }
+  for (const format::Stream& st : reader_->streams())
+    if (!st.chunks.empty())
+      read_until_[st.chunks.front().file] =
+          std::max(read_until_[st.chunks.front().file], st.last_ts);
+}
+
+uint64_t Session::complete_until() const {
+  const format::TraceReader& r = *reader_;
+  if (r.parts().size() < 2 || clocks_.empty())
+    return r.complete_until();
+  uint64_t out = UINT64_MAX;
+  for (uint32_t f = 0; f < r.parts().size(); ++f) {
+    const uint64_t until = r.PartCompleteUntil(f);
+    if (until == UINT64_MAX)
+      continue;
+    size_t hint = 0;
+    const ClockMap* c = follow_clocks_ ? &live_clocks_[f] : clocks_.ForFile(f);
+    out = std::min(out, c ? c->Apply(until, &hint) : until);
+  }
+  return out;
 }
 
 void Session::ComputeWindow() {

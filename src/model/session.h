@@ -33,6 +33,9 @@ struct SessionOptions {
   format::OpenOptions open;
   // Put the times of a per-rank session on rank 0's clock (off: every file's own clock).
   bool align_clocks = true;
+  // A per-rank session still being written, followed by Refresh(): the clock alignment grows
+  // with the synchronisation rounds each refresh finds (see Refresh).
+  bool follow_clocks = false;
 };
 
 class Session {
@@ -53,8 +56,18 @@ class Session {
 
   // After the reader read more of a growing trace (TraceReader::Refresh): takes its new streams,
   // SESSION and END values and window. The clock alignment stays as computed at the open (a
-  // single file needs none), so a model::Merge over this session goes on across refreshes.
+  // single file needs none), so a model::Merge over this session goes on across refreshes;
+  // with follow_clocks, it is measured again from every round found so far (only the new chunks
+  // are decoded), and each file's ClockMap object keeps its address (a Merge holds it) while its
+  // samples change.
   void Refresh();
+  // follow_clocks: a Refresh changed the offset of a time some stream had already been read up
+  // to, so an event aligned before may have moved (offsets drift between rounds, and are held
+  // constant after the last one until the next is seen). Sticky.
+  bool realigned() const { return realigned_; }
+  // Every event with an aligned time below it has been read: the smallest over the files of its
+  // complete_until() on rank 0's clock (UINT64_MAX once all are closed; 0 when one has none).
+  uint64_t complete_until() const;
 
   const format::TraceReader& reader() const { return *reader_; }
   const std::string& path() const { return reader_->path(); }
@@ -101,6 +114,8 @@ class Session {
   Status Init(const SessionOptions& options);
   void ComputeWindow();
   void EnsureRanks() const;
+  // follow_clocks: the alignment from every round scanned so far, into the stable live_clocks_.
+  void FollowClocks();
 
   std::unique_ptr<format::TraceReader> owned_;  // null for a session Over() a caller's reader
   const format::TraceReader* reader_ = nullptr;
@@ -111,6 +126,13 @@ class Session {
   uint64_t start_ = 0;
   uint64_t end_ = 0;
   mutable std::optional<std::map<std::pair<uint32_t, uint32_t>, int64_t>> rank_by_file_pid_;
+  // follow_clocks: one map per file, never reallocated (streams point at them), the scan of the
+  // rounds so far, and how far each file's streams had been read when its map was last set.
+  bool follow_clocks_ = false;
+  std::vector<ClockMap> live_clocks_;
+  MpiScanner scanner_;
+  std::vector<uint64_t> read_until_;
+  bool realigned_ = false;
 };
 
 }  // namespace parmon::model
