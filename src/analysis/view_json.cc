@@ -178,7 +178,7 @@ json LocationJson(const LocationResult& l, const Summary& s) {
 
 json LinksJson(const Results& r) {
   json links = json::array();
-  for (const auto& k : r.links)
+  for (const auto& k : r.links) {
     links.push_back({{"kind", k.kind},
                      {"from", k.from},
                      {"to", k.to},
@@ -192,6 +192,9 @@ json LinksJson(const Results& r) {
                      {"sender_wait_ns", k.sender_wait_ns},
                      {"receiver_wait_ns", k.receiver_wait_ns},
                      {"closed_loop_messages", k.closed_loop_messages}});
+    if (!k.channel.empty())
+      links.back()["channel"] = k.channel;
+  }
   return links;
 }
 

@@ -81,15 +81,18 @@ void ExpectPrefix(const json& snap, const json& prev, const json& fin) {
   auto prev_links = prev.is_null() ? decltype(final_links){}
                                    : ById(prev["links"], {"kind", "from", "to", "channel"});
   for (const auto& [id, l] : ById(snap["links"], {"kind", "from", "to", "channel"})) {
-    if (!final_links.count(id) && (*l)["kind"] == "channel" && (*l)["to"] == UINT32_MAX) {
-      // Bytes written before any read of them was recorded: the link ends at the channel
-      // (channels.cc) until its reader is known. The final report has that writer's links on the
-      // same channel to its readers; together they carry at least what this one did.
+    if (!final_links.count(id) && (*l)["kind"] == "channel") {
+      // A writer's bytes go to the readers of its channel in the shares they read (channels.cc):
+      // bytes written before any read of them was recorded end at the channel (to 4294967295),
+      // and while nothing has been read every reader seen so far gets an even share, so a link
+      // to a reader that never reads any of them is gone at the end. The final report has that
+      // writer's links on the same channel to its readers; together they carry at least what
+      // this one did.
       uint64_t messages = 0, bytes = 0;
       bool any = false;
       for (const auto& f : fin["links"])
         if (f["kind"] == "channel" && f["from"] == (*l)["from"] &&
-            f["channel"] == (*l)["channel"]) {
+            f.value("channel", json()) == l->value("channel", json())) {
           any = true;
           messages += f["messages"].get<uint64_t>();
           bytes += f["bytes"].get<uint64_t>();
