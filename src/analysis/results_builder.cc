@@ -140,6 +140,7 @@ std::string Engine::Impl::Label(const Loc& l) const {
 
 Results Engine::Impl::Finish() {
   FlushChannelBusy();
+  CloseOpenMpiCalls();
   FlushOpenCalls();
   FinishPeriodicMpi();
   Results res;
@@ -150,6 +151,7 @@ Results Engine::Impl::Finish() {
   for (const LocationResult& l : res.locations)
     res.summary.parmon_held_ns += l.parmon_held_ns;
   BuildLost(&res);
+  BuildDeaths(&res);
   AddChannelLinks();
   BuildLinks(&res);
   BuildIntervalStats(&res);
@@ -428,6 +430,7 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
   r.late_receiver_ns = l.late_receiver;
   r.barrier_wait_ns = l.barrier_wait;
   r.collective_wait_ns = l.collective_wait;
+  r.lock_calls_ns = l.waits[static_cast<int>(State::kLockWait)];
   uint64_t waited = Sum(l.waits);
   if (l.sampled) {
     uint64_t not_running = 0;
