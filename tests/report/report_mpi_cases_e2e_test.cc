@@ -101,15 +101,15 @@ Recorded* MpiCases::run_ = nullptr;
 // names every link by its ranks.
 TEST_F(MpiCases, WindowAfterMpiInitKeepsRanksAndLinks) {
   const Recorded& r = *run_;
-  // Halfway between the later MPI_Init return and the earlier end of the two ranks.
-  const double start = r.report["summary"]["session_start_ns"].get<double>();
+  // Halfway between the later MPI_Init return and the earlier end of the two ranks (times from
+  // the session's start).
   double init_end = 0, end = 1e300;
   for (int rank : {0, 1}) {
     const json* l = RankLocation(r.report, rank);
     ASSERT_NE(l, nullptr);
-    init_end = std::max(
-        init_end, (*l)["first_ns"].get<double>() + (*l)["mpi_startup_ns"].get<double>() - start);
-    end = std::min(end, (*l)["last_ns"].get<double>() - start);
+    init_end =
+        std::max(init_end, (*l)["first_ns"].get<double>() + (*l)["mpi_startup_ns"].get<double>());
+    end = std::min(end, (*l)["last_ns"].get<double>());
   }
   ASSERT_GT(end, init_end + 200e6);
   const std::string from =
@@ -140,8 +140,10 @@ TEST_F(MpiCases, WindowAfterMpiInitKeepsRanksAndLinks) {
 }
 
 // Case 2: each rank's compute is its own computation (its CPU clock over the compute phases),
-// not its polling inside MPI_Sendrecv; the most computing rank is rank 1, and no finding says
-// otherwise.
+// not its polling inside MPI_Sendrecv (rank 0 polls for most of the run): within 5 points of the
+// rank's run, the tolerance of the states' split (a sampler interval's MPI time is taken from its
+// running and queued time in proportion). The most computing rank is rank 1, and no finding
+// says otherwise.
 TEST_F(MpiCases, ImbalanceComputeLeavesOutMpiPolling) {
   const Recorded& r = *run_;
   for (int rank : {0, 1}) {
@@ -149,11 +151,12 @@ TEST_F(MpiCases, ImbalanceComputeLeavesOutMpiPolling) {
     const json* l = RankLocation(r.report, rank);
     ASSERT_NE(l, nullptr);
     const double own = r.truth.at(rank).at("compute_cpu_ns");
-    const double found = (*l)["compute_ns"].get<double>();
-    std::printf("rank %d: compute %.1f ms (program %.1f ms), MPI %.1f ms\n", rank, found / 1e6,
-                own / 1e6, (*l)["mpi_ns"].get<double>() / 1e6);
-    // Start-up outside MPI_Init and the stdout writes are computation too: a little more.
-    EXPECT_NEAR(found, own, 0.1 * own + 40e6);
+    const double run = r.truth.at(rank).at("run_ns");
+    const double found = (*l)["compute_ns"].get<double>(), cpu = (*l)["cpu_ns"].get<double>();
+    std::printf(
+        "rank %d: compute %.1f ms (program %.1f ms), CPU %.1f ms, MPI %.1f ms, run %.1f ms\n", rank,
+        found / 1e6, own / 1e6, cpu / 1e6, (*l)["mpi_ns"].get<double>() / 1e6, run / 1e6);
+    EXPECT_NEAR(found, own, 0.05 * run + 0.1 * own);
   }
   const json& li = r.report["wait_states"]["load_imbalance"];
   EXPECT_EQ(li["over"], "ranks");
@@ -162,15 +165,17 @@ TEST_F(MpiCases, ImbalanceComputeLeavesOutMpiPolling) {
   for (const auto& f : r.report["diagnosis"]) {
     const std::string text = f["text"];
     EXPECT_EQ(text.find("rank 0 computes"), std::string::npos) << text;
-    if (f["id"] == "imbalance")
+    if (f["id"] == "imbalance") {
       EXPECT_EQ(f["subjects"][0], "rank 1") << text;
+    }
   }
 }
 
-// Case 4: rank 0 waits in MPI_Sendrecv for rank 1's message: that wait is on the link rank 1 ->
-// rank 0 (the receiver's wait), within 10% of what rank 0 measured inside its Sendrecv calls; the
-// other direction's time is its own (its transfer not rank 0's wait), and the two directions'
-// times add up to the calls' time.
+// Case 4: rank 0 waits in MPI_Sendrecv for rank 1's message each round, at least the 50 ms of
+// CPU time rank 1 computes more: that wait is on the link rank 1 -> rank 0 (the receiver's
+// wait). The other direction's time is its own: before, it held all of rank 0's Sendrecv time
+// (at least what rank 0 measured inside its calls), the wait shown as transfer. The two
+// directions' times add up to the calls' time the ranks measured themselves.
 TEST_F(MpiCases, EachDirectionHasItsOwnLinkTime) {
   const Recorded& r = *run_;
   const double w0 = r.truth.at(0).at("sendrecv_ns"), w1 = r.truth.at(1).at("sendrecv_ns");
@@ -184,11 +189,11 @@ TEST_F(MpiCases, EachDirectionHasItsOwnLinkTime) {
       w0 / 1e6, w1 / 1e6, (*to0)["time_ns"].get<double>() / 1e6,
       (*to0)["wait_ns"].get<double>() / 1e6, (*to1)["time_ns"].get<double>() / 1e6,
       (*to1)["wait_ns"].get<double>() / 1e6, (*to1)["transfer_ns"].get<double>() / 1e6);
-  ASSERT_GT(w0, kIter * (kHeavyMs - kLightMs) * 0.5e6) << r.rec.out;
-  EXPECT_NEAR((*to0)["receiver_wait_ns"].get<double>(), w0, 0.1 * w0 + 5e6);
-  // Before: 0->1 had rank 0's whole Sendrecv time as its time, w0 of "transfer".
-  EXPECT_LT((*to1)["transfer_ns"].get<double>(), 0.2 * w0);
-  EXPECT_LT((*to1)["time_ns"].get<double>(), 0.3 * w0);
+  const double least_wait = 0.8 * kIter * (kHeavyMs - kLightMs) * 1e6;
+  ASSERT_GT(w0, least_wait) << r.rec.out;
+  EXPECT_GE((*to0)["receiver_wait_ns"].get<double>(), least_wait);
+  EXPECT_LT((*to1)["time_ns"].get<double>(), 0.6 * w0 + w1);
+  EXPECT_LT((*to1)["transfer_ns"].get<double>(), 0.6 * w0);
   const double both = (*to0)["time_ns"].get<double>() + (*to1)["time_ns"].get<double>();
   EXPECT_NEAR(both, w0 + w1, 0.05 * (w0 + w1) + 2e6);
 }
@@ -312,10 +317,10 @@ TEST(MpiCasesOmp, OpenMpBarrierWaitsAreTheRuntimesNotLocks) {
     GTEST_SKIP() << "needs omp_imbalance_gomp (GCC) and libparmon_omp";
   TempDir dir;
   const std::string trace = dir.File("gomp.ptrace"), out = dir.File("truth.txt");
-  RunResult rec =
-      Run({ParmonBin(), "record", "-q", "-o", trace, "--", BinDir() + "/omp_imbalance_gomp",
-           "--threads", "2", "--regions", "8", "--unit", "40", "--serial", "40", "--out", out},
-          {"OMP_WAIT_POLICY=passive"}, 300);
+  RunResult rec = parmon::testing::Run(
+      {ParmonBin(), "record", "-q", "-o", trace, "--", BinDir() + "/omp_imbalance_gomp",
+       "--threads", "2", "--regions", "8", "--unit", "40", "--serial", "40", "--out", out},
+      {"OMP_WAIT_POLICY=passive"}, 300);
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   double barrier0 = -1;
   {
