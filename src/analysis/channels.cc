@@ -45,15 +45,15 @@ EndpointKey KeyOf(uint32_t pid, uint64_t fd, uint64_t type, uint64_t local, uint
 
 }  // namespace
 
-void Engine::Impl::ChanInfo(Loc& l, const Event& e) {
-  EndpointKey key = KeyOf(l.pid, e.args[0], e.args[1], e.args[2], e.args[3]);
+void Engine::Impl::ChanInfo(uint32_t pid, const Event& e) {
+  EndpointKey key = KeyOf(pid, e.args[0], e.args[1], e.args[2], e.args[3]);
   Endpoint& ep = endpoints[key];
   ep.type = static_cast<uint32_t>(e.args[1]);
   ep.local = e.args[2];
   ep.peer = e.args[3];
   if (ep.description.empty())
     ep.description = std::string(e.payload);
-  fd_endpoint[{l.pid, e.args[0]}] = key;
+  fd_endpoint[{pid, e.args[0]}] = key;
 }
 
 void Engine::Impl::ChanIo(Loc& l, const Event& e) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -103,11 +104,52 @@ const MpiFunc& Engine::Impl::Func(uint32_t id) {
   for (model::StreamIndex i = 0; i < streams.size(); ++i)
     if (in_window(i))
       loc_of[i] = Resolve(streams[i].location);
+  DefinitionsBeforeWindow();
   model::MergeFilter filter;
   filter.from_ts = ws;
   filter.to_ts = we;
   model::Merge merge(session, std::move(filter));
   merge.Run([&](const format::Event& e, model::StreamIndex i) { ConsumeAt(*loc_of[i], e); });
+}
+
+void Engine::Impl::MpiInit(uint32_t pid, const format::Event& e) {
+  rank_of_pid[pid] = static_cast<int32_t>(e.args[0]);
+  for (Loc& x : locs)
+    if (x.pid == pid)
+      x.rank = kRankNotLooked;
+  world_size = std::max(world_size, static_cast<uint32_t>(e.args[1]));
+  has_comm = true;
+}
+
+// A --from window that starts after MPI_Init still names its ranks: the MpiInit, MpiCommDef,
+// ChanInfo and OmpRuntime events before the window are read (the program side's runtime streams
+// only, in time order) for what they define; nothing else of them is counted.
+void Engine::Impl::DefinitionsBeforeWindow() {
+  if (ws <= session_start)
+    return;
+  model::MergeFilter filter;
+  filter.sources = std::set<format::Source>{format::Source::kRuntime};
+  filter.from_ts = session_start;
+  filter.to_ts = ws - 1;
+  model::Merge merge(session, std::move(filter));
+  merge.Run([&](const format::Event& e, model::StreamIndex) {
+    switch (e.kind_enum()) {
+      case Kind::kMpiInit:
+        MpiInit(session.PidOf(e.location), e);
+        break;
+      case Kind::kMpiCommDef:
+        comm_size[e.args[0]] = static_cast<uint32_t>(e.args[1]);
+        break;
+      case Kind::kChanInfo:
+        ChanInfo(session.PidOf(e.location), e);
+        break;
+      case Kind::kOmpRuntime:  // which OpenMP runtime a process runs
+        omp.Consume(e.location, session.PidOf(e.location), session.TidOf(e.location), e);
+        break;
+      default:
+        break;
+    }
+  });
 }
 
 // Growing window. A live session's end is unknown while it runs, and the report's interval

@@ -137,7 +137,8 @@ struct Engine::Impl {
   bool track_shares = true;
   std::vector<std::shared_ptr<Shares>> spare_shares;  // freed by messages, for CopyShares
   LoopClocks loop_clocks;
-  OmpAnalyzer omp;  // OpenMP (OMPT) events
+  OmpAnalyzer omp;                  // OpenMP (OMPT) events
+  std::vector<SignalDeath> deaths;  // processes ended by a signal (process_deaths.cc)
 
   // Growing window (Options::growing): the location of each stream by stream index (-1: not
   // looked up yet).
@@ -150,6 +151,10 @@ struct Engine::Impl {
   void CloseWindow(uint64_t end);
   // Every event of the window, from the session's merge, to ConsumeAt (engine.cc).
   void Feed();
+  // The definitions made before a window that starts after the session's (ranks, communicators,
+  // channels, OpenMP runtimes), so that ranks and links keep their names in any window.
+  void DefinitionsBeforeWindow();
+  void MpiInit(uint32_t pid, const format::Event& e);  // process pid is MPI rank e.args[0]
   int32_t LocFor(uint32_t id);
   Loc* Resolve(uint32_t id) { return &locs[static_cast<size_t>(LocFor(id))]; }
   const MpiFunc& Func(uint32_t id);
@@ -356,13 +361,8 @@ struct Engine::Impl {
         l.lost += e.args[0];
         break;
       case Kind::kMpiInit:
-        rank_of_pid[l.pid] = static_cast<int32_t>(e.args[0]);
+        MpiInit(l.pid, e);
         l.mpi_time.init_end = l.mpi_time.flush_to = e.ts;  // periodic: MPI_Init returned
-        for (Loc& x : locs)
-          if (x.pid == l.pid)
-            x.rank = kRankNotLooked;
-        world_size = std::max(world_size, static_cast<uint32_t>(e.args[1]));
-        has_comm = true;
         break;
       case Kind::kMpiCommDef:
         comm_size[e.args[0]] = static_cast<uint32_t>(e.args[1]);
@@ -406,7 +406,7 @@ struct Engine::Impl {
         MpiCollective(l, e);
         break;
       case Kind::kChanInfo:
-        ChanInfo(l, e);
+        ChanInfo(l.pid, e);
         break;
       case Kind::kChanRead:
       case Kind::kChanWrite:
@@ -453,6 +453,9 @@ struct Engine::Impl {
       case Kind::kOmpTask:
       case Kind::kOmpSoloRegion:
         omp.Consume(l.id, l.pid, l.tid, e);
+        break;
+      case Kind::kFatalSignal:
+        FatalSignal(l, e);
         break;
       case Kind::kTaskStart:
         TaskStarts(l, e);
@@ -620,7 +623,8 @@ struct Engine::Impl {
   [[gnu::noinline]] void MpiCollective(Loc& l, const format::Event& e);
 
   // --- POSIX channels (channels.cc) -------------------------------------------------------------
-  [[gnu::noinline]] void ChanInfo(Loc& l, const format::Event& e);
+  // What fd e.args[0] of process pid is (a definition: also read before the window).
+  [[gnu::noinline]] void ChanInfo(uint32_t pid, const format::Event& e);
   [[gnu::noinline]] void ChanIo(Loc& l, const format::Event& e);
   void FlushChannelBusy();
   // Channel links: writes on an endpoint reach the readers of its peer endpoint.
@@ -636,6 +640,13 @@ struct Engine::Impl {
                       const Endpoint::Use* ru,
                       bool main_writer,
                       Part part);
+
+  // --- processes ended by a signal (process_deaths.cc) -----------------------------------------
+  [[gnu::noinline]] void FatalSignal(Loc& l, const format::Event& e);
+  // MPI calls still open at the end (a rank torn down inside MPI_Barrier): MPI time up to the
+  // location's last event.
+  void CloseOpenMpiCalls();
+  void BuildDeaths(Results* res) const;
 
   // --- results builder (results_builder.cc) -----------------------------------------------------
   std::string Label(const Loc& l) const;

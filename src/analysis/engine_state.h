@@ -54,7 +54,9 @@ using Shares = std::vector<uint64_t>;
 
 // One MPI call that completed messages: a blocking send or receive, a Sendrecv, a Wait*/Test*
 // completing nonblocking ones. It waited from its entry until the last partner it needed had
-// arrived (a receive: its send started; a send: its receive was posted), within the call.
+// arrived (a receive: its send started; a send: its receive was posted), within the call. Its
+// time is link time, split so that each direction gets its own: each message's link the wait
+// for that message, and the rest (moving data) shared among the messages.
 struct CallWaits {
   uint32_t loc = 0;  // index in locs
   uint32_t func = 0;
@@ -68,7 +70,10 @@ struct CallWaits {
     bool send;  // late receiver (a send) or late sender (a receive)
   };
   std::vector<Part> parts;  // kept (cleared, not freed) when the record returns to the pool
-  uint32_t refs = 0;        // holders: the open call's location and the sends it completes
+  // The link of every message the call completed (resolved or not): the call's time after its
+  // last partner arrived is theirs, shared evenly (FinishCall).
+  std::vector<size_t> members;
+  uint32_t refs = 0;  // holders: the open call's location and the sends it completes
 };
 
 constexpr uint32_t kNoIndex = UINT32_MAX;
@@ -150,6 +155,23 @@ struct Loc {
   bool exited = false;
   std::shared_ptr<Shares> shares;
   uint64_t switches = 0, preempted = 0;
+};
+
+// A process that took a signal that ends it (FatalSignal), and what every other thread was
+// doing at that moment (process_deaths.cc).
+struct SignalDeath {
+  uint32_t loc = 0;  // index in locs
+  uint64_t ts = 0;
+  int32_t signal = 0;
+  int64_t code = 0;     // si_code: > 0 a fault, <= 0 sent by a process
+  uint32_t sender = 0;  // the sending process's pid (code <= 0)
+  struct Other {
+    uint32_t loc = 0;
+    bool in_mpi = false;
+    uint32_t func = 0;  // the MPI function it was in
+    uint64_t enter = 0;
+  };
+  std::vector<Other> others;
 };
 
 struct CollectiveInstance {

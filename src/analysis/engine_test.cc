@@ -30,6 +30,16 @@ std::string TempPath(const char* name) {
   return ::testing::TempDir() + "/engine_test_" + std::to_string(getpid()) + "_" + name;
 }
 
+// Ranks 0 and 1: locations 1 and 2, processes 100 and 200, each its MpiInit at 0.
+void TwoRanks(TraceBuilder& b) {
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    uint32_t loc = rank + 1, pid = 100 * loc;
+    b.Process(pid, 1, "t");
+    b.Thread(loc, pid, pid, "t");
+    b.Ev(loc, 0, Kind::kMpiInit, {rank, 2, 0});
+  }
+}
+
 // Two MPI ranks: a late receiver (rank 1 posts 2 ms after rank 0 sends), a late sender (rank 1
 // sends 2 ms after rank 0 waits) and a barrier rank 0 enters 0.3 ms before rank 1. Rank 0 runs a
 // region "compute" (0-4 ms) with "inner" (1-3 ms) nested in it.
@@ -41,12 +51,7 @@ void BuildMpi(TraceBuilder& b) {
     b.String(id, StringCategory::kFunction, text);
   b.String(kCompute, StringCategory::kRegion, "compute");
   b.String(kInner, StringCategory::kRegion, "inner");
-  for (uint32_t rank = 0; rank < 2; ++rank) {
-    uint32_t loc = rank + 1, pid = 100 * loc;
-    b.Process(pid, 1, "t");
-    b.Thread(loc, pid, pid, "t");
-    b.Ev(loc, 0, Kind::kMpiInit, {rank, 2, 0});
-  }
+  TwoRanks(b);
   auto call = [&](uint32_t loc, uint64_t enter_us, uint64_t leave_us, uint32_t func, Kind what,
                   std::vector<uint64_t> args) {
     b.Ev(loc, enter_us * kUs, Kind::kMpiEnter, {func});
@@ -174,6 +179,63 @@ const LocationResult& Loc(const Results& r, uint32_t id) {
   int i = r.LocationIndex(id);
   EXPECT_GE(i, 0);
   return r.locations[static_cast<size_t>(i)];
+}
+
+// A window that starts after MPI_Init (at 0) still knows the ranks: the MpiInit events before it
+// are read for what they define (issue 11: `ranks 0`, links `rank -1 -> rank 0`).
+TEST(Analyzers, WindowAfterMpiInitKeepsRanksAndLinks) {
+  Trace t = Make("window", &BuildMpi);
+  Options o = FixedIntervals();
+  o.from_ns = 5 * kMs;
+  Results r = Engine(*t.session, o).Run();
+  EXPECT_EQ(r.summary.ranks, 2u);
+  EXPECT_EQ(Loc(r, 1).label, "rank 0");
+  EXPECT_EQ(Loc(r, 2).label, "rank 1");
+  ASSERT_FALSE(r.links.empty());
+  for (const auto& k : r.links) {
+    EXPECT_GE(k.from, 0) << k.from_label << " -> " << k.to_label;
+    EXPECT_GE(k.to, 0) << k.from_label << " -> " << k.to_label;
+  }
+}
+
+// Rank 1 dies of SIGSEGV at 5 ms while rank 0 waits in MPI_Barrier (entered at 1 ms); SIGTERM
+// from pid 77 ends rank 0 at 9 ms. The crash is a finding; rank 0's open barrier is MPI time up
+// to its last event.
+TEST(Analyzers, CrashAndThePeerLeftInMpi) {
+  Trace t = Make("crash", [](TraceBuilder& b) {
+    b.Session({{"command", "t"}, {"start_ts", std::to_string(testing::kT0)}});
+    b.String(kBarrier, StringCategory::kFunction, "MPI_Barrier");
+    TwoRanks(b);
+    b.Ev(1, 1 * kMs, Kind::kMpiEnter, {kBarrier});
+    b.Ev(2, 5 * kMs, Kind::kFatalSignal, {11, 1, 0});
+    b.Ev(1, 9 * kMs, Kind::kFatalSignal, {15, 0, 77});
+  });
+  Results r = Engine(*t.session, FixedIntervals()).Run();
+  ASSERT_EQ(r.deaths.size(), 2u);
+  const ProcessDeath& d = r.deaths[0];
+  EXPECT_EQ(d.label, "rank 1");
+  EXPECT_EQ(d.pid, 200u);
+  EXPECT_EQ(d.signal_name, "SIGSEGV");
+  EXPECT_TRUE(d.crashed);
+  ASSERT_EQ(d.others.size(), 1u);
+  EXPECT_EQ(d.others[0].label, "rank 0");
+  EXPECT_EQ(d.others[0].mpi_call, "MPI_Barrier");
+  EXPECT_EQ(d.others[0].end_signal_name, "SIGTERM");
+  EXPECT_EQ(d.others[0].until - d.ts, 4 * kMs);
+  EXPECT_FALSE(r.deaths[1].crashed);
+  EXPECT_EQ(r.deaths[1].sender, 77u);
+  EXPECT_EQ(Loc(r, 1).mpi_ns, 8 * kMs);
+  EXPECT_EQ(Loc(r, 1).states[static_cast<int>(State::kCommWait)], 8 * kMs);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].id, "crash");
+  EXPECT_NE(r.findings[0].text.find("rank 1 (pid 200) crashed at"), std::string::npos)
+      << r.findings[0].text;
+  EXPECT_NE(r.findings[0].text.find("afterwards rank 0 waited in MPI_Barrier for"),
+            std::string::npos)
+      << r.findings[0].text;
+  EXPECT_NE(r.findings[0].text.find("until SIGTERM ended it"), std::string::npos)
+      << r.findings[0].text;
+  EXPECT_EQ(r.findings[0].time_at_stake_ns, 4 * kMs);
 }
 
 TEST(Analyzers, RegionsInclusiveAndExclusive) {

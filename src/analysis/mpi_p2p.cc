@@ -119,15 +119,8 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
     ++at.calls;
     at.ns += d;
   }
-  // The call's time is link time of the sends it completed (a blocking send, or nonblocking
-  // ones completed in a Wait*/Test*); a nonblocking send's own call is not.
-  for (uint32_t i : l.call_sends) {
-    const PendingSend& s = sends[i];
-    LinkAgg& a = links[s.link];
-    uint64_t from = std::max(s.ts, l.mpi_enter);
-    a.r.time_ns += Clip(from, e.ts);
-    LinkBusy(a, from, e.ts);
-  }
+  // The call's time is link time of the messages it completed (FinishCall); a nonblocking
+  // send's or receive's own call is not.
   ReleaseCallSends(l);
   if (l.call_waits != kNoIndex) {
     calls[l.call_waits].leave = e.ts;
@@ -150,6 +143,7 @@ CallWaits& Engine::Impl::CurrentCall(Loc& l) {
     c.unresolved = 0;
     c.done = false;
     c.parts.clear();
+    c.members.clear();
     c.refs = 1;
   }
   return calls[l.call_waits];
@@ -175,24 +169,43 @@ void Engine::Impl::ReleaseCall(uint32_t i) {
 // Every message's wait starts at the call's entry (a receive was posted, a send started, at
 // or before it) and ends when its partner arrived; the call waited until the last of them.
 // Sorted by that end, each message is charged the stretch from the previous end to its own:
-// the time the call waited for it alone, so the charges add up to the call's wait.
+// the time the call waited for it alone, so the charges add up to the call's wait. The call's
+// time is its links' time: each message's link gets that wait, and the rest of the call, from
+// the last partner's arrival to the return (moving data), is shared evenly by its messages. So
+// a Sendrecv or Waitall that waited for the receive puts that wait on the receive's link only,
+// never as transfer on the other direction, and the links' times add up to the call's.
 void Engine::Impl::FinishCall(CallWaits& c) {
   if (c.done || c.leave == kNone || c.unresolved > 0)
     return;
   c.done = true;
-  std::sort(c.parts.begin(), c.parts.end(),
-            [](const CallWaits::Part& a, const CallWaits::Part& b) { return a.end < b.end; });
+  // At the same end a receive goes first: a Sendrecv whose partner posted its receive as it
+  // sent (one call) waited for that message to come, not for its own send to be taken.
+  std::sort(c.parts.begin(), c.parts.end(), [](const CallWaits::Part& a, const CallWaits::Part& b) {
+    return a.end != b.end ? a.end < b.end : a.send < b.send;
+  });
   uint64_t prev = c.enter, late_sender = 0, late_receiver = 0;
   for (const auto& p : c.parts) {
     uint64_t end = std::min(std::max(p.end, c.enter), c.leave);
     uint64_t w = end > prev ? Clip(prev, end) : 0;
+    LinkAgg& a = links[p.link];
+    if (end > prev)
+      LinkBusy(a, prev, end);
     prev = std::max(prev, end);
     if (!w)
       continue;
-    LinkAgg& a = links[p.link];
     (p.send ? a.r.sender_wait_ns : a.r.receiver_wait_ns) += w;
     a.r.wait_ns += w;
+    a.r.time_ns += w;
     (p.send ? late_receiver : late_sender) += w;
+  }
+  if (!c.members.empty() && c.leave > prev) {
+    const uint64_t n = c.members.size(), span = c.leave - prev;
+    for (uint64_t k = 0; k < n; ++k) {
+      const uint64_t b = prev + span * k / n, e = prev + span * (k + 1) / n;
+      LinkAgg& a = links[c.members[k]];
+      a.r.time_ns += Clip(b, e);
+      LinkBusy(a, b, e);
+    }
   }
   Loc& l = locs[c.loc];
   const std::string& call = FuncOf(c.func).name;
@@ -236,6 +249,7 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
   q.tail = si;
   if (s.blocking && l.in_mpi) {
     CallWaits& c = CurrentCall(l);
+    c.members.push_back(s.link);
     ++c.unresolved;
     ++c.refs;
     s.call = l.call_waits;
@@ -309,6 +323,7 @@ void Engine::Impl::MpiRequestDone(Loc& l, const Event& e) {
   }
   CallWaits& c = CurrentCall(l);
   PendingSend& s = sends[si];
+  c.members.push_back(s.link);
   if (s.call != kNoIndex)
     ReleaseCall(s.call);
   s.call = l.call_waits;
@@ -334,6 +349,8 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
   EarlyReceive r{IndexOf(l), e.ts, posted, l.in_mpi ? std::max(posted, l.mpi_enter) : posted,
                  kNoIndex};
   const MatchKey key{peer, rank, e.args[2], e.args[1]};
+  if (l.in_mpi)  // the call's time is this link's too, whether its send is seen or not
+    CurrentCall(l).members.push_back(MpiLink(peer, rank));
   auto it = in_flight.find(key);
   if (it == in_flight.end() || it->second.head == kNoIndex) {
     if (ws != session_start)
@@ -368,8 +385,6 @@ void Engine::Impl::ReceiveMatched(const EarlyReceive& r, uint32_t si, bool defer
   Loc& l = locs[r.loc];
   PendingSend& s = sends[si];
   LinkAgg& a = links[s.link];
-  a.r.time_ns += Clip(r.from, r.ts);
-  LinkBusy(a, r.from, r.ts);
   // Late sender: the call waited from its entry until the send started.
   if (r.call != kNoIndex) {
     CallWaits& c = calls[r.call];
@@ -379,12 +394,17 @@ void Engine::Impl::ReceiveMatched(const EarlyReceive& r, uint32_t si, bool defer
       FinishCall(c);
       ReleaseCall(r.call);
     }
-  } else if (s.ts > r.posted) {
-    uint64_t late_sender = Clip(r.posted, std::min(s.ts, r.ts));
-    l.late_sender += late_sender;
-    AddWaitCall(WaitPattern::kLateSender, r.loc, "MPI", late_sender);
-    a.r.receiver_wait_ns += late_sender;
-    a.r.wait_ns += late_sender;
+  } else {
+    // A receive outside any MPI call: its own span is the link's time.
+    a.r.time_ns += Clip(r.from, r.ts);
+    LinkBusy(a, r.from, r.ts);
+    if (s.ts > r.posted) {
+      uint64_t late_sender = Clip(r.posted, std::min(s.ts, r.ts));
+      l.late_sender += late_sender;
+      AddWaitCall(WaitPattern::kLateSender, r.loc, "MPI", late_sender);
+      a.r.receiver_wait_ns += late_sender;
+      a.r.wait_ns += late_sender;
+    }
   }
   // Late receiver: the call completing the send waited until this receive was posted.
   if (s.call != kNoIndex) {

@@ -24,8 +24,10 @@ void OmpAnalyzer::Consume(uint32_t loc, uint32_t pid, uint32_t tid, const format
       if (e.args[0] != 0) {
         ompt_ = true;
         runtime_ = std::string(e.payload);
+        runtime_of_pid_[pid] = runtime_.empty() ? "an OMPT runtime" : runtime_;
       } else {
         libgomp_ = true;
+        runtime_of_pid_.emplace(pid, "libgomp");
       }
       return;
     case Kind::kOmpParallel: {
@@ -256,6 +258,7 @@ void OmpAnalyzer::Build(const std::function<std::string(uint32_t)>& name,
   p.ompt = ompt_;
   p.runtime = runtime_;
   p.libgomp = libgomp_;
+  p.runtime_of_pid = runtime_of_pid_;
   if (libgomp_)
     p.note =
         "This program's OpenMP runtime is GCC's libgomp, which has no OMPT (GCC 12): parmon "

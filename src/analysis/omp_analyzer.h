@@ -98,6 +98,7 @@ class OmpAnalyzer {
   uint64_t window_start_ = 0;
   bool ompt_ = false, libgomp_ = false;
   std::string runtime_;
+  std::map<uint32_t, std::string> runtime_of_pid_;  // OmpProfile::runtime_of_pid
 };
 
 }  // namespace parmon::analysis

@@ -7,6 +7,7 @@
 #define PARMON_SRC_ANALYSIS_OMP_RESULTS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,13 @@ struct OmpRegionResult {
 };
 
 struct OmpProfile {
-  bool ompt = false;                     // an OpenMP runtime with OMPT reported to parmon
-  std::string runtime;                   // its version string ("LLVM OMP version: 5.0.20140926")
-  bool libgomp = false;                  // a process ran on GCC's libgomp, which has no OMPT
+  bool ompt = false;     // an OpenMP runtime with OMPT reported to parmon
+  std::string runtime;   // its version string ("LLVM OMP version: 5.0.20140926")
+  bool libgomp = false;  // a process ran on GCC's libgomp, which has no OMPT
+  // The processes that ran an OpenMP runtime: "libgomp", or the OMPT runtime's version string.
+  // Their threads' futex waits outside the program's lock calls are the runtime's (barriers,
+  // idle workers), not the program's locks (rules/state_wait.cc).
+  std::map<uint32_t, std::string> runtime_of_pid;
   std::string note;                      // one sentence when the OpenMP view is missing or partial
   std::vector<OmpThreadResult> threads;  // by pid, master first, then tid
   std::vector<OmpRegionResult> regions;  // by lost_ns, then wall_ns, descending

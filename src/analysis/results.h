@@ -115,6 +115,10 @@ struct LocationResult {
   uint64_t barrier_wait_ns = 0;
   uint64_t collective_wait_ns = 0;  // N-to-N collectives other than barriers
   uint64_t compute_ns = 0;          // wall time outside communication and waits
+  // Time in the program's recorded lock calls (pthread mutex, rwlock, spinlock, condition
+  // variable, barrier, semaphore waits): of the lock-wait state, the part the program asked for;
+  // the rest is futex waits outside any such call (an OpenMP runtime's barriers, for instance).
+  uint64_t lock_calls_ns = 0;
   // Time parmon held the thread while its ring was full (--overflow block): in no state of the
   // program's (it came out of the waits the kernel saw, or of running for inferred states).
   uint64_t parmon_held_ns = 0;
@@ -225,6 +229,34 @@ struct CpuAccount {
                                        // up to that time: wake-up delays, short bursts
 };
 
+// A process that died of a signal (its FatalSignal event), and what the other ranks (or
+// processes) did from then on.
+struct ProcessDeath {
+  uint32_t pid = 0;
+  int32_t rank = -1;
+  uint32_t location = 0;  // the thread that took the signal
+  std::string label;      // "rank 1", or the thread's label
+  int32_t signal = 0;
+  std::string signal_name;     // "SIGSEGV"
+  std::string signal_meaning;  // "invalid memory access"
+  int64_t code = 0;            // si_code
+  uint32_t sender = 0;         // pid of the process that sent it (0: the kernel, a fault)
+  // Crashed: a fault, or a signal it sent itself (abort, raise); else killed by another process
+  // (a launcher tearing the job down).
+  bool crashed = false;
+  uint64_t ts = 0;  // session clock
+  struct After {
+    uint32_t location = 0;
+    std::string label;
+    std::string mpi_call;  // the MPI call it was in at the death ("" if none)
+    uint64_t call_since = 0;
+    uint64_t until = 0;      // its last event
+    int32_t end_signal = 0;  // the signal that ended it, 0 if none recorded
+    std::string end_signal_name;
+  };
+  std::vector<After> others;  // the other ranks' main threads (or other processes' threads)
+};
+
 struct Finding {
   std::string id;        // stable key: "link-wait", "queued", "imbalance", ...
   std::string text;      // one sentence in plain words
@@ -324,8 +356,9 @@ struct Results {
   CriticalPath critical_path;
   CpuAccount cpu_account;
   MpiProfile mpi;
-  OmpProfile omp;                 // OpenMP through OMPT (omp_analyzer.h)
-  std::vector<Finding> findings;  // ranked, most wall time to save first
+  OmpProfile omp;                    // OpenMP through OMPT (omp_analyzer.h)
+  std::vector<ProcessDeath> deaths;  // by time
+  std::vector<Finding> findings;     // ranked, most wall time to save first
 
   // Index of a location id in locations, or -1.
   int LocationIndex(uint32_t id) const;

@@ -140,6 +140,7 @@ std::string Engine::Impl::Label(const Loc& l) const {
 
 Results Engine::Impl::Finish() {
   FlushChannelBusy();
+  CloseOpenMpiCalls();
   FlushOpenCalls();
   FinishPeriodicMpi();
   Results res;
@@ -150,6 +151,7 @@ Results Engine::Impl::Finish() {
   for (const LocationResult& l : res.locations)
     res.summary.parmon_held_ns += l.parmon_held_ns;
   BuildLost(&res);
+  BuildDeaths(&res);
   AddChannelLinks();
   BuildLinks(&res);
   BuildIntervalStats(&res);
@@ -420,11 +422,14 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
   r.late_receiver_ns = l.late_receiver;
   r.barrier_wait_ns = l.barrier_wait;
   r.collective_wait_ns = l.collective_wait;
+  r.lock_calls_ns = l.waits[static_cast<int>(State::kLockWait)];
   uint64_t waited = Sum(l.waits);
   if (l.sampled) {
+    // Of the states of its run (r.states: not before MPI_Init, not held by parmon): the waits
+    // before a rank's MPI_Init are outside its run, counted below, not a second time here.
     uint64_t not_running = 0;
     for (int st = 1; st < kStateCount; ++st)
-      not_running += l.sampled_states[st];
+      not_running += r.states[st];
     waited = std::max(waited, not_running);
   }
   // Not computing either: MPI start-up and shut-down (sampled: the time moved out of the states,

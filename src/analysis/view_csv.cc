@@ -43,16 +43,19 @@ std::string RenderCsv(const Results& r) {
     o += fmt::format(",{}_ns", StateName(static_cast<State>(i)));
   o += ",state_source,events,lost_events,messages_sent,bytes_sent,messages_received,bytes_received,"
        "mpi_ns,mpi_calls,late_sender_ns,late_receiver_ns,barrier_wait_ns,collective_wait_ns,"
-       "compute_ns,critical_path_ns\n";
+       "compute_ns,critical_path_ns,mpi_messages_sent,mpi_bytes_sent,mpi_messages_received,"
+       "mpi_bytes_received\n";
   for (const auto& l : r.locations) {
     o += fmt::format("{},{},{},{},{},{},{},{}", l.id, l.kind, Field(l.label), l.pid, l.tid, l.rank,
                      l.wall_ns, l.cpu_ns);
     for (uint64_t v : l.states)
       o += fmt::format(",{}", v);
-    o += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", l.state_source, l.events,
-                     l.lost_events, l.messages_sent, l.bytes_sent, l.messages_received,
+    o += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", l.state_source,
+                     l.events, l.lost_events, l.messages_sent, l.bytes_sent, l.messages_received,
                      l.bytes_received, l.mpi_ns, l.mpi_calls, l.late_sender_ns, l.late_receiver_ns,
-                     l.barrier_wait_ns, l.collective_wait_ns, l.compute_ns, l.critical_path_ns);
+                     l.barrier_wait_ns, l.collective_wait_ns, l.compute_ns, l.critical_path_ns,
+                     l.mpi_messages_sent, l.mpi_bytes_sent, l.mpi_messages_received,
+                     l.mpi_bytes_received);
   }
 
   o += "\n# table: regions\nlocation,label,region,count,inclusive_ns,exclusive_ns\n";

@@ -280,17 +280,22 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
   o += "<h2>Locations</h2><table><tr><th>location</th><th>wall</th><th>cpu</th>";
   for (int i = 0; i < kStateCount; ++i)
     o += fmt::format("<th>{}</th>", StateName(static_cast<State>(i)));
-  o += "<th>msgs out</th><th>bytes out</th><th>msgs in</th><th>bytes in</th><th>MPI</th></tr>\n";
+  o += "<th>MPI msgs out</th><th>bytes out</th><th>MPI msgs in</th><th>bytes in</th><th>MPI</th>"
+       "<th>channel writes</th><th>channel reads</th></tr>\n";
   for (const auto& l : r.locations) {
     uint64_t total = Sum(l.states);
     o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td>", Esc(l.label),
                      FormatDuration(l.wall_ns), FormatDuration(l.cpu_ns));
     for (uint64_t v : l.states)
       o += fmt::format("<td>{}</td>", FormatPercent(v, total));
-    o += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
-                     FormatCount(l.messages_received), FormatBytes(l.bytes_received),
-                     FormatDuration(l.mpi_ns));
+    // MPI messages apart from POSIX channel writes and reads (pipes, sockets, stdout).
+    o += fmt::format(
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        FormatCount(l.mpi_messages_sent), FormatBytes(l.mpi_bytes_sent),
+        FormatCount(l.mpi_messages_received), FormatBytes(l.mpi_bytes_received),
+        FormatDuration(l.mpi_ns),
+        FormatCount(l.messages_sent - std::min(l.messages_sent, l.mpi_messages_sent)),
+        FormatCount(l.messages_received - std::min(l.messages_received, l.mpi_messages_received)));
   }
   o += "</table>\n<h2>Communication</h2><table><tr><th>from</th><th>to</th><th>messages</th>"
        "<th>bytes</th><th>time</th><th>wait</th><th>transfer</th><th>sender wait</th>"

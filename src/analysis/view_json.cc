@@ -171,6 +171,7 @@ json LocationJson(const LocationResult& l, const Summary& s) {
   x["barrier_wait_ns"] = l.barrier_wait_ns;
   x["collective_wait_ns"] = l.collective_wait_ns;
   x["compute_ns"] = l.compute_ns;
+  x["lock_calls_ns"] = l.lock_calls_ns;
   x["parmon_held_ns"] = l.parmon_held_ns;
   x["critical_path_ns"] = l.critical_path_ns;
   return x;
@@ -272,6 +273,35 @@ json WaitStatesJson(const Results& r) {
             {"shares_kept", cp.shares_kept}}}};
 }
 
+// Processes that died of a signal, and what the others did from then on.
+json DeathsJson(const Results& r) {
+  json out = json::array();
+  for (const ProcessDeath& d : r.deaths) {
+    json others = json::array();
+    for (const auto& a : d.others)
+      others.push_back({{"location", a.location},
+                        {"label", a.label},
+                        {"mpi_call", a.mpi_call},
+                        {"call_since_ns", a.call_since},
+                        {"until_ns", a.until},
+                        {"end_signal", a.end_signal},
+                        {"end_signal_name", a.end_signal_name}});
+    out.push_back({{"pid", d.pid},
+                   {"rank", d.rank},
+                   {"location", d.location},
+                   {"label", d.label},
+                   {"signal", d.signal},
+                   {"signal_name", d.signal_name},
+                   {"signal_meaning", d.signal_meaning},
+                   {"code", d.code},
+                   {"sender", d.sender},
+                   {"crashed", d.crashed},
+                   {"ts_ns", d.ts},
+                   {"others", others}});
+  }
+  return out;
+}
+
 json FindingsJson(const Results& r) {
   json fs = json::array();
   for (const auto& f : r.findings)
@@ -310,6 +340,7 @@ nlohmann::json ToJson(const Results& r) {
   j["intervals"] = IntervalsJson(r);
   j["wait_states"] = WaitStatesJson(r);
   j["diagnosis"] = FindingsJson(r);
+  j["deaths"] = DeathsJson(r);
   j["mpi"] = MpiJson(r.mpi);
   j["openmp"] = OmpJson(r.omp);
   return j;

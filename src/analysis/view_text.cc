@@ -261,6 +261,15 @@ void TextSummary(Out& o, const Results& r) {
         FormatDuration(s.parmon_held_ns));
   o.Wrapped("overhead   ", overhead, 11);
   TextCpuAccount(o, r);
+  std::string ended;  // processes that died of a signal
+  for (const ProcessDeath& d : r.deaths)
+    ended += fmt::format("{}{} (pid {}) {} at {}{}", ended.empty() ? "" : "; ", d.label, d.pid,
+                         d.signal_name, Rel(s, d.ts),
+                         d.crashed  ? " (crashed)"
+                         : d.sender ? fmt::format(" (sent by pid {})", d.sender)
+                                    : "");
+  if (!ended.empty())
+    o.Wrapped("signals    ", ended, 11);
   if (!s.has_sched)
     o.Wrapped(o.Dim("note       "),
               o.Dim("no sampler data: states are inferred from instrumented calls (time in none "
@@ -286,24 +295,50 @@ void TextDiagnosis(Out& o, const Results& r) {
   }
 }
 
+// MPI messages and POSIX channel traffic (pipes, sockets, the program's stdout) in two tables:
+// a rank's printf is not an MPI message.
 void TextCommTable(Out& o, const Results& r) {
-  o.Line();
-  o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", "LOCATION", "MSGS OUT", "BYTES OUT",
-                     "MSGS IN", "BYTES IN", "MPI", "MPI FAMILIES"));
+  bool any_mpi = false, any_channel = false;
   for (const auto& l : r.locations) {
-    if (!(l.messages_sent || l.messages_received || l.mpi_calls))
-      continue;
-    std::string fams;
-    for (const auto& f : l.mpi_families) {
-      if (fams.size() > 14)
-        break;
-      fams +=
-          fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family, FormatPercent(f.ns, l.mpi_ns));
+    any_mpi |= l.mpi_messages_sent || l.mpi_messages_received || l.mpi_calls;
+    any_channel |=
+        l.messages_sent > l.mpi_messages_sent || l.messages_received > l.mpi_messages_received;
+  }
+  if (any_mpi) {
+    o.Line();
+    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", "LOCATION", "MPI OUT",
+                       "BYTES OUT", "MPI IN", "BYTES IN", "MPI", "MPI FAMILIES"));
+    for (const auto& l : r.locations) {
+      if (!(l.mpi_messages_sent || l.mpi_messages_received || l.mpi_calls))
+        continue;
+      std::string fams;
+      for (const auto& f : l.mpi_families) {
+        if (fams.size() > 14)
+          break;
+        fams += fmt::format("{}{} {}", fams.empty() ? "" : ", ", f.family,
+                            FormatPercent(f.ns, l.mpi_ns));
+      }
+      o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", CutLabel(l.label, 16),
+                         FormatCount(l.mpi_messages_sent), FormatBytes(l.mpi_bytes_sent),
+                         FormatCount(l.mpi_messages_received), FormatBytes(l.mpi_bytes_received),
+                         FormatDuration(l.mpi_ns), Cut(fams, 13)));
     }
-    o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {}", CutLabel(l.label, 16),
-                       FormatCount(l.messages_sent), FormatBytes(l.bytes_sent),
-                       FormatCount(l.messages_received), FormatBytes(l.bytes_received),
-                       FormatDuration(l.mpi_ns), Cut(fams, 13)));
+  }
+  if (!any_channel)
+    return;
+  o.Line();
+  o.Line(fmt::format("{:<16} {:>9} {:>9} {:>9} {:>9}  {}", "LOCATION", "WRITES", "BYTES OUT",
+                     "READS", "BYTES IN", "(POSIX channels: pipes, sockets, stdout)"));
+  for (const auto& l : r.locations) {
+    const uint64_t writes = l.messages_sent - std::min(l.messages_sent, l.mpi_messages_sent);
+    const uint64_t reads =
+        l.messages_received - std::min(l.messages_received, l.mpi_messages_received);
+    if (!writes && !reads)
+      continue;
+    o.Line(fmt::format(
+        "{:<16} {:>9} {:>9} {:>9} {:>9}", CutLabel(l.label, 16), FormatCount(writes),
+        FormatBytes(l.bytes_sent - std::min(l.bytes_sent, l.mpi_bytes_sent)), FormatCount(reads),
+        FormatBytes(l.bytes_received - std::min(l.bytes_received, l.mpi_bytes_received))));
   }
 }
 

@@ -66,6 +66,12 @@ std::string Describe(const format::TraceReader& r, const format::Event& e) {
     std::string an =
         arg_names.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? arg_names.size() : comma + 1;
+    // A function (`MPI_Send`, `read`) or call site is a string id: print what it names.
+    if ((an == "func" || an == "site") && e.args[i] && e.args[i] <= UINT32_MAX &&
+        defs.strings.count(static_cast<uint32_t>(e.args[i]))) {
+      s += fmt::format(" {}={}", an, defs.Name(static_cast<uint32_t>(e.args[i])));
+      continue;
+    }
     s += fmt::format(" {}={}", an.empty() ? fmt::format("a{}", i) : an, e.args[i]);
   }
   if (!e.payload.empty())

@@ -48,6 +48,8 @@
   X(OmpMutexWait, 40, 3, false, 0x4, "kind,wait_id,begin")                               \
   X(OmpTask, 41, 2, false, 0x2, "region,begin")                                          \
   X(OmpSoloRegion, 42, 3, false, 0x4, "region,construct,begin")                          \
+  /* a signal about to end the process (runtime/fatal_signals.cc) */                     \
+  X(FatalSignal, 43, 3, false, 0, "signal,code,sender")                                  \
   /* communication (64-127): MPI, POSIX channels, pthread sync -- see docs/events.md */  \
   X(MpiInit, 64, 3, false, 0, "rank,size,thread_level")                                  \
   X(MpiEnter, 65, 2, false, 0, "func,site")                                              \

@@ -37,6 +37,10 @@ void parmon_x_mpi_time(uint64_t enter, uint64_t leave);
 // Interns a name: the same (name, category) gives the same id within the process; ids are unique
 // in the session. category: format::StringCategory (extend it for new name families).
 uint32_t parmon_x_intern(const char* name, uint32_t category);
+// Records the signals that end the process again, over handlers installed since the process
+// started (the MPI wrappers call it after MPI_Init: MPI libraries install their own fault
+// handlers), chaining to them. Nothing when not recorded.
+void parmon_x_watch_fatal_signals(void);
 // The session's run mode (0 trace, 1 periodic: shm::RunMode) and period in ns, as the recorder
 // put them in the segment header. Returns 0 and leaves both unchanged when not recorded.
 int parmon_x_session_mode(uint32_t* mode, uint64_t* period_ns);

@@ -38,4 +38,9 @@ bool ShareControlPage(shm::SegmentHeader* seg, shm::ControlPage* at);
 // Puts a private zero page at `at` (parmon_pause(): this process alone stops recording).
 void PrivateControlPage(shm::ControlPage* at);
 
+// Records the signals that end the process (FatalSignal events): installs a handler over the
+// default action of each, and, with over_handlers, over a handler set since (an MPI library's),
+// which it then chains to (fatal_signals.cc).
+void WatchFatalSignals(bool over_handlers);
+
 }  // namespace parmon::runtime

@@ -486,6 +486,7 @@ void Init() {
   // The main thread attaches now so the process is announced even if it never emits.
   ThreadRing* r = &t_ring;
   MakeRoom(r, 1, false);
+  WatchFatalSignals(/*over_handlers=*/false);
 }
 
 __attribute__((constructor)) void Construct() {

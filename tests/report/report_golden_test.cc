@@ -512,13 +512,16 @@ TEST(NonblockingGolden, LateSenderAndLateReceiverInCompletionCalls) {
   EXPECT_EQ(a.sender_wait_ns, us(2000 + 3000 + 20));
   EXPECT_EQ(a.receiver_wait_ns, us(2000 + 2000));
   EXPECT_EQ(a.wait_ns, a.sender_wait_ns + a.receiver_wait_ns);
-  // Link time: the calls completing each end (a nonblocking receive from its wait's entry).
-  EXPECT_EQ(a.time_ns, us(3000 + 1100 + 100 + 2200 + 3050 + 100 + 100 + 3100 + 50 + 40));
+  // Link time: the calls completing each end (a nonblocking receive from its wait's entry). D's
+  // Waitall (3100) completes a message of each direction: this one gets its 2000 of waiting for
+  // tag 4 and half of the 200 after the last arrival; rank 1 -> rank 0 its 900 and the other 100.
+  EXPECT_EQ(a.time_ns, us(3000 + 1100 + 100 + 2200 + 3050 + 100 + 100 + 2100 + 50 + 40));
   const auto& c = r.links[1];  // rank 1 -> rank 0: D (tag 5)
   EXPECT_EQ(c.messages, 1u);
   EXPECT_EQ(c.sender_wait_ns, us(900));
   EXPECT_EQ(c.receiver_wait_ns, 0u);
-  EXPECT_EQ(c.time_ns, us(3100 + 100));
+  EXPECT_EQ(c.time_ns, us(900 + 100 + 100));  // the Waitall's share, rank 0's MPI_Recv
+  EXPECT_EQ(c.transfer_ns, us(200));
 }
 
 // A session of one file per rank (two recorders, two hosts) whose clocks differ: rank 1's reads

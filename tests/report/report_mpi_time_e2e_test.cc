@@ -38,28 +38,18 @@ struct Truth {
 // The "truth" lines the ranks printed, by rank.
 std::map<int, Truth> ParseTruth(const std::string& out) {
   std::map<int, Truth> t;
+  for (auto& [rank, v] : RankTruth(out))
+    t[rank].v = std::move(v);
   std::istringstream in(out);
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream w(line);
-    std::string tag, what;
-    int rank = -1;
-    w >> tag >> what;
-    if (tag != "truth")
-      continue;
-    if (what == "rank") {
-      w >> rank;
-      std::string k;
-      double x;
-      while (w >> k >> x)
-        t[rank].v[k] = x;
-    } else if (what == "link") {
-      int to;
-      std::string m, b;
-      double msgs, bytes;
-      w >> rank >> to >> m >> msgs >> b >> bytes;
+    std::string tag, what, m, b;
+    int rank = -1, to = -1;
+    double msgs, bytes;
+    if (w >> tag >> what && tag == "truth" && what == "link" &&
+        w >> rank >> to >> m >> msgs >> b >> bytes)
       t[rank].links[to] = {msgs, bytes};
-    }
   }
   return t;
 }

@@ -15,10 +15,15 @@ namespace parmon::analysis::rules {
 
 const std::vector<Rule>& Registry() {
   static const std::vector<Rule> kRules = {
-      {"link-wait", LinkWaitRule},   {"queued", QueuedRule},
-      {"imbalance", ImbalanceRule},  {"collective-wait", CollectiveWaitRule},
-      {"lock-wait", LockWaitRule},   {"io-wait", IoWaitRule},
-      {"timer-wait", TimerWaitRule}, {"cpu-bound", CpuBoundRule},
+      {"crash", CrashRule},
+      {"link-wait", LinkWaitRule},
+      {"queued", QueuedRule},
+      {"imbalance", ImbalanceRule},
+      {"collective-wait", CollectiveWaitRule},
+      {"lock-wait", LockWaitRule},
+      {"io-wait", IoWaitRule},
+      {"timer-wait", TimerWaitRule},
+      {"cpu-bound", CpuBoundRule},
   };
   return kRules;
 }

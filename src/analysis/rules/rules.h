@@ -89,6 +89,7 @@ struct Rule {
   const char* name;  // the id of the findings it makes (or their stem)
   RuleFn run;
 };
+void CrashRule(const Results& r, const Graph& g, std::vector<Finding>* out);
 void LinkWaitRule(const Results& r, const Graph& g, std::vector<Finding>* out);
 void QueuedRule(const Results& r, const Graph& g, std::vector<Finding>* out);
 void ImbalanceRule(const Results& r, const Graph& g, std::vector<Finding>* out);

@@ -54,7 +54,7 @@ TEST(Rules, RegistryHoldsEveryRuleOnce) {
   std::vector<std::string> names;
   for (const Rule& rule : Registry())
     names.push_back(rule.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"link-wait", "queued", "imbalance", "collective-wait",
+  EXPECT_EQ(names, (std::vector<std::string>{"crash", "link-wait", "queued", "imbalance", "collective-wait",
                                              "lock-wait", "io-wait", "timer-wait", "cpu-bound"}));
 }
 

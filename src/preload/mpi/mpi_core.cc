@@ -356,6 +356,9 @@ void OnInit(Call& c, int rc) {
   // Stamped as MPI_Init returns, after the clock exchange (rank 0 runs one with every peer, tens
   // of ms when oversubscribed): periodic mode starts a rank's run at this record.
   EmitAt(Now(), Kind::kMpiInit, a, 3);
+  // The MPI library installed its own fault handlers in MPI_Init: a crash of this rank is
+  // recorded before they take it (runtime/fatal_signals.cc).
+  parmon_x_watch_fatal_signals();
 }
 
 void OnFinalize(Call& c) {
