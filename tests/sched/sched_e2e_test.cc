@@ -509,9 +509,9 @@ TEST(SchedE2E, OverheadLineCountsTheSwitchRecordsTheProgramPaid) {
   EXPECT_GT(calibration, 0u);
   EXPECT_LE(calibration, recorder);
   EXPECT_GT(static_cast<double>(o["estimated_slowdown"]), 0.0);
-  RunResult text = Parmon({"report", dir.File("t.ptrace")});
-  EXPECT_NE(text.out.find("context-switch records"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("cost to the program ~"), std::string::npos) << text.out;
+  const std::string text = Unwrapped(Parmon({"report", dir.File("t.ptrace")}).out);
+  EXPECT_NE(text.find("context-switch records"), std::string::npos) << text;
+  EXPECT_NE(text.find("cost to the program ~"), std::string::npos) << text;
 }
 
 TEST(SchedE2E, PeriodicModeKeepsOnlyAggregates) {

@@ -161,4 +161,19 @@ std::vector<Truth> ParseTruth(const std::string& out) {
   return v;
 }
 
+std::string Unwrapped(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      out += text[i];
+      continue;
+    }
+    while (i + 1 < text.size() && text[i + 1] == ' ')
+      ++i;
+    out += ' ';
+  }
+  return out;
+}
+
 }  // namespace parmon::testing

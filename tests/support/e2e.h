@@ -56,6 +56,10 @@ struct Truth {
 // The Truth lines of a duty_cycle run's output (other lines are skipped).
 std::vector<Truth> ParseTruth(const std::string& out);
 
+// A text report with its wrapped lines joined: every line break and the indent after it become
+// one space, so a phrase is found wherever the report's line wrapping cut it.
+std::string Unwrapped(const std::string& text);
+
 }  // namespace parmon::testing
 
 #endif  // PARMON_TESTS_SUPPORT_E2E_H_
