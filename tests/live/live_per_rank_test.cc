@@ -144,16 +144,20 @@ TEST_F(LivePerRankE2e, SnapshotsArePrefixesIncrementalAndTheLastEqualsTheStoredR
   ASSERT_EQ(run->Wait(240), 0) << run->Err();
   ASSERT_FALSE(session.empty()) << c().Log();
   json last, last_meta;
+  std::string seen;  // the last answer that was not the final one, for the failure message
   ASSERT_TRUE(WaitFor(
       [&] {
         auto snap = client_->Ask(session, "json");
-        if (!snap.ok() || !snap->ended)
+        if (!snap.ok() || !snap->ended) {
+          seen = snap.ok() ? snap->meta : snap.status().message();
           return false;
+        }
         last = json::parse(snap->body);
         last_meta = json::parse(snap->meta);
         return true;
       },
       60))
+      << "last answer: " << seen << "\n"
       << c().Log();
   const std::string stored = dir_.File("store/" + session);
   auto post = Parmon({"report", "--format", "json", stored});
