@@ -211,7 +211,12 @@ void BM_SwitchRecordCost(benchmark::State& state) {
     state.counters["calibration_cpu_ms"] = static_cast<double>(c->cpu_ns) / 1e6;
   }
 }
-BENCHMARK(BM_SwitchRecordCost)->Arg(150)->Arg(400)->Iterations(1)->Repetitions(5)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SwitchRecordCost)
+    ->Arg(150)
+    ->Arg(400)
+    ->Iterations(1)
+    ->Repetitions(5)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace parmon::sched

@@ -54,8 +54,9 @@ TEST(Rules, RegistryHoldsEveryRuleOnce) {
   std::vector<std::string> names;
   for (const Rule& rule : Registry())
     names.push_back(rule.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"crash", "link-wait", "queued", "imbalance", "collective-wait",
-                                             "lock-wait", "io-wait", "timer-wait", "cpu-bound"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"crash", "link-wait", "queued", "imbalance",
+                                             "collective-wait", "lock-wait", "io-wait",
+                                             "timer-wait", "cpu-bound"}));
 }
 
 // Two workers computing 95% of the run on 2 CPUs beside a writer parked on a lock (pigz -p 2):
