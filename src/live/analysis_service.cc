@@ -113,6 +113,13 @@ struct AnalysisService::Live {
   // A per-rank session is fed once every rank's file is there with its first clock round; until
   // then a question analyses the files from their start. Tries are at most kRetry apart.
   std::chrono::steady_clock::time_point next_try{};
+  // The store said the session gained bytes since its files were last read. A mark that comes
+  // while a bound is still being fed must not be lost: it may be the session's last (the files
+  // closed), and no other would come to read them again.
+  bool touched = false;
+  // OpenPerRank said "not before next_try": the worker looks again then, touched or not (the
+  // ranks may have written everything already).
+  bool deferred = false;
 };
 
 AnalysisService::AnalysisService(std::string store_dir)
@@ -171,14 +178,26 @@ AnalysisService::Live& AnalysisService::Get(const std::string& session, bool per
 }
 
 void AnalysisService::Loop() {
+  using Clock = std::chrono::steady_clock;
   std::map<std::string, bool> feeding;  // sessions with events left to feed (-> per rank)
+  // Per-rank sessions whose opening waits for its retry time (-> per rank, when).
+  std::map<std::string, std::pair<bool, Clock::time_point>> deferred;
   for (;;) {
     std::deque<Query> asked;
     std::map<std::string, bool> touched;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock,
-               [&] { return stop_ || !queries_.empty() || !dirty_.empty() || !feeding.empty(); });
+      auto ready = [&] {
+        return stop_ || !queries_.empty() || !dirty_.empty() || !feeding.empty();
+      };
+      if (deferred.empty()) {
+        cv_.wait(lock, ready);
+      } else {
+        Clock::time_point wake = Clock::time_point::max();
+        for (const auto& [s, d] : deferred)
+          wake = std::min(wake, d.second);
+        cv_.wait_until(lock, wake, ready);
+      }
       if (stop_)
         return;
       asked.swap(queries_);
@@ -189,24 +208,46 @@ void AnalysisService::Loop() {
       for (const auto& s : forget_) {
         live_.erase(s);
         feeding.erase(s);
+        deferred.erase(s);
         finished_order_.erase(std::remove(finished_order_.begin(), finished_order_.end(), s),
                               finished_order_.end());
       }
       forget_.clear();
     }
     for (const auto& [s, per_rank] : touched)
-      if (live_.count(s) || live_.size() < kMaxLive + kMaxFinished)
+      if (live_.count(s) || live_.size() < kMaxLive + kMaxFinished) {
         feeding[s] = per_rank;
+        Get(s, per_rank).touched = true;
+      }
+    const Clock::time_point now = Clock::now();
+    for (auto it = deferred.begin(); it != deferred.end();) {
+      if (it->second.second <= now) {
+        feeding[it->first] = it->second.first;
+        it = deferred.erase(it);
+      } else {
+        ++it;
+      }
+    }
     // Questions first: each is answered from what is fed now (a slice at most behind).
-    for (const Query& q : asked)
+    for (const Query& q : asked) {
       q.done(Answer(q));
+      if (Live& l = Get(q.session, q.per_rank); l.deferred) {
+        l.deferred = false;
+        deferred[q.session] = {q.per_rank, l.next_try};
+      }
+    }
     // One slice per session with work, round robin.
     for (auto it = feeding.begin(); it != feeding.end();) {
       Live& l = Get(it->first, it->second);
-      if (Step(l))
+      if (Step(l)) {
         ++it;
-      else
-        it = feeding.erase(it);
+        continue;
+      }
+      if (l.deferred) {
+        l.deferred = false;
+        deferred[it->first] = {it->second, l.next_try};
+      }
+      it = feeding.erase(it);
     }
   }
 }
@@ -231,8 +272,10 @@ bool AnalysisService::OpenSingle(Live& l) {
 // the start of the files.
 bool AnalysisService::OpenPerRank(Live& l) {
   const auto now = std::chrono::steady_clock::now();
-  if (now < l.next_try)
+  if (now < l.next_try) {
+    l.deferred = true;
     return false;
+  }
   l.next_try = now + kRetry;
   auto r = format::TraceReader::Open(l.path);
   if (!r.ok())
@@ -261,6 +304,7 @@ bool AnalysisService::Step(Live& l) {
   } account{l, cpu0};
   if (l.drained) {
     // Read what the file gained, and take the new bound.
+    l.touched = false;
     if (!l.reader) {
       if (!(l.per_rank ? OpenPerRank(l) : OpenSingle(l)))
         return false;  // not yet: the next Touch tries again
@@ -303,7 +347,8 @@ bool AnalysisService::Step(Live& l) {
     Retire(l);
     return false;
   }
-  return false;
+  // Marked while this bound was fed: read the files again.
+  return l.touched;
 }
 
 // The session has ended and every event is fed: its final results, and the rest is dropped.

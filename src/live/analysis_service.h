@@ -86,7 +86,8 @@ class AnalysisService {
   };
   void Loop();
   Live& Get(const std::string& session, bool per_rank);
-  // Reads what the session's file gained and feeds one slice; true when more is left to feed.
+  // Reads what the session's file gained and feeds one slice; true when more is left to feed
+  // (or it was touched while the last bound was fed: its files are read again).
   bool Step(Live& l);
   // The session's reader and model::Session, when its files are ready to be fed.
   bool OpenSingle(Live& l);
