@@ -6,6 +6,8 @@
  *   names_prog exec-true     fork; the child waits 150 ms, prints its pid and execs /bin/true
  *   names_prog setname       two threads spin 100 ms, name themselves worker-1/2 with
  *                            pthread_setname_np, spin 200 ms more and print their kernel names
+ *   names_prog setname-quick two threads name themselves quick-1 (pthread_setname_np) and
+ *                            quick-2 (prctl PR_SET_NAME), print their kernel names and end at once
  *   names_prog pipe          names itself pipeline-stage, forks; the parent writes 1 MiB into a
  *                            pipe that the child reads (and lives 300 ms more); both print
  *                            their pid, name and bytes
@@ -62,11 +64,19 @@ static int Wait(pid_t pid) {
 
 static void* Worker(void* arg) {
   int k = (int)(long)arg;
-  Spin(0.1);
-  char name[16], path[64], comm[64];
-  snprintf(name, sizeof name, "worker-%d", k);
-  pthread_setname_np(pthread_self(), name);
-  Spin(0.2);
+  const int quick = k > 2;
+  if (quick)
+    k -= 2;
+  else
+    Spin(0.1);
+  char name[32], path[64], comm[64];
+  snprintf(name, sizeof name, quick ? "quick-%d" : "worker-%d", k);
+  if (quick && k == 2)
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+  else
+    pthread_setname_np(pthread_self(), name);
+  if (!quick)
+    Spin(0.2);
   snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)gettid());
   Comm(path, comm, sizeof comm);
   printf("thread %d %s\n", (int)gettid(), comm);
@@ -116,7 +126,7 @@ static int Pipe(void) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: names_prog exec-static|exec-true|setname|pipe\n");
+    fprintf(stderr, "usage: names_prog exec-static|exec-true|setname|setname-quick|pipe\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -141,11 +151,12 @@ int main(int argc, char** argv) {
     }
     return Wait(pid);
   }
-  if (!strcmp(mode, "setname")) {
+  if (!strcmp(mode, "setname") || !strcmp(mode, "setname-quick")) {
     PrintParent();
+    const long first = strcmp(mode, "setname") ? 3 : 1;
     pthread_t t[2];
     for (long k = 0; k < 2; ++k)
-      pthread_create(&t[k], NULL, Worker, (void*)(k + 1));
+      pthread_create(&t[k], NULL, Worker, (void*)(first + k));
     for (int k = 0; k < 2; ++k)
       pthread_join(t[k], NULL);
     return 0;

@@ -1,6 +1,6 @@
 // libparmon_pthread: waits on thread synchronisation, recorded as SyncWait/SyncSignal events
 // (docs/events.md): mutexes, spinlocks, rwlocks, condition variables, barriers, joins and
-// semaphores.
+// semaphores; and the names threads give themselves (pthread_setname_np, prctl PR_SET_NAME).
 // Loaded with LD_PRELOAD by `parmon record` next to libparmon_posix.
 //
 // What costs what: a lock that is free costs its try-lock and nothing else (no event, not even
@@ -22,10 +22,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include <atomic>
+#include <cstring>
 
+#include "parmon/parmon.h"
 #include "preload/common/preload.h"
 
 namespace parmon::preload {
@@ -194,5 +198,49 @@ PARMON_INTERPOSE int sem_timedwait(sem_t* s, const timespec* t) {
   uint64_t begin = parmon_x_now();
   rc = PARMON_REAL(sem_timedwait)(s, t);
   ps::RecordWait(s, ps::kSemaphore, begin, rc == 0 ? 0 : errno);
+  return rc;
+}
+
+// Thread names. The kernel's name of a thread that names itself is read by the sampler only now
+// and then (every kStatEvery passes when it runs) and, without context-switch records, a thread
+// that renames itself and ends within a few passes would keep its old name in the trace. The
+// name it gives itself is announced at once (parmon_thread_name), cut as the kernel cuts it.
+// A name given to another thread is left to the sampler: its thread id is not known here.
+namespace parmon::preload::sync {
+namespace {
+constexpr size_t kKernelNameMax = 15;  // TASK_COMM_LEN - 1
+
+void AnnounceOwnName(const char* name) {
+  char cut[kKernelNameMax + 1] = {};
+  std::strncpy(cut, name, kKernelNameMax);
+  int saved = errno;
+  t_in_wrapper = 1;
+  parmon_thread_name(cut);
+  t_in_wrapper = 0;
+  errno = saved;
+}
+}  // namespace
+}  // namespace parmon::preload::sync
+
+PARMON_INTERPOSE int pthread_setname_np(pthread_t t, const char* name) {
+  int rc = PARMON_REAL(pthread_setname_np)(t, name);
+  if (rc == 0 && ps::On() && pthread_equal(t, pthread_self()))
+    ps::AnnounceOwnName(name);
+  return rc;
+}
+
+// prctl is variadic; every option takes at most four more unsigned long arguments, which are
+// passed on as they came.
+PARMON_INTERPOSE int prctl(int option, ...) {
+  va_list ap;
+  va_start(ap, option);
+  unsigned long a2 = va_arg(ap, unsigned long);
+  unsigned long a3 = va_arg(ap, unsigned long);
+  unsigned long a4 = va_arg(ap, unsigned long);
+  unsigned long a5 = va_arg(ap, unsigned long);
+  va_end(ap);
+  int rc = PARMON_REAL(prctl)(option, a2, a3, a4, a5);
+  if (rc == 0 && option == PR_SET_NAME && a2 != 0 && ps::On())
+    ps::AnnounceOwnName(reinterpret_cast<const char*>(a2));
   return rc;
 }
