@@ -228,8 +228,8 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
   }
   EXPECT_GE(threads_checked, 4);
   auto text = Parmon({"report", rec.trace()});
-  EXPECT_NE(text.out.find("paused "), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("in 1 pause"), std::string::npos) << text.out;
+  EXPECT_NE(testing::Unwrapped(text.out).find("paused "), std::string::npos) << text.out;
+  EXPECT_NE(testing::Unwrapped(text.out).find("in 1 pause"), std::string::npos) << text.out;
   auto dump = Parmon({"dump", rec.trace()});
   EXPECT_NE(dump.out.find("ControlPause"), std::string::npos);
   EXPECT_NE(dump.out.find("ControlResume"), std::string::npos);

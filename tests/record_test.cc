@@ -293,8 +293,9 @@ TEST(Record, RecorderKilledLeavesAReadableFileThatSaysWhatIsMissing) {
   kill(-rec, SIGKILL);
   auto info = Parmon({"info", trace});
   EXPECT_EQ(info.exit_code, 0) << info.err;
-  EXPECT_NE(info.out.find("NOT closed cleanly"), std::string::npos) << info.out;
-  EXPECT_NE(info.out.find("the trace was not closed"), std::string::npos) << info.out;
+  EXPECT_NE(testing::Unwrapped(info.out).find("NOT closed cleanly"), std::string::npos) << info.out;
+  EXPECT_NE(testing::Unwrapped(info.out).find("the trace was not closed"), std::string::npos)
+      << info.out;
   auto reader = format::TraceReader::Open(trace);
   ASSERT_TRUE(reader.ok()) << reader.status().message();
   EXPECT_GT((*reader)->total_events(), 10000u);
@@ -430,8 +431,10 @@ TEST(Record, RecorderKilledFileSaysWhatItCoversAndHoldsEverythingBefore) {
   kill(-rec, SIGKILL);
   auto info = Parmon({"info", trace});
   EXPECT_EQ(info.exit_code, 0) << info.err;
-  EXPECT_NE(info.out.find("it covers the run up to"), std::string::npos) << info.out;
-  EXPECT_NE(info.out.find("what came after is unknown"), std::string::npos) << info.out;
+  EXPECT_NE(testing::Unwrapped(info.out).find("it covers the run up to"), std::string::npos)
+      << info.out;
+  EXPECT_NE(testing::Unwrapped(info.out).find("what came after is unknown"), std::string::npos)
+      << info.out;
   auto reader = format::TraceReader::Open(trace);
   ASSERT_TRUE(reader.ok()) << reader.status().message();
   EXPECT_FALSE((*reader)->closed_cleanly());
@@ -446,8 +449,10 @@ TEST(Record, RecorderKilledFileSaysWhatItCoversAndHoldsEverythingBefore) {
   EXPECT_LE(recorded, committed_at_kill + 1);
   auto report = Parmon({"report", "--partial", trace});
   EXPECT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_NE(report.out.find("it covers the run up to"), std::string::npos) << report.out;
-  EXPECT_EQ(report.out.find("0 events in damaged chunks"), std::string::npos) << report.out;
+  EXPECT_NE(testing::Unwrapped(report.out).find("it covers the run up to"), std::string::npos)
+      << report.out;
+  EXPECT_EQ(testing::Unwrapped(report.out).find("0 events in damaged chunks"), std::string::npos)
+      << report.out;
 }
 
 // --interval has a lower bound through the number of intervals: one sentence, exit 2, at

@@ -70,7 +70,7 @@ TEST(StreamE2e, CutPipeReportsIntactChunksAndOneSentence) {
       {"sh", "-c",
        "head -c " + std::to_string(size / 2) + " '" + trace + "' | '" + ParmonBin() + "' info -"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("the trace was not closed"), std::string::npos) << r.out;
+  EXPECT_NE(testing::Unwrapped(r.out).find("the trace was not closed"), std::string::npos) << r.out;
   auto d = testing::Run(
       {"sh", "-c",
        "head -c " + std::to_string(size / 2) + " '" + trace + "' | '" + ParmonBin() + "' dump -"});
