@@ -7,7 +7,10 @@
  * them all, lets them settle, reads a baseline, waits MEASURE_MS, reads again
  * (PARMON_SINCE_LAST_READ) and prints one line per thread:
  *   figures NAME TID START_NS END_NS ELAPSED_NS S0 .. S6 CPU_NS UTILISATION CPU_BUSY FLAGS
- * then one "last NAME ..." line per thread from PARMON_LAST_INTERVAL. Not recorded, it prints
+ * then one "last NAME ..." line per thread from PARMON_LAST_INTERVAL, and one
+ *   kernel NAME CPU_NS DELAY_NS
+ * line per thread: what the thread's schedstat (the kernel's own clocks) gained between the two
+ * reads, on a CPU and queued for one. Not recorded, it prints
  * "not recorded ERROR" and exits 3. Argument: MEASURE_MS (default 1500). */
 #define _GNU_SOURCE
 #include <parmon/parmon.h>
@@ -69,6 +72,19 @@ static void* Thread(void* arg) {
   return NULL;
 }
 
+/* The thread's schedstat: ns on a CPU, ns queued for one. */
+static void SchedStat(int tid, unsigned long long* cpu, unsigned long long* delay) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+  FILE* f = fopen(path, "r");
+  *cpu = *delay = 0;
+  if (f == NULL)
+    return;
+  if (fscanf(f, "%llu %llu", cpu, delay) != 2)
+    *cpu = *delay = 0;
+  fclose(f);
+}
+
 static void Print(const char* what, const parmon_thread_figures* f, int k) {
   printf("%s %s %d %llu %llu %llu", what, kNames[k], f->tid, (unsigned long long)f->start_ns,
          (unsigned long long)f->end_ns, (unsigned long long)f->elapsed_ns);
@@ -110,15 +126,22 @@ int main(int argc, char** argv) {
   }
   SleepMs(300); /* every thread in its state, seen by the sampler */
   parmon_thread_figures f[kThreads];
+  unsigned long long cpu0[kThreads], delay0[kThreads], cpu1[kThreads], delay1[kThreads];
   parmon_monitor_read(m, PARMON_SINCE_LAST_READ, f, kThreads);
+  for (int k = 0; k < kThreads; ++k)
+    SchedStat(atomic_load(&g_tid[k]), &cpu0[k], &delay0[k]);
   for (long t = 0; t < measure_ms; t += 20) {
     SleepMs(20);
     if (write(g_pipe[1], "x", 1) != 1)
       return 1;
   }
   int n = parmon_monitor_read(m, PARMON_SINCE_LAST_READ, f, kThreads);
+  for (int k = 0; k < kThreads; ++k)
+    SchedStat(atomic_load(&g_tid[k]), &cpu1[k], &delay1[k]);
   for (int k = 0; k < n; ++k)
     Print("figures", &f[k], k);
+  for (int k = 0; k < kThreads; ++k)
+    printf("kernel %s %llu %llu\n", kNames[k], cpu1[k] - cpu0[k], delay1[k] - delay0[k]);
   n = parmon_monitor_read(m, PARMON_LAST_INTERVAL, f, kThreads);
   for (int k = 0; k < n; ++k)
     Print("last", &f[k], k);
