@@ -56,10 +56,13 @@ void ExpectWithinFivePercent(const json& r, const std::string& out) {
   double ssend = Printed(out, "injected_late_receiver_ssend_ns");
   double wait = Printed(out, "injected_late_receiver_wait_ns");
   double irecv = Printed(out, "injected_late_sender_wait_ns");
-  // 10 x 30 ms each, less what the barrier's release lets one rank start ahead.
-  ASSERT_GT(ssend, 10 * 25e6) << out;
-  ASSERT_GT(wait, 10 * 25e6) << out;
-  ASSERT_GT(irecv, 10 * 20e6) << out;  // the receiver worked 2 ms of each delay before waiting
+  // 10 x 30 ms each, less what the barrier's release lets one rank start ahead (the receiver
+  // works 2 ms of each delay before waiting). On a busy machine (load 13 and more) the waiting
+  // rank is itself late to its call and the waits come out at half: what is checked is parmon's
+  // figure against the program's own, which only needs waits far above the clocks' microseconds.
+  ASSERT_GT(ssend, 10 * 10e6) << out;
+  ASSERT_GT(wait, 10 * 10e6) << out;
+  ASSERT_GT(irecv, 10 * 10e6) << out;
   double found_ssend = WaitState(r, "late receiver", "rank 0", "MPI_Ssend");
   double found_wait = WaitState(r, "late receiver", "rank 0", "MPI_Wait");
   double found_irecv = WaitState(r, "late sender", "rank 1", "MPI_Wait");
