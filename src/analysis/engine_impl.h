@@ -124,6 +124,11 @@ struct Engine::Impl {
   void CloseWindow(uint64_t end);
   // Every event of the window, from the session's merge, to ConsumeAt (engine.cc).
   void Feed();
+  // The location of each stream with events in the window (null for the others): set up before
+  // the first event so that the table does not grow (and the pointers stay valid) while events
+  // are consumed.
+  void PrepareFeed();
+  std::vector<Loc*> loc_of_stream;
   int32_t LocFor(uint32_t id);
   Loc* Resolve(uint32_t id) { return &locs[static_cast<size_t>(LocFor(id))]; }
   const MpiFunc& Func(uint32_t id);
