@@ -422,7 +422,7 @@ int RunReport(int argc, char** argv) {
       return FollowRemoteReport(paths.front(), format, output, period_ns);
     return FollowReport(paths.front(), in, format, output, color, period_ns);
   }
-  // Under an MPI launcher with several processes (mpirun -np K, srun -n K): the parallel
+  // Under an MPI launcher with several processes (mpirun -np K): the parallel
   // report, process 0 writing it (src/parallel/parallel_report.h).
   std::unique_ptr<parallel::Group> group;
   if (parallel::LauncherSize() > 1) {

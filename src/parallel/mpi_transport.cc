@@ -70,9 +70,20 @@ long long Wait(void* request) {
   delete r;
   if (rc != MPI_SUCCESS)
     return -1;
+  // (A send's status has no count: MPICH says MPI_UNDEFINED.)
   int count = 0;
-  MPI_Get_count(&status, MPI_BYTE, &count);
+  if (MPI_Get_count(&status, MPI_BYTE, &count) != MPI_SUCCESS || count < 0)
+    count = 0;
   return count;
+}
+
+void Cancel(void* request) {
+  if (!request)
+    return;
+  auto* r = static_cast<MPI_Request*>(request);
+  MPI_Cancel(r);
+  MPI_Wait(r, MPI_STATUS_IGNORE);
+  delete r;
 }
 
 void Finalize() {
@@ -87,7 +98,7 @@ void Abort(int code) {
 }
 
 const parmon_transport kTable = {
-    PARMON_TRANSPORT_VERSION, Init, Isend, Irecv, Wait, Finalize, Abort};
+    PARMON_TRANSPORT_VERSION, Init, Isend, Irecv, Wait, Cancel, Finalize, Abort};
 
 }  // namespace
 

@@ -231,6 +231,13 @@ class Input {
       Post(i);
     }
   }
+  // The receive posted for a batch after the last is cancelled.
+  ~Input() {
+    for (void* r : req_)
+      g_.transport().cancel(r);
+  }
+  Input(const Input&) = delete;
+  Input& operator=(const Input&) = delete;
   // Moves to the next record: false at the end of this sender's events (or an error).
   bool Next() {
     while (left_ == 0) {
@@ -455,7 +462,9 @@ int LauncherRank() {
 }
 
 StatusOr<std::unique_ptr<Group>> Group::Join(const std::string& lib_dir) {
-  std::string path = lib_dir + "/libparmon_report_mpi.so";
+  // OpenMPI's launcher sets OMPI_*; MPICH's (hydra) sets PMI_* only.
+  const bool mpich = getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
+  std::string path = lib_dir + (mpich ? "/libparmon_report_mpich.so" : "/libparmon_report_mpi.so");
   if (const char* p = getenv("PARMON_REPORT_MPI_LIB"); p && *p)
     path = p;
   // RTLD_GLOBAL: MPI's own plugins (OpenMPI's components) resolve symbols of libmpi.
@@ -474,6 +483,12 @@ StatusOr<std::unique_ptr<Group>> Group::Join(const std::string& lib_dir) {
   g->t_ = t;
   if (int rc = t->init(&g->rank_, &g->size_); rc != 0)
     return Status::Error(fmt::format("MPI_Init failed (error {})", rc));
+  // An MPI other than the launcher's starts every process alone (a world of one).
+  if (g->size_ != LauncherSize() || g->rank_ != LauncherRank())
+    return Status::Error(fmt::format(
+        "{} sees process {} of {} where the launcher started process {} of {} (an MPI other "
+        "than the launcher's? PARMON_REPORT_MPI_LIB names the right one)",
+        path, g->rank_, g->size_, LauncherRank(), LauncherSize()));
   return g;
 }
 

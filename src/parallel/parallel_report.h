@@ -35,7 +35,8 @@ int LauncherRank();
 // The processes of one parallel report: MPI, initialised through libparmon_report_mpi.so.
 class Group {
  public:
-  // Loads the transport library from lib_dir (PARMON_REPORT_MPI_LIB names another) and
+  // Loads the transport library from lib_dir (libparmon_report_mpi.so under OpenMPI's launcher,
+  // libparmon_report_mpich.so under another; PARMON_REPORT_MPI_LIB names another) and
   // initialises MPI. An error says why in one sentence.
   static StatusOr<std::unique_ptr<Group>> Join(const std::string& lib_dir);
   ~Group();  // MPI_Finalize

@@ -21,11 +21,13 @@ struct parmon_transport {
   int (*init)(int* rank, int* size);
   // Nonblocking send and receive of up to `bytes` bytes (at most INT_MAX) to or from a rank, on
   // one tag: messages between two ranks arrive in the order they were sent. The request is
-  // completed (and freed) by wait, which returns the bytes received (sent, for a send), or -1
-  // on an error.
+  // completed (and freed) by wait, which returns the bytes received (0 for a send), or -1 on
+  // an error.
   void* (*isend)(const void* data, size_t bytes, int to);
   void* (*irecv)(void* data, size_t bytes, int from);
   long long (*wait)(void* request);
+  // Cancels a receive that is still posted and frees it (nothing is left pending at MPI_Finalize).
+  void (*cancel)(void* request);
   // MPI_Finalize.
   void (*finalize)(void);
   // MPI_Abort of every process with this exit code.

@@ -121,6 +121,27 @@ TEST(ParallelReport, RealPerRankRecordingIsTheSameReport) {
   ExpectSameReport(dir.File("run"), 3, {});
 }
 
+TEST(ParallelReport, UnderMpichsLauncherToo) {
+  // MPICH's launcher sets PMI_SIZE/PMI_RANK only: parmon loads libparmon_report_mpich.so.
+  if (access("/usr/bin/mpirun.mpich", X_OK) != 0 ||
+      !Exists(LibDir() + "/libparmon_report_mpich.so"))
+    GTEST_SKIP() << "MPICH (mpirun.mpich, libparmon_report_mpich.so) is not installed";
+  TempDir dir;
+  synth::HaloOptions o;
+  o.ranks = 32;
+  o.iterations = 20;
+  auto truth = synth::WriteHaloSession(dir.File("run"), o);
+  ASSERT_TRUE(truth.ok()) << truth.status().message();
+  RunResult one = Parmon({"report", dir.File("run"), "--format", "json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  RunResult many = testing::Run(
+      {"mpirun.mpich", "-np", "2", ParmonBin(), "report", dir.File("run"), "--format", "json"}, {},
+      240);
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  EXPECT_EQ(many.err, "");
+  EXPECT_TRUE(many.out == one.out) << one.out.size() << " vs " << many.out.size() << " bytes";
+}
+
 TEST(ParallelReport, WithoutItsMpiLibraryProcessZeroReportsAlone) {
   TempDir dir;
   synth::HaloOptions o;
