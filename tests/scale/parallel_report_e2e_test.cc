@@ -87,6 +87,17 @@ void ExpectSameReport(const std::string& run, int np, const std::vector<std::str
   }
 }
 
+// A generated session of `ranks` ranks (20 iterations) in run, and its one-process JSON report.
+void SmallSession(const std::string& run, uint32_t ranks, RunResult* one) {
+  synth::HaloOptions o;
+  o.ranks = ranks;
+  o.iterations = 20;
+  auto truth = synth::WriteHaloSession(run, o);
+  ASSERT_TRUE(truth.ok()) << truth.status().message();
+  *one = Parmon({"report", run, "--format", "json"});
+  ASSERT_EQ(one->exit_code, 0) << one->err;
+}
+
 TEST(ParallelReport, GeneratedSessionOfManyRanksIsTheSameReport) {
   TempDir dir;
   synth::HaloOptions o;
@@ -127,13 +138,8 @@ TEST(ParallelReport, UnderMpichsLauncherToo) {
       !Exists(LibDir() + "/libparmon_report_mpich.so"))
     GTEST_SKIP() << "MPICH (mpirun.mpich, libparmon_report_mpich.so) is not installed";
   TempDir dir;
-  synth::HaloOptions o;
-  o.ranks = 32;
-  o.iterations = 20;
-  auto truth = synth::WriteHaloSession(dir.File("run"), o);
-  ASSERT_TRUE(truth.ok()) << truth.status().message();
-  RunResult one = Parmon({"report", dir.File("run"), "--format", "json"});
-  ASSERT_EQ(one.exit_code, 0) << one.err;
+  RunResult one;
+  ASSERT_NO_FATAL_FAILURE(SmallSession(dir.File("run"), 32, &one));
   RunResult many = testing::Run(
       {"mpirun.mpich", "-np", "2", ParmonBin(), "report", dir.File("run"), "--format", "json"}, {},
       240);
@@ -144,13 +150,8 @@ TEST(ParallelReport, UnderMpichsLauncherToo) {
 
 TEST(ParallelReport, WithoutItsMpiLibraryProcessZeroReportsAlone) {
   TempDir dir;
-  synth::HaloOptions o;
-  o.ranks = 16;
-  o.iterations = 10;
-  auto truth = synth::WriteHaloSession(dir.File("run"), o);
-  ASSERT_TRUE(truth.ok()) << truth.status().message();
-  RunResult one = Parmon({"report", dir.File("run"), "--format", "json"});
-  ASSERT_EQ(one.exit_code, 0) << one.err;
+  RunResult one;
+  ASSERT_NO_FATAL_FAILURE(SmallSession(dir.File("run"), 16, &one));
   RunResult many = ParallelReport(2, {dir.File("run"), "--format", "json"},
                                   {"PARMON_REPORT_MPI_LIB=" + dir.File("no-such-lib.so")});
   ASSERT_EQ(many.exit_code, 0) << many.err;
