@@ -88,10 +88,8 @@ const MpiFunc& Engine::Impl::Func(uint32_t id) {
 
 // The event loop: Merge::Run is a template, inlined here with ConsumeAt and the decoder into one
 // loop (flatten), which saves about a tenth of the CPU time per event (bench/report_bench).
-[[gnu::flatten]] void Engine::Impl::Feed() {
+void Engine::Impl::PrepareFeed() {
   const auto& streams = session.streams();
-  // Every stream with events in the window gets its location before the first event, so the
-  // table does not grow (and these pointers stay valid) while events are consumed.
   auto in_window = [&](model::StreamIndex i) {
     const format::Stream& st = streams[i];
     return st.source != format::Source::kDefinitions && st.events > 0 && session.last_ts(i) >= ws &&
@@ -100,11 +98,16 @@ const MpiFunc& Engine::Impl::Func(uint32_t id) {
   for (model::StreamIndex i = 0; i < streams.size(); ++i)
     if (in_window(i))
       LocFor(streams[i].location);
-  std::vector<Loc*> loc_of(streams.size(), nullptr);
+  loc_of_stream.assign(streams.size(), nullptr);
   for (model::StreamIndex i = 0; i < streams.size(); ++i)
     if (in_window(i))
-      loc_of[i] = Resolve(streams[i].location);
+      loc_of_stream[i] = Resolve(streams[i].location);
   DefinitionsBeforeWindow();
+}
+
+[[gnu::flatten]] void Engine::Impl::Feed() {
+  PrepareFeed();
+  Loc* const* loc_of = loc_of_stream.data();
   model::MergeFilter filter;
   filter.from_ts = ws;
   filter.to_ts = we;
@@ -295,6 +298,17 @@ std::pair<uint64_t, uint64_t> Engine::window() const {
 Results Engine::Run() {
   impl_->Feed();
   return Finish();
+}
+
+void Engine::BeginFeed() {
+  impl_->PrepareFeed();
+}
+
+bool Engine::Feed(const format::Event& e, model::StreamIndex s) {
+  if (s >= impl_->loc_of_stream.size() || !impl_->loc_of_stream[s]) [[unlikely]]
+    return false;
+  impl_->ConsumeAt(*impl_->loc_of_stream[s], e);
+  return true;
 }
 
 StatusOr<Results> Analyze(const model::Session& session, const Options& options) {

@@ -75,6 +75,14 @@ class Engine {
   Results Finish();
   // Reads every event of the window from the session's merge (in time order) and finishes.
   Results Run();
+  // The same events fed from elsewhere (the parallel report, src/parallel: other processes
+  // decode the streams and their merges are merged here): BeginFeed() once, then Feed(e, s) for
+  // every event of the window in the order of model::Merge over the whole session (time, then
+  // stream index, then the order in the stream), then Finish(). Run() is BeginFeed() and the
+  // session's own merge. Feed returns false (and ignores the event) for a stream that has no
+  // event in the window: its sender did not select the streams this engine did.
+  void BeginFeed();
+  bool Feed(const format::Event& e, model::StreamIndex s);
   // Growing engines (Options::growing): consumes the next event of the session's merge (in merge
   // order, from a model::Merge over the session with from_ts at window().first) from stream s.
   // Streams, locations and definitions may appear as the session grows (model::Session::Refresh).

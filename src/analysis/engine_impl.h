@@ -155,6 +155,11 @@ struct Engine::Impl {
   // channels, OpenMP runtimes), so that ranks and links keep their names in any window.
   void DefinitionsBeforeWindow();
   void MpiInit(uint32_t pid, const format::Event& e);  // process pid is MPI rank e.args[0]
+  // The location of each stream with events in the window (null for the others), and the
+  // definitions before the window: set up before the first event so that the table does not
+  // grow (and the pointers stay valid) while events are consumed.
+  void PrepareFeed();
+  std::vector<Loc*> loc_of_stream;
   int32_t LocFor(uint32_t id);
   Loc* Resolve(uint32_t id) { return &locs[static_cast<size_t>(LocFor(id))]; }
   const MpiFunc& Func(uint32_t id);

@@ -26,6 +26,8 @@
 #include "live/protocol.h"
 #include "live_view/follow.h"
 #include "model/session.h"
+#include "parallel/parallel_report.h"
+#include "recorder/launcher.h"
 #include "recorder/recorder.h"
 
 namespace parmon::cli {
@@ -111,8 +113,10 @@ StatusOr<analysis::Results> LoadResults(const std::vector<std::string>& paths,
   const model::Session& session = **opened;
   const format::TraceReader& reader = session.reader();
   // Bad session metadata is read as absent (not damage): said once, and the report is made.
+  const bool quiet = in.group && in.group->rank() != 0;  // a parallel report's other processes
   for (const auto& w : session.warnings())
-    fmt::print(stderr, "parmon: {}: {}\n", path, w);
+    if (!quiet)
+      fmt::print(stderr, "parmon: {}: {}\n", path, w);
   const std::optional<uint64_t> live_end = in.partial ? std::nullopt : LiveWindowEnd(session);
   if (!in.partial && !live_end) {
     for (const auto& p : reader.problems())
@@ -135,14 +139,18 @@ StatusOr<analysis::Results> LoadResults(const std::vector<std::string>& paths,
       return UsageError(usage_error, s.message());
   if (live_end) {
     options.to_ns = std::min(options.to_ns, std::max<uint64_t>(*live_end, options.from_ns + 1));
-    fmt::print(stderr,
-               "parmon report: {} is not closed (still being written?): reporting its first {}, "
-               "up to which every stream is complete\n",
-               path, analysis::FormatDuration(*live_end));
+    if (!quiet)
+      fmt::print(stderr,
+                 "parmon report: {} is not closed (still being written?): reporting its first {}, "
+                 "up to which every stream is complete\n",
+                 path, analysis::FormatDuration(*live_end));
   }
-  auto results = analysis::Analyze(session, options);
+  auto results = in.group ? parallel::Analyze(*in.group, session, options)
+                          : analysis::Analyze(session, options);
   if (!results.ok())
     return results.status();
+  if (quiet)
+    return results;  // (process 0 checks the damage the others found)
   // Chunks found damaged while reading (payload checksums are checked as they are read).
   if (!in.partial) {
     for (const auto& p : reader.problems())
@@ -415,8 +423,26 @@ int RunReport(int argc, char** argv) {
       return FollowRemoteReport(paths.front(), format, output, period_ns);
     return FollowReport(paths.front(), in, format, output, color, period_ns);
   }
+  // Under an MPI launcher with several processes (mpirun -np K): the parallel
+  // report, process 0 writing it (src/parallel/parallel_report.h).
+  std::unique_ptr<parallel::Group> group;
+  if (parallel::LauncherSize() > 1) {
+    auto joined = parallel::Group::Join(recorder::LibDir());
+    if (!joined.ok()) {
+      // Process 0 reports alone; the others leave the report to it.
+      if (parallel::LauncherRank() != 0)
+        return 0;
+      fmt::print(stderr, "parmon report: {}; reporting in one process\n",
+                 joined.status().message());
+    } else {
+      group = std::move(*joined);
+      in.group = group.get();
+    }
+  }
   bool usage_error = false;
   auto results = LoadResults(paths, in, &usage_error);
+  if (group && group->rank() != 0)
+    return results.ok() ? 0 : usage_error ? 2 : 1;
   if (!results.ok()) {
     fmt::print(stderr, "parmon report: {}\n", results.status().message());
     return usage_error ? 2 : 1;

@@ -13,12 +13,18 @@
 namespace CLI {
 class App;
 }
+namespace parmon::parallel {
+class Group;
+}
 
 namespace parmon::cli {
 
 struct ReportInputOptions {
   std::string from, to, interval;
   bool partial = false;
+  // The processes of a parallel report (`mpirun -np K parmon report`), or null: one process.
+  // Only process 0 says anything (warnings, errors) and gets the Results.
+  const parallel::Group* group = nullptr;
 };
 
 // What the report assumes of parmon's cost in the program's threads when the trace does not say

@@ -175,6 +175,9 @@ class TraceReader {
   const KindSchema& schema() const { return *schema_; }
   // Damage found so far (at open, and by ReadChunk calls since).
   const std::vector<Problem>& problems() const { return problems_; }
+  // Damage another reader of the same files found (a process of the parallel report that
+  // decoded some of this session's streams), recorded as it was found there.
+  void AddFoundProblem(Problem p) const { problems_.push_back(std::move(p)); }
   bool closed_cleanly() const { return closed_cleanly_; }
   // Every event with ts < complete_until() of every stream has been read: UINT64_MAX for a file
   // closed cleanly, the last WATERMARK of one still being written, 0 when it has none. For a
