@@ -15,7 +15,7 @@ namespace parmon::preload::mpi {
 namespace {
 // A nonblocking collective MPI completed inside the call (NewCollRequest): EmitColl reports its
 // completion right after its MpiCollective, so the trace stays in time order.
-__thread uint64_t t_done_now = 0;
+__thread uint64_t t_done_now __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace
 
 uint64_t NewCollRequest(Call& c, MPI_Request req) {
