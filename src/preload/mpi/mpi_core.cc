@@ -245,21 +245,68 @@ std::atomic<int> g_abi{0};
 
 namespace {
 // A call site's id (InternCodeAddress), with a small per-thread cache that keeps dladdr and the
-// intern lock off the path of a call made again from the same place.
-uint64_t SiteId(const void* pc) {
-  struct Slot {
-    const void* pc;
-    uint32_t id;
-  };
-  static thread_local Slot cache[64];
-  if (pc == nullptr)
-    return 0;
-  Slot& s = cache[(reinterpret_cast<uintptr_t>(pc) * 0x9E3779B97F4A7C15ull) >> 58];
-  if (s.pc != pc) {
-    s.id = InternCodeAddress(pc);
+// intern lock off the path of a call made again from the same place. Initial-exec TLS, as every
+// thread-local of the preload libraries: a plain thread_local in a shared library is reached
+// through __tls_get_addr, a call into the dynamic linker, twice per MPI call.
+struct SiteSlot {
+  const void* pc;
+  uint32_t id;
+};
+__thread SiteSlot t_site_ids[64] __attribute__((tls_model("initial-exec")));
+
+// A site no module holds gets a name of its own rather than 0, which in an MpiEnter means "the
+// thread's previous site for this function".
+uint32_t UnknownSiteId() {
+  static uint32_t id = 0;
+  uint32_t v = __atomic_load_n(&id, __ATOMIC_RELAXED);
+  if (v == 0) [[unlikely]] {
+    v = parmon_x_intern("(unknown call site)",
+                        static_cast<uint32_t>(format::StringCategory::kCallSite));
+    __atomic_store_n(&id, v, __ATOMIC_RELAXED);  // racing threads intern the same id
+  }
+  return v;
+}
+
+uint32_t SiteId(const void* pc) {
+  SiteSlot& s = t_site_ids[(reinterpret_cast<uintptr_t>(pc) * 0x9E3779B97F4A7C15ull) >> 58];
+  if (s.pc != pc || s.id == 0) [[unlikely]] {
+    s.id = pc != nullptr ? InternCodeAddress(pc) : 0;
+    if (s.id == 0)
+      s.id = UnknownSiteId();
     s.pc = pc;
   }
   return s.id;
+}
+
+// The site an MpiEnter of function `fn` carries. An MpiEnter without its site arg is a one-slot
+// compact event, which the recorder drains at a fraction of the cost of a general one (perf: the
+// recorder's CPU per traced MPI call is several times the wrapper's own, and the call's general
+// events are most of it); a reader takes the site of that thread's previous MpiEnter of the same
+// function (docs/events.md). So the site is written when it differs from the one this thread
+// last wrote for `fn`, and again every kSiteRefresh calls, so that a flight recorder, which keeps
+// only the newest chunks, still finds it. A direct-mapped table by function: a collision only
+// costs a written site. An event that was not written (drop mode, ring full) forgets the entry.
+constexpr uint32_t kSiteRefresh = 256;
+struct EnterSite {
+  uint32_t fn_plus_1;  // 0: empty
+  uint32_t site;
+  uint32_t left;  // compact enters before the site is written again
+};
+__thread EnterSite t_enter_sites[64] __attribute__((tls_model("initial-exec")));
+
+void EmitEnter(uint64_t t, int fn, uint32_t site) {
+  EnterSite& e = t_enter_sites[static_cast<unsigned>(fn) & 63];
+  const uint32_t key = static_cast<uint32_t>(fn) + 1;
+  uint64_t a[2] = {FnId(fn), site};
+  if (e.fn_plus_1 == key && e.site == site && e.left > 0) [[likely]] {
+    --e.left;
+    parmon_x_emit_at(t, K(Kind::kMpiEnter), a, 1, nullptr, 0);
+    return;
+  }
+  const bool written = parmon_x_emit_at(t, K(Kind::kMpiEnter), a, 2, nullptr, 0) == 0;
+  e.fn_plus_1 = written ? key : 0;
+  e.site = site;
+  e.left = kSiteRefresh;
 }
 }  // namespace
 
@@ -282,10 +329,8 @@ bool BeginRecording(Call* c, int fn) {
     c->timed = true;
     parmon_x_mpi_time(c->t0, 0);
   }
-  if (!g_periodic) {
-    uint64_t a[2] = {FnId(fn), SiteId(c->site)};
-    EmitAt(c->t0, Kind::kMpiEnter, a, 2);
-  }
+  if (!g_periodic)
+    EmitEnter(c->t0, fn, SiteId(c->site));
   return true;
 }
 
