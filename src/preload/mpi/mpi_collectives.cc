@@ -59,7 +59,7 @@ void NeighborCounts(MPI_Comm comm, int* in, int* out) {
 
 void EmitColl(Call& c, uint64_t request, CommInfo* info, int root, uint64_t sent, uint64_t recv) {
   c.bytes += sent + recv;
-  if (info == &g_world_info && request == 0 && ++g_world_collectives % g_sync_every == 0)
+  if (info == &g_world_info && request == 0 && ++g_world_collectives == g_next_sync_at)
     ClockSync();
   if (g_periodic)
     return;

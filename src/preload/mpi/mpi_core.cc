@@ -45,6 +45,7 @@ uint64_t g_world_key = 0, g_self_key = 0;
 MPI_Group g_world_group;
 uint64_t g_world_collectives = 0;
 uint64_t g_sync_every = 1000;
+uint64_t g_next_sync_at = 1000;
 std::atomic<uint64_t> g_next_request{1};
 std::atomic<uint64_t> g_next_local_comm{1};
 uint64_t g_comm_counter = 0;
@@ -64,6 +65,9 @@ double g_ticks_per_ns = 1;
 uint64_t g_init_ticks = 0, g_init_ns = 0;
 pthread_key_t g_stats_key;
 std::atomic<bool> g_finalizing{false};
+bool g_sync_every_fixed = false;  // PARMON_MPI_SYNC_EVERY given: no adaptation
+uint64_t g_last_sync_ns = 0;      // rank 0: when the previous clock exchange began
+uint64_t g_last_sync_count = 0;   // rank 0: g_world_collectives then
 }  // namespace
 
 uint64_t MonotonicNs() {
@@ -140,6 +144,30 @@ Stats* NewThreadStats() {
 }
 
 // ---- clock alignment -------------------------------------------------------------------------
+namespace {
+// The world collectives until the exchange after this one, as rank 0 decides it (every rank must
+// agree: it travels with the exchange's last message). At least g_sync_every; more when the
+// program makes collectives faster than that per kSyncSpacingNs, so that the exchange (32 round
+// trips with each rank, which on an oversubscribed node cost ms) stays about one a second: a
+// loop of 14 us barriers on 4 ranks paid one every 14 ms.
+constexpr uint64_t kSyncSpacingNs = 1'000'000'000;
+uint64_t NextSyncSpacing() {
+  const uint64_t now = MonotonicNs();
+  const uint64_t since = g_last_sync_ns != 0 && now > g_last_sync_ns ? now - g_last_sync_ns : 0;
+  const uint64_t last = g_world_collectives - g_last_sync_count;
+  g_last_sync_ns = now;
+  g_last_sync_count = g_world_collectives;
+  if (g_sync_every_fixed || since == 0 || last == 0)
+    return g_sync_every;
+  const double per_spacing =
+      static_cast<double>(last) * static_cast<double>(kSyncSpacingNs) / static_cast<double>(since);
+  constexpr double kMax = 1e9;
+  return per_spacing <= static_cast<double>(g_sync_every)
+             ? g_sync_every
+             : static_cast<uint64_t>(per_spacing < kMax ? per_spacing : kMax);
+}
+}  // namespace
+
 void ClockSync() {
   if (g_world_size < 2)
     return;
@@ -148,6 +176,8 @@ void ClockSync() {
   const uint32_t epoch = g_sync_epoch++;
   char dummy = 0;
   if (g_world_rank == 0) {
+    const uint64_t next = NextSyncSpacing();
+    g_next_sync_at = g_world_collectives + next;
     for (int r = 1; r < g_world_size; ++r) {
       uint64_t t0[kRounds], t3[kRounds];
       int best = 0;
@@ -159,7 +189,8 @@ void ClockSync() {
         if (t3[k] - t0[k] < t3[best] - t0[best])
           best = k;
       }
-      PMPI_Send(&best, 1, MPI_INT, r, kTag, g_sync_comm);
+      long long reply[2] = {best, static_cast<long long>(next)};
+      PMPI_Send(reply, 2, MPI_LONG_LONG, r, kTag, g_sync_comm);
       uint64_t a[4] = {static_cast<uint64_t>(r), epoch, t0[best], t3[best]};
       EmitAt(Now(), Kind::kMpiClockSync, a, 4);
     }
@@ -171,10 +202,10 @@ void ClockSync() {
       t2[k] = Now();
       PMPI_Send(&dummy, 1, MPI_BYTE, 0, kTag, g_sync_comm);
     }
-    int best = 0;
-    PMPI_Recv(&best, 1, MPI_INT, 0, kTag, g_sync_comm, MPI_STATUS_IGNORE);
-    if (best < 0 || best >= kRounds)
-      best = 0;
+    long long reply[2] = {0, static_cast<long long>(g_sync_every)};
+    PMPI_Recv(reply, 2, MPI_LONG_LONG, 0, kTag, g_sync_comm, MPI_STATUS_IGNORE);
+    const int best = reply[0] >= 0 && reply[0] < kRounds ? static_cast<int>(reply[0]) : 0;
+    g_next_sync_at = g_world_collectives + (reply[1] > 0 ? static_cast<uint64_t>(reply[1]) : 1);
     uint64_t a[4] = {0, epoch, t2[best], t1[best]};
     EmitAt(Now(), Kind::kMpiClockSync, a, 4);
   }
@@ -196,9 +227,11 @@ __attribute__((constructor)) void Setup() {
   uint32_t mode = 0;
   uint64_t period_ns = 0;
   g_periodic = parmon_x_session_mode(&mode, &period_ns) != 0 && mode == 1;
-  g_sync_every = EnvU64("PARMON_MPI_SYNC_EVERY", 1000);
+  g_sync_every = EnvU64("PARMON_MPI_SYNC_EVERY", 0);
+  g_sync_every_fixed = g_sync_every != 0;
   if (g_sync_every == 0)
     g_sync_every = 1000;
+  g_next_sync_at = g_sync_every;
 }
 
 }  // namespace
