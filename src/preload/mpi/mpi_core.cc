@@ -143,6 +143,10 @@ Stats* NewThreadStats() {
   return s;
 }
 
+namespace {
+void ForgetEnterSites();  // below, with the call sites
+}  // namespace
+
 // ---- clock alignment -------------------------------------------------------------------------
 namespace {
 // The world collectives until the exchange after this one, as rank 0 decides it (every rank must
@@ -223,6 +227,7 @@ uint64_t EnvU64(const char* name, uint64_t fallback) {
 
 __attribute__((constructor)) void Setup() {
   pthread_key_create(&g_stats_key, StatsThreadExit);
+  pthread_atfork(nullptr, nullptr, ForgetEnterSites);
   // The run mode comes from the session's shared-memory header (libparmon initialises first).
   uint32_t mode = 0;
   uint64_t period_ns = 0;
@@ -326,6 +331,11 @@ struct EnterSite {
   uint32_t left;  // compact enters before the site is written again
 };
 __thread EnterSite t_enter_sites[64] __attribute__((tls_model("initial-exec")));
+
+// A forked child is a new location for the reader, which has seen none of its sites.
+void ForgetEnterSites() {
+  memset(t_enter_sites, 0, sizeof t_enter_sites);
+}
 
 void EmitEnter(uint64_t t, int fn, uint32_t site) {
   EnterSite& e = t_enter_sites[static_cast<unsigned>(fn) & 63];
