@@ -149,10 +149,35 @@ void Engine::Impl::DefinitionsBeforeWindow() {
       case Kind::kOmpRuntime:  // which OpenMP runtime a process runs
         omp.Consume(e.location, session.PidOf(e.location), session.TidOf(e.location), e);
         break;
+      case Kind::kMpiEnter:  // the sites later MpiEnters of the same thread and function omit
+        if (e.nargs > 1 && e.args[1] != 0)
+          sites_before_window[uint64_t{e.location} << 32 | (e.args[0] & 0xffffffffu)] =
+              static_cast<uint32_t>(e.args[1]);
+        break;
       default:
         break;
     }
   });
+}
+
+// An MpiEnter's call site: its own, remembered for the thread and function, or, when it carries
+// none (0), the one last remembered (docs/events.md, MpiEnter).
+uint32_t Engine::Impl::MpiSite(Loc& l, uint32_t func, uint32_t site) {
+  for (auto& [f, s] : l.mpi_sites) {
+    if (f != func)
+      continue;
+    if (site != 0)
+      s = site;
+    return s;
+  }
+  if (site == 0 && !sites_before_window.empty()) {
+    auto it = sites_before_window.find(uint64_t{l.id} << 32 | func);
+    if (it != sites_before_window.end())
+      site = it->second;
+  }
+  if (site != 0)
+    l.mpi_sites.emplace_back(func, site);
+  return site;
 }
 
 // Growing window. A live session's end is unknown while it runs, and the report's interval

@@ -63,6 +63,10 @@ struct Engine::Impl {
   std::unordered_map<uint32_t, int32_t> rank_of_pid;
   uint32_t world_size = 0;
   std::unordered_map<uint64_t, uint32_t> comm_size;
+  // Call sites of MpiEnters before a window that starts after the session's (location << 32 |
+  // func -> site): an MpiEnter in the window without a site takes its thread's from there.
+  std::unordered_map<uint64_t, uint32_t> sites_before_window;
+  uint32_t MpiSite(Loc& l, uint32_t func, uint32_t site);
   std::unordered_map<uint32_t, MpiFunc> funcs;  // by function string id
   // The same, dense by string id (ids are small): the hot path's lookup (FuncOf).
   std::vector<int32_t> func_slot;  // index in func_list, -1 not looked up yet
@@ -388,7 +392,7 @@ struct Engine::Impl {
         l.mpi_time.active = true;
         l.mpi_enter = e.ts;
         l.mpi_func = static_cast<uint32_t>(e.args[0]);
-        l.mpi_site = e.nargs > 1 ? static_cast<uint32_t>(e.args[1]) : 0;
+        l.mpi_site = MpiSite(l, l.mpi_func, e.nargs > 1 ? static_cast<uint32_t>(e.args[1]) : 0);
         has_comm = true;
         break;
       case Kind::kMpiLeave:

@@ -116,7 +116,11 @@ struct Loc {
   bool in_mpi = false;
   uint64_t mpi_enter = 0;
   uint32_t mpi_func = 0;
-  uint32_t mpi_site = 0;               // the open call's call site (string id; 0: not recorded)
+  uint32_t mpi_site = 0;  // the open call's call site (string id; 0: not recorded)
+  // The site of this thread's last MpiEnter of each function that carried one: an MpiEnter with
+  // site 0 was made at that site (docs/events.md: the wrapper writes a site only when it changes).
+  // (func, site) pairs, few per thread: a linear scan beats a hash.
+  std::vector<std::pair<uint32_t, uint32_t>> mpi_sites;
   uint64_t mpi_ns = 0, mpi_calls = 0;  // mpi_ns: outside MPI_Init/Init_thread/Finalize
   uint64_t mpi_startup_ns = 0, mpi_shutdown_ns = 0;
   MpiTime mpi_time;  // time inside MPI against the sampled states (mpi_time.cc)

@@ -263,5 +263,40 @@ TEST(CommMpi, InjectedClockSkewIsMeasuredAndRemoved) {
   EXPECT_EQ(m.matched, 80u);
 }
 
+// The clock exchange (32 round trips between rank 0 and each rank) runs at MPI_Init, at
+// MPI_Finalize and, by default, after at least 1000 world collectives and about a second apart:
+// a loop of 20,000 barriers that takes a few seconds at most gets a few exchanges, not one per
+// 1000 barriers (22 in all). Against the program's own clock: at most one per 0.5 s of its loop,
+// plus MPI_Init's, the first after 1000 barriers and MPI_Finalize's.
+TEST(CommMpi, ClockExchangesAreAboutASecondApartInAFastCollectiveLoop) {
+  TempDir dir;
+  std::string trace = dir.File("run.ptrace");
+  RunResult run = Parmon({"record", "-q", "-o", trace, "--", "mpirun", "--allow-run-as-root",
+                          "--oversubscribe", "-np", "2", BinDir() + "/mpi_patterns", "barriers"},
+                         120);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  double loop_ns = 0;
+  int barriers = 0;
+  std::istringstream out(run.out);
+  std::string word;
+  while (out >> word)
+    if (word == "barriers")
+      out >> barriers >> loop_ns;
+  ASSERT_EQ(barriers, 20000) << run.out;
+  RunResult dump = Parmon({"dump", trace});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  size_t syncs = 0;  // each exchange: one MpiClockSync on each of the 2 ranks
+  for (size_t at = dump.out.find("MpiClockSync"); at != std::string::npos;
+       at = dump.out.find("MpiClockSync", at + 1))
+    ++syncs;
+  const double exchanges = static_cast<double>(syncs) / 2;
+  EXPECT_GE(exchanges, 3);  // MPI_Init's, the first after 1000 barriers, MPI_Finalize's
+  EXPECT_LE(exchanges, 3 + loop_ns / 0.5e9) << "loop " << loop_ns / 1e6 << " ms";
+  // The exchanges still align: the offsets are measured (the clocks are one here: near 0).
+  CommTrace raw = LoadCommTrace(trace, /*align=*/false);
+  ASSERT_EQ(raw.clock_offset_ns.count(1), 1u);
+  EXPECT_NEAR(raw.clock_offset_ns[1], 0, 100000);
+}
+
 }  // namespace
 }  // namespace parmon::testing

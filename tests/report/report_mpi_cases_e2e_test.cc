@@ -139,6 +139,58 @@ TEST_F(MpiCases, WindowAfterMpiInitKeepsRanksAndLinks) {
   EXPECT_NE(Unwrapped(text).find("ranks 2"), std::string::npos) << text;
 }
 
+// Call sites carried by the trace: the MPI wrapper writes an MpiEnter's site only when it
+// differs from the thread's previous one for that function (docs/events.md), so most of the
+// program's MPI_Sendrecv enters carry none. The report still books every call to its site: the
+// two sites get exactly the calls the program made there (the first and the last round at one,
+// the others at the other, on each rank), and a --from window that starts mid-run, after the
+// last enter that wrote the site, books each of its calls to a site too.
+std::map<std::string, double> SendrecvSites(const json& report) {
+  std::map<std::string, double> calls;
+  for (const auto& s : report["mpi"]["call_sites"])
+    if (s["function"] == "MPI_Sendrecv")
+      calls[s["site"].get<std::string>()] += s["calls"].get<double>();
+  return calls;
+}
+double SendrecvCalls(const json& report) {
+  for (const auto& f : report["mpi"]["functions"])
+    if (f["name"] == "MPI_Sendrecv")
+      return f["calls"].get<double>();
+  return 0;
+}
+
+TEST_F(MpiCases, CallSitesCarriedToEveryCallAndIntoAWindow) {
+  const Recorded& r = *run_;
+  std::map<std::string, double> sites = SendrecvSites(r.report);
+  ASSERT_EQ(sites.size(), 2u) << r.report["mpi"]["call_sites"].dump();
+  std::vector<double> counts;
+  for (const auto& [site, n] : sites)
+    counts.push_back(n);
+  std::sort(counts.begin(), counts.end());
+  EXPECT_EQ(counts[0], 2.0 * 2);            // rounds 0 and kIter - 1, on 2 ranks
+  EXPECT_EQ(counts[1], (kIter - 2.0) * 2);  // the others
+  EXPECT_EQ(SendrecvCalls(r.report), kIter * 2.0);
+  // A window from the middle of rank 1's rounds: its calls there all went through the compact
+  // path (the site was last written in round 1).
+  const json* l = RankLocation(r.report, 1);
+  ASSERT_NE(l, nullptr);
+  const double first = (*l)["first_ns"].get<double>() + (*l)["mpi_startup_ns"].get<double>();
+  const double last = (*l)["last_ns"].get<double>();
+  const std::string from = std::to_string(static_cast<long long>((first + last) / 2 / 1e6)) + "ms";
+  RunResult rep = Parmon({"report", r.trace, "--format", "json", "--from", from});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  json w = json::parse(rep.out);
+  const double in_window = SendrecvCalls(w);
+  EXPECT_GT(in_window, 0) << from;
+  EXPECT_LT(in_window, kIter * 2.0) << from;
+  double booked = 0;
+  for (const auto& [site, n] : SendrecvSites(w)) {
+    EXPECT_TRUE(sites.count(site)) << site;
+    booked += n;
+  }
+  EXPECT_EQ(booked, in_window) << w["mpi"]["call_sites"].dump();
+}
+
 // Case 2: each rank's compute is its own computation (its CPU clock over the compute phases),
 // not its polling inside MPI_Sendrecv (rank 0 polls for most of the run): within 5 points of the
 // rank's run, the tolerance of the states' split (a sampler interval's MPI time is taken from its

@@ -15,7 +15,7 @@ namespace parmon::preload::mpi {
 namespace {
 // A nonblocking collective MPI completed inside the call (NewCollRequest): EmitColl reports its
 // completion right after its MpiCollective, so the trace stays in time order.
-__thread uint64_t t_done_now = 0;
+__thread uint64_t t_done_now __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace
 
 uint64_t NewCollRequest(Call& c, MPI_Request req) {
@@ -59,7 +59,7 @@ void NeighborCounts(MPI_Comm comm, int* in, int* out) {
 
 void EmitColl(Call& c, uint64_t request, CommInfo* info, int root, uint64_t sent, uint64_t recv) {
   c.bytes += sent + recv;
-  if (info == &g_world_info && request == 0 && ++g_world_collectives % g_sync_every == 0)
+  if (info == &g_world_info && request == 0 && ++g_world_collectives == g_next_sync_at)
     ClockSync();
   if (g_periodic)
     return;

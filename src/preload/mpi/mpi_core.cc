@@ -45,6 +45,7 @@ uint64_t g_world_key = 0, g_self_key = 0;
 MPI_Group g_world_group;
 uint64_t g_world_collectives = 0;
 uint64_t g_sync_every = 1000;
+uint64_t g_next_sync_at = 1000;
 std::atomic<uint64_t> g_next_request{1};
 std::atomic<uint64_t> g_next_local_comm{1};
 uint64_t g_comm_counter = 0;
@@ -64,6 +65,9 @@ double g_ticks_per_ns = 1;
 uint64_t g_init_ticks = 0, g_init_ns = 0;
 pthread_key_t g_stats_key;
 std::atomic<bool> g_finalizing{false};
+bool g_sync_every_fixed = false;  // PARMON_MPI_SYNC_EVERY given: no adaptation
+uint64_t g_last_sync_ns = 0;      // rank 0: when the previous clock exchange began
+uint64_t g_last_sync_count = 0;   // rank 0: g_world_collectives then
 }  // namespace
 
 uint64_t MonotonicNs() {
@@ -139,7 +143,35 @@ Stats* NewThreadStats() {
   return s;
 }
 
+namespace {
+void ForgetEnterSites();  // below, with the call sites
+}  // namespace
+
 // ---- clock alignment -------------------------------------------------------------------------
+namespace {
+// The world collectives until the exchange after this one, as rank 0 decides it (every rank must
+// agree: it travels with the exchange's last message). At least g_sync_every; more when the
+// program makes collectives faster than that per kSyncSpacingNs, so that the exchange (32 round
+// trips with each rank, which on an oversubscribed node cost ms) stays about one a second: a
+// loop of 14 us barriers on 4 ranks paid one every 14 ms.
+constexpr uint64_t kSyncSpacingNs = 1'000'000'000;
+uint64_t NextSyncSpacing() {
+  const uint64_t now = MonotonicNs();
+  const uint64_t since = g_last_sync_ns != 0 && now > g_last_sync_ns ? now - g_last_sync_ns : 0;
+  const uint64_t last = g_world_collectives - g_last_sync_count;
+  g_last_sync_ns = now;
+  g_last_sync_count = g_world_collectives;
+  if (g_sync_every_fixed || since == 0 || last == 0)
+    return g_sync_every;
+  const double per_spacing =
+      static_cast<double>(last) * static_cast<double>(kSyncSpacingNs) / static_cast<double>(since);
+  constexpr double kMax = 1e9;
+  return per_spacing <= static_cast<double>(g_sync_every)
+             ? g_sync_every
+             : static_cast<uint64_t>(per_spacing < kMax ? per_spacing : kMax);
+}
+}  // namespace
+
 void ClockSync() {
   if (g_world_size < 2)
     return;
@@ -148,6 +180,8 @@ void ClockSync() {
   const uint32_t epoch = g_sync_epoch++;
   char dummy = 0;
   if (g_world_rank == 0) {
+    const uint64_t next = NextSyncSpacing();
+    g_next_sync_at = g_world_collectives + next;
     for (int r = 1; r < g_world_size; ++r) {
       uint64_t t0[kRounds], t3[kRounds];
       int best = 0;
@@ -159,7 +193,8 @@ void ClockSync() {
         if (t3[k] - t0[k] < t3[best] - t0[best])
           best = k;
       }
-      PMPI_Send(&best, 1, MPI_INT, r, kTag, g_sync_comm);
+      long long reply[2] = {best, static_cast<long long>(next)};
+      PMPI_Send(reply, 2, MPI_LONG_LONG, r, kTag, g_sync_comm);
       uint64_t a[4] = {static_cast<uint64_t>(r), epoch, t0[best], t3[best]};
       EmitAt(Now(), Kind::kMpiClockSync, a, 4);
     }
@@ -171,10 +206,10 @@ void ClockSync() {
       t2[k] = Now();
       PMPI_Send(&dummy, 1, MPI_BYTE, 0, kTag, g_sync_comm);
     }
-    int best = 0;
-    PMPI_Recv(&best, 1, MPI_INT, 0, kTag, g_sync_comm, MPI_STATUS_IGNORE);
-    if (best < 0 || best >= kRounds)
-      best = 0;
+    long long reply[2] = {0, static_cast<long long>(g_sync_every)};
+    PMPI_Recv(reply, 2, MPI_LONG_LONG, 0, kTag, g_sync_comm, MPI_STATUS_IGNORE);
+    const int best = reply[0] >= 0 && reply[0] < kRounds ? static_cast<int>(reply[0]) : 0;
+    g_next_sync_at = g_world_collectives + (reply[1] > 0 ? static_cast<uint64_t>(reply[1]) : 1);
     uint64_t a[4] = {0, epoch, t2[best], t1[best]};
     EmitAt(Now(), Kind::kMpiClockSync, a, 4);
   }
@@ -192,13 +227,16 @@ uint64_t EnvU64(const char* name, uint64_t fallback) {
 
 __attribute__((constructor)) void Setup() {
   pthread_key_create(&g_stats_key, StatsThreadExit);
+  pthread_atfork(nullptr, nullptr, ForgetEnterSites);
   // The run mode comes from the session's shared-memory header (libparmon initialises first).
   uint32_t mode = 0;
   uint64_t period_ns = 0;
   g_periodic = parmon_x_session_mode(&mode, &period_ns) != 0 && mode == 1;
-  g_sync_every = EnvU64("PARMON_MPI_SYNC_EVERY", 1000);
+  g_sync_every = EnvU64("PARMON_MPI_SYNC_EVERY", 0);
+  g_sync_every_fixed = g_sync_every != 0;
   if (g_sync_every == 0)
     g_sync_every = 1000;
+  g_next_sync_at = g_sync_every;
 }
 
 }  // namespace
@@ -245,21 +283,73 @@ std::atomic<int> g_abi{0};
 
 namespace {
 // A call site's id (InternCodeAddress), with a small per-thread cache that keeps dladdr and the
-// intern lock off the path of a call made again from the same place.
-uint64_t SiteId(const void* pc) {
-  struct Slot {
-    const void* pc;
-    uint32_t id;
-  };
-  static thread_local Slot cache[64];
-  if (pc == nullptr)
-    return 0;
-  Slot& s = cache[(reinterpret_cast<uintptr_t>(pc) * 0x9E3779B97F4A7C15ull) >> 58];
-  if (s.pc != pc) {
-    s.id = InternCodeAddress(pc);
+// intern lock off the path of a call made again from the same place. Initial-exec TLS, as every
+// thread-local of the preload libraries: a plain thread_local in a shared library is reached
+// through __tls_get_addr, a call into the dynamic linker, twice per MPI call.
+struct SiteSlot {
+  const void* pc;
+  uint32_t id;
+};
+__thread SiteSlot t_site_ids[64] __attribute__((tls_model("initial-exec")));
+
+// A site no module holds gets a name of its own rather than 0, which in an MpiEnter means "the
+// thread's previous site for this function".
+uint32_t UnknownSiteId() {
+  static uint32_t id = 0;
+  uint32_t v = __atomic_load_n(&id, __ATOMIC_RELAXED);
+  if (v == 0) [[unlikely]] {
+    v = parmon_x_intern("(unknown call site)",
+                        static_cast<uint32_t>(format::StringCategory::kCallSite));
+    __atomic_store_n(&id, v, __ATOMIC_RELAXED);  // racing threads intern the same id
+  }
+  return v;
+}
+
+uint32_t SiteId(const void* pc) {
+  SiteSlot& s = t_site_ids[(reinterpret_cast<uintptr_t>(pc) * 0x9E3779B97F4A7C15ull) >> 58];
+  if (s.pc != pc || s.id == 0) [[unlikely]] {
+    s.id = pc != nullptr ? InternCodeAddress(pc) : 0;
+    if (s.id == 0)
+      s.id = UnknownSiteId();
     s.pc = pc;
   }
   return s.id;
+}
+
+// The site an MpiEnter of function `fn` carries. An MpiEnter without its site arg is a one-slot
+// compact event, which the recorder drains at a fraction of the cost of a general one (perf: the
+// recorder's CPU per traced MPI call is several times the wrapper's own, and the call's general
+// events are most of it); a reader takes the site of that thread's previous MpiEnter of the same
+// function (docs/events.md). So the site is written when it differs from the one this thread
+// last wrote for `fn`, and again every kSiteRefresh calls, so that a flight recorder, which keeps
+// only the newest chunks, still finds it. A direct-mapped table by function: a collision only
+// costs a written site. An event that was not written (drop mode, ring full) forgets the entry.
+constexpr uint32_t kSiteRefresh = 256;
+struct EnterSite {
+  uint32_t fn_plus_1;  // 0: empty
+  uint32_t site;
+  uint32_t left;  // compact enters before the site is written again
+};
+__thread EnterSite t_enter_sites[64] __attribute__((tls_model("initial-exec")));
+
+// A forked child is a new location for the reader, which has seen none of its sites.
+void ForgetEnterSites() {
+  memset(t_enter_sites, 0, sizeof t_enter_sites);
+}
+
+void EmitEnter(uint64_t t, int fn, uint32_t site) {
+  EnterSite& e = t_enter_sites[static_cast<unsigned>(fn) & 63];
+  const uint32_t key = static_cast<uint32_t>(fn) + 1;
+  uint64_t a[2] = {FnId(fn), site};
+  if (e.fn_plus_1 == key && e.site == site && e.left > 0) [[likely]] {
+    --e.left;
+    parmon_x_emit_at(t, K(Kind::kMpiEnter), a, 1, nullptr, 0);
+    return;
+  }
+  const bool written = parmon_x_emit_at(t, K(Kind::kMpiEnter), a, 2, nullptr, 0) == 0;
+  e.fn_plus_1 = written ? key : 0;
+  e.site = site;
+  e.left = kSiteRefresh;
 }
 }  // namespace
 
@@ -282,10 +372,8 @@ bool BeginRecording(Call* c, int fn) {
     c->timed = true;
     parmon_x_mpi_time(c->t0, 0);
   }
-  if (!g_periodic) {
-    uint64_t a[2] = {FnId(fn), SiteId(c->site)};
-    EmitAt(c->t0, Kind::kMpiEnter, a, 2);
-  }
+  if (!g_periodic)
+    EmitEnter(c->t0, fn, SiteId(c->site));
   return true;
 }
 

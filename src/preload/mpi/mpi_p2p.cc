@@ -126,7 +126,7 @@ void OnStartAll(Call& c, int n, const MPI_Request* creqs, const MPI_Fint* freqs)
 
 // ---- statuses --------------------------------------------------------------------------------
 namespace {
-__thread MPI_Status t_cstatus;
+__thread MPI_Status t_cstatus __attribute__((tls_model("initial-exec")));
 constexpr int kFortranStride = static_cast<int>(sizeof(MPI_Status) / sizeof(MPI_Fint));
 }  // namespace
 

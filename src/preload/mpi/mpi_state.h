@@ -43,7 +43,8 @@ extern int g_world_size;
 extern uint64_t g_world_key, g_self_key;
 extern MPI_Group g_world_group;
 extern uint64_t g_world_collectives;
-extern uint64_t g_sync_every;  // world collectives between clock syncs (PARMON_MPI_SYNC_EVERY)
+extern uint64_t g_sync_every;    // world collectives between clock syncs (PARMON_MPI_SYNC_EVERY)
+extern uint64_t g_next_sync_at;  // the g_world_collectives of the next one (rank 0 decides)
 extern std::atomic<uint64_t> g_next_request;
 extern std::atomic<uint64_t> g_next_local_comm;
 extern uint64_t g_comm_counter;  // ids of communicators this rank is rank 0 of
@@ -95,7 +96,8 @@ inline uint64_t CompletionTime(Call& c) {
 }
 
 // Clock alignment with rank 0 (MpiClockSync events), at MPI_Init, MPI_Finalize and every
-// g_sync_every collectives on the world communicator.
+// g_sync_every collectives on the world communicator, or more so that they stay about a second
+// apart (rank 0 decides and tells the others in the exchange).
 void ClockSync();
 
 // ---- communicators (mpi_handles.cc) ----------------------------------------------------------

@@ -1,6 +1,7 @@
 /* MPI communication patterns with known message counts and sizes, for parmon's comm tests.
  *
- * usage: mpi_patterns PATTERN   (pingpong | ring | alltoall | halo | collectives | early)
+ * usage: mpi_patterns PATTERN   (pingpong | ring | alltoall | halo | collectives | early |
+ *                                barriers)
  *
  * Every rank prints what it sent, one line per destination, as the program itself counts it:
  *   sent <from world rank> <to world rank> <messages> <bytes>
@@ -203,9 +204,19 @@ static void Early(void) {
   }
 }
 
+/* 20,000 barriers; rank 0 prints how long they took: barriers <count> <ns>. */
+static void Barriers(void) {
+  enum { kBarriers = 20000 };
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < kBarriers; ++i)
+    MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0)
+    printf("barriers %d %.0f\n", kBarriers, (MPI_Wtime() - t0) * 1e9);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: mpi_patterns pingpong|ring|alltoall|halo|collectives|early\n");
+    fprintf(stderr, "usage: mpi_patterns pingpong|ring|alltoall|halo|collectives|early|barriers\n");
     return 2;
   }
   int provided;
@@ -225,6 +236,8 @@ int main(int argc, char** argv) {
     Collectives();
   else if (strcmp(p, "early") == 0)
     Early();
+  else if (strcmp(p, "barriers") == 0)
+    Barriers();
   else {
     if (g_rank == 0)
       fprintf(stderr, "mpi_patterns: unknown pattern '%s'\n", p);
