@@ -1,0 +1,202 @@
+// LiveView (live_view.h): the refresh thread of `parmon view --follow` and its answers.
+#include "web/live_view.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "live/fetch.h"
+#include "live_view/follow.h"
+#include "model/merge.h"
+#include "model/session.h"
+#include "web/index_builder.h"
+
+namespace parmon::web {
+
+using json = nlohmann::json;
+
+StatusOr<std::unique_ptr<LiveView>> LiveView::Open(const std::string& name,
+                                                   const analysis::Options& analysis,
+                                                   uint64_t period_ns) {
+  struct stat st;
+  if (!live::IsRemoteSession(name) && stat(name.c_str(), &st) != 0)
+    return Status::Error(fmt::format(
+        "{} does not exist (start the recording first, or name a collector's session as "
+        "HOST:PORT/SESSION)",
+        name));
+  auto source = live_view::ResolveLiveSource(name);
+  if (!source.ok())
+    return source.status();
+  auto trace = live_view::LiveTrace::Open(std::move(*source));
+  if (!trace.ok())
+    return trace.status();
+  auto view = std::unique_ptr<LiveView>(new LiveView());
+  view->name_ = name;
+  view->options_ = analysis;
+  view->period_ns_ = period_ns;
+  view->trace_ = std::move(*trace);
+  view->index_ = std::make_unique<TraceIndex>();
+  view->results_ = std::make_unique<analysis::Results>();
+  view->api_ = std::make_unique<Api>(*view->index_, *view->results_);
+  view->Rebuild();
+  if (!view->session_)
+    return Status::Error(fmt::format("{}: {}", name, view->lost_));
+  return view;
+}
+
+LiveView::~LiveView() {
+  {
+    std::lock_guard lock(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void LiveView::Start() {
+  Step();  // what is there already, before the first answer
+  thread_ = std::thread([this] { Loop(); });
+}
+
+bool LiveView::ended() const {
+  std::shared_lock lock(mu_);
+  return state_ != "waiting" && state_ != "live";
+}
+
+void LiveView::Loop() {
+  std::unique_lock lock(stop_mu_);
+  while (!stop_ && !ended()) {
+    stop_cv_.wait_for(lock, std::chrono::nanoseconds(period_ns_), [this] { return stop_; });
+    if (stop_)
+      break;
+    lock.unlock();
+    Step();
+    lock.lock();
+  }
+}
+
+// A new session over the trace's reader, and everything fed from it started again (the first
+// open, and a per-rank directory opened again).
+void LiveView::Rebuild() {
+  merge_.reset();
+  engine_.reset();
+  builder_.reset();
+  auto session = model::Session::Over(trace_->reader());
+  if (!session.ok()) {
+    session_.reset();
+    lost_ = session.status().message();
+    return;
+  }
+  session_ = std::move(*session);
+  generation_ = trace_->generation();
+  analysis::Options o = options_;
+  o.growing = true;
+  engine_ = std::make_unique<analysis::Engine>(*session_, o);
+  engine_from_ = engine_->window().first;
+  merge_ = std::make_unique<model::Merge>(*session_);
+  {
+    std::unique_lock lock(mu_);
+    api_.reset();
+    index_ = std::make_unique<TraceIndex>();
+    api_ = std::make_unique<Api>(*index_, *results_);
+  }
+  builder_ = std::make_unique<IndexBuilder>(*session_, index_.get());
+}
+
+bool LiveView::Feed(uint64_t bound) {
+  const uint64_t before = builder_->fed();
+  merge_->Run(
+      [this](const format::Event& e, model::StreamIndex s) {
+        builder_->Feed(e);
+        if (e.ts >= engine_from_)
+          engine_->ConsumeLive(e, s);
+      },
+      bound);
+  return builder_->fed() != before;
+}
+
+void LiveView::Step() {
+  Status s = trace_->Refresh();
+  if (s.ok() && trace_->generation() != generation_)
+    Rebuild();
+  else if (s.ok() && session_)
+    session_->Refresh();
+  if (!s.ok() || !session_) {
+    std::unique_lock lock(mu_);
+    state_ = "failed";
+    lost_ = fmt::format("{} could not be read further: {}", name_,
+                        s.ok() ? lost_ : std::string(s.message()));
+    return;
+  }
+  const uint64_t until = session_->complete_until();
+  const bool closed = trace_->finished();
+  if (until == 0 && !closed && !trace_->abandoned())
+    return;  // no stream complete anywhere yet
+  const uint64_t bound = closed ? UINT64_MAX : (until == 0 ? 0 : until - 1);
+  const bool fed = Feed(bound);
+  if (!fed && !trace_->ended() && complete_)
+    return;
+  Publish(bound, trace_->ended());
+}
+
+void LiveView::Publish(uint64_t bound, bool final) {
+  std::unique_ptr<analysis::Results> results;
+  uint64_t start = session_->start();
+  uint64_t end = std::max(start, bound == UINT64_MAX ? session_->end() : bound);
+  if (final && trace_->finished()) {
+    // The post-mortem analysis of the closed file (a session over it as a fresh open sees it).
+    auto fresh = model::Session::Over(trace_->reader());
+    auto r = fresh.ok() ? analysis::Analyze(**fresh, options_)
+                        : StatusOr<analysis::Results>(fresh.status());
+    if (r.ok()) {
+      results = std::make_unique<analysis::Results>(std::move(*r));
+      start = (*fresh)->start();
+      end = (*fresh)->end();
+    }
+  }
+  if (!results)
+    results = std::make_unique<analysis::Results>(engine_->SnapshotUntil(end));
+  std::vector<std::string> problems;
+  for (const format::Problem& p : trace_->reader().problems())
+    if (!p.harmless)
+      problems.push_back(p.message);
+  std::unique_lock lock(mu_);
+  problems_ = std::move(problems);
+  builder_->Publish(final, start, end);
+  results_ = std::move(results);
+  api_ = std::make_unique<Api>(*index_, *results_);
+  ++refreshes_;
+  complete_ = true;
+  if (!final) {
+    state_ = "live";
+  } else if (trace_->finished()) {
+    state_ = "ended";
+  } else {
+    state_ = "lost";
+    lost_ = fmt::format("{}; what was recorded after {:.3f} s is lost", trace_->WhyAbandoned(),
+                        static_cast<double>(end - start) / 1e9);
+  }
+}
+
+ApiResponse LiveView::Handle(std::string_view target) const {
+  std::shared_lock lock(mu_);
+  ApiResponse r = api_->Handle(target);
+  if (r.status != 200 || target.substr(0, target.find('?')) != "/api/session")
+    return r;
+  json body = json::parse(r.body);
+  body["live"] = {{"following", name_},
+                  {"state", state_},
+                  {"growing", state_ == "waiting" || state_ == "live"},
+                  {"complete_until", index_->end() - index_->start()},
+                  {"refreshes", refreshes_},
+                  {"lost", lost_},
+                  {"problems", problems_}};
+  r.body = body.dump();
+  return r;
+}
+
+}  // namespace parmon::web
