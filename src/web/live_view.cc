@@ -27,24 +27,34 @@ StatusOr<std::unique_ptr<LiveView>> LiveView::Open(const std::string& name,
         "{} does not exist (start the recording first, or name a collector's session as "
         "HOST:PORT/SESSION)",
         name));
-  auto source = live_view::ResolveLiveSource(name);
-  if (!source.ok())
-    return source.status();
-  auto trace = live_view::LiveTrace::Open(std::move(*source));
-  if (!trace.ok())
-    return trace.status();
   auto view = std::unique_ptr<LiveView>(new LiveView());
   view->name_ = name;
   view->options_ = analysis;
   view->period_ns_ = period_ns;
-  view->trace_ = std::move(*trace);
   view->index_ = std::make_unique<TraceIndex>();
   view->results_ = std::make_unique<analysis::Results>();
   view->api_ = std::make_unique<Api>(*view->index_, *view->results_);
-  view->Rebuild();
-  if (!view->session_)
-    return Status::Error(fmt::format("{}: {}", name, view->lost_));
   return view;
+}
+
+// On the refresh thread: waits for the session (a collector's session not there yet is asked
+// for again for up to a minute; a local file waits for its header), then reads what it holds.
+bool LiveView::OpenTrace() {
+  auto source = live_view::ResolveLiveSource(name_);
+  StatusOr<std::unique_ptr<live_view::LiveTrace>> trace =
+      source.ok() ? live_view::LiveTrace::Open(std::move(*source))
+                  : StatusOr<std::unique_ptr<live_view::LiveTrace>>(source.status());
+  if (trace.ok()) {
+    trace_ = std::move(*trace);
+    Rebuild();
+  }
+  if (!trace.ok() || !session_) {
+    std::unique_lock lock(mu_);
+    state_ = "failed";
+    lost_ = trace.ok() ? lost_ : std::string(trace.status().message());
+    return false;
+  }
+  return true;
 }
 
 LiveView::~LiveView() {
@@ -53,13 +63,17 @@ LiveView::~LiveView() {
     stop_ = true;
   }
   stop_cv_.notify_all();
-  if (thread_.joinable())
+  if (thread_.joinable()) {
+    live_view::RequestStop();  // a LiveTrace::Open still waiting gives up
     thread_.join();
+  }
 }
 
 void LiveView::Start() {
-  Step();  // what is there already, before the first answer
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    if (OpenTrace())
+      Loop();
+  });
 }
 
 bool LiveView::ended() const {
@@ -68,6 +82,7 @@ bool LiveView::ended() const {
 }
 
 void LiveView::Loop() {
+  Step();  // what is there already
   std::unique_lock lock(stop_mu_);
   while (!stop_ && !ended()) {
     stop_cv_.wait_for(lock, std::chrono::nanoseconds(period_ns_), [this] { return stop_; });
@@ -93,6 +108,7 @@ void LiveView::Rebuild() {
   }
   session_ = std::move(*session);
   generation_ = trace_->generation();
+  published_bound_ = UINT64_MAX - 1;
   analysis::Options o = options_;
   o.growing = true;
   engine_ = std::make_unique<analysis::Engine>(*session_, o);
@@ -138,8 +154,9 @@ void LiveView::Step() {
     return;  // no stream complete anywhere yet
   const uint64_t bound = closed ? UINT64_MAX : (until == 0 ? 0 : until - 1);
   const bool fed = Feed(bound);
-  if (!fed && !trace_->ended() && complete_)
-    return;
+  if (!fed && bound == published_bound_ && !trace_->ended())
+    return;  // nothing new: the answers stay as they are
+  published_bound_ = bound;
   Publish(bound, trace_->ended());
 }
 
@@ -170,7 +187,6 @@ void LiveView::Publish(uint64_t bound, bool final) {
   results_ = std::move(results);
   api_ = std::make_unique<Api>(*index_, *results_);
   ++refreshes_;
-  complete_ = true;
   if (!final) {
     state_ = "live";
   } else if (trace_->finished()) {
@@ -188,6 +204,7 @@ ApiResponse LiveView::Handle(std::string_view target) const {
   if (r.status != 200 || target.substr(0, target.find('?')) != "/api/session")
     return r;
   json body = json::parse(r.body);
+  body["file"] = name_;  // not the private copy a collector's session is fetched into
   body["live"] = {{"following", name_},
                   {"state", state_},
                   {"growing", state_ == "waiting" || state_ == "live"},

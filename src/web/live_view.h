@@ -46,8 +46,9 @@ class IndexBuilder;
 
 class LiveView {
  public:
-  // Opens `name` (a local trace file or per-rank directory that exists, or HOST:PORT/SESSION),
-  // waiting while it has no header yet; analysis: the report's options.
+  // A view of `name` (a local trace file or per-rank directory that exists, or
+  // HOST:PORT/SESSION); analysis: the report's options. It is opened by Start's thread, which
+  // waits for it (while it answers "waiting").
   static StatusOr<std::unique_ptr<LiveView>> Open(const std::string& name,
                                                   const analysis::Options& analysis,
                                                   uint64_t period_ns);
@@ -61,6 +62,7 @@ class LiveView {
 
  private:
   LiveView() = default;
+  bool OpenTrace();
   void Loop();
   void Step();
   // Feeds the events up to the bound every stream has reached; true when it fed any.
@@ -79,6 +81,7 @@ class LiveView {
   std::unique_ptr<IndexBuilder> builder_;
   uint64_t generation_ = 0;
   uint64_t engine_from_ = 0;
+  uint64_t published_bound_ = UINT64_MAX - 1;  // the bound of the last Publish
 
   // What the HTTP threads read, under mu_.
   mutable std::shared_mutex mu_;
@@ -89,7 +92,6 @@ class LiveView {
   std::string lost_;                   // what was lost, or why the follow ended early
   std::vector<std::string> problems_;  // the reader's damage found so far
   uint64_t refreshes_ = 0;
-  bool complete_ = false;  // something is indexed
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
