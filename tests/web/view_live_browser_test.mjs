@@ -1,6 +1,7 @@
 // parmon view --follow in a real browser: a program recorded with `parmon record --to` into
 // `parmon serve` is followed by `parmon view --follow HOST:PORT/SESSION` and the page is opened
 // in Debian's chromium (headless, playwright-core as view_browser_test.mjs) while it runs:
+//   - opened before the recording starts, the page says it is waiting for the session;
 //   - the page draws while the program runs, with the badge saying live;
 //   - it redraws as the session grows: at a later moment the shown end is later, more slices
 //     and state runs are drawn, and the visible range (the whole run) grew with it;
@@ -79,9 +80,8 @@ if (!port) {
   process.exit(1);
 }
 const session = `127.0.0.1:${port}/live`;
-const rec = start([parmon, 'record', '-q', '--to', session, '--', path.join(bin, 'duty_cycle'),
-  '--seconds', '8', 'basic'], /^$/);
-children.push(rec);
+// The view is started (and the page opened) before the recording, which it waits for.
+let rec = null;
 const viewer = start([parmon, 'view', '--follow', session, '--port', '0', '--period', '0.5'],
   /^parmon view: (http:\/\/127\.0\.0\.1:\d+\/)\n/);
 children.push(viewer);
@@ -110,6 +110,12 @@ try {
   });
   page.on('pageerror', (e) => errors.push(`uncaught: ${e.message}`));
   await page.goto(url, { waitUntil: 'load' });
+  await page.waitForFunction(() => window.parmonLive && window.parmonLive.state === 'waiting');
+  const badge0 = await page.locator('#live').textContent();
+  check(badge0.startsWith('waiting for') && badge0.includes(session), `before the recording: "${badge0}"`);
+  rec = start([parmon, 'record', '-q', '--to', session, '--', path.join(bin, 'duty_cycle'),
+    '--seconds', '10', 'basic'], /^$/);
+  children.push(rec);
   const state = () => page.evaluate(() => JSON.parse(JSON.stringify({ v: window.parmonView, l: window.parmonLive })));
   const fmt = (ns) => `${(ns / 1e6).toFixed(1)} ms`;
   // Waits for the page to have drawn an answer after a live update that moved the end past `end`.
@@ -144,8 +150,10 @@ try {
   // 3. Zoomed into the past, the range stays while the session grows (scroll lock).
   const box = await page.locator('#exec').boundingBox();
   await page.mouse.move(box.x + 150 + (box.width - 150) * 0.3, box.y + 30);
+  const before = (await state()).v.range;
   await page.mouse.wheel(0, -600);
-  await page.waitForFunction((t1) => window.parmonView.range.t1 < t1 * 0.9, s2.v.range.t1);
+  await page.waitForFunction((span) => window.parmonView.range.t1 - window.parmonView.range.t0 < span * 0.9,
+    before.t1 - before.t0);
   const zoomed = (await state()).v.range;
   const s3 = await grownPast(s2.l.end + 1e9);
   check(s3.v.range.t0 === zoomed.t0 && s3.v.range.t1 === zoomed.t1 && s3.l.end > s2.l.end,

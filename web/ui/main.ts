@@ -199,6 +199,7 @@ async function main(): Promise<void> {
     range: () => view.range,
     update: (fresh, findings, range) => {  // the session grew (live.ts): every view follows
       Object.assign(session, fresh);
+      $('file').textContent = `${session.file} — ${session.command}`;
       fresh.rows.forEach((r) => labels.set(r.id, r.label));
       showFindings(findings);
       if (range) setRange(range);
