@@ -205,6 +205,13 @@ ApiResponse LiveView::Handle(std::string_view target) const {
     return r;
   json body = json::parse(r.body);
   body["file"] = name_;  // not the private copy a collector's session is fetched into
+  // Per row, the time up to which its states are known (its sampler's last span may lag the
+  // complete-until time: the rest of the row is drawn when the next sample comes).
+  for (json& row : body["rows"]) {
+    const IndexedLocation* l = index_->Find(row["id"].get<uint32_t>());
+    const uint64_t until = l ? l->states.until() : 0;
+    row["states_until"] = until > index_->start() ? until - index_->start() : 0;
+  }
   body["live"] = {{"following", name_},
                   {"state", state_},
                   {"growing", state_ == "waiting" || state_ == "live"},

@@ -97,6 +97,8 @@ class StateSeries {
   // from which pieces are to be added again; 0 when none is left).
   uint64_t TruncateTo(uint64_t t);
   size_t boundaries() const { return ts_.size(); }
+  // The time up to which the series has pieces (0 when empty).
+  uint64_t until() const { return ts_.empty() ? 0 : ts_.back(); }
   bool empty() const { return ts_.empty(); }
 
  private:

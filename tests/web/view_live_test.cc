@@ -152,9 +152,11 @@ TEST(ViewLive, FollowsACollectorSessionAndEndsEqualToTheStoredFile) {
 
   // Every moment was a prefix of the end: its rows are rows of the end with no more slices or
   // events; its slices are slices of the end's answer to the same query; and the state split of
-  // each row behind the moment's end (per step of /api/graph, exactly) is the end's, up to the
-  // first wait of that row still going on at the moment (a wait is recorded when it ends, and
-  // the time it covers then becomes wait time: the sampler's split is shown meanwhile).
+  // each row (per step of /api/graph) is the end's, up to the time its states covered then (its
+  // sampler's last span may lag the end) and the first wait of that row still going on then (a
+  // wait is recorded when it ends, and the time it covers then becomes wait time: the sampler's
+  // split is shown meanwhile). Exact but for the rounding of a sampler span's split where a
+  // later record cut it (1 ns per state).
   size_t compared_steps = 0;
   std::map<uint64_t, json> final_rows;
   for (const json& r : final_session["rows"])
@@ -176,7 +178,9 @@ TEST(ViewLive, FollowsACollectorSessionAndEndsEqualToTheStoredFile) {
     const json open =
         GetJson(live.port, "/api/timeline?t0=0&t1=" + std::to_string(moment_end) + "&px=400");
     ASSERT_TRUE(open.is_object());
-    std::map<uint64_t, uint64_t> settled_until;  // per row: before its first wait open then
+    std::map<uint64_t, uint64_t> settled_until;  // per row: what its states covered then,
+    for (const json& r : m.session["rows"])      // and before its first wait open then
+      settled_until[r["id"].get<uint64_t>()] = r["states_until"].get<uint64_t>();
     for (const json& r : open["rows"])
       for (const json& sl : r["slices"])
         if (sl[3] == 2 && sl[0].get<uint64_t>() < moment_end &&
@@ -198,8 +202,10 @@ TEST(ViewLive, FollowsACollectorSessionAndEndsEqualToTheStoredFile) {
       for (size_t k = 0; k + 1 < m.graph["bounds"].size(); ++k) {
         if (m.graph["bounds"][k + 1].get<uint64_t>() > until)
           break;
-        EXPECT_EQ(n["states"][k], nodes_now[id]["states"][k])
-            << m.graph_query << " row " << id << " step " << k;
+        for (size_t st = 0; st < n["states"][k].size(); ++st)
+          EXPECT_NEAR(n["states"][k][st].get<double>(),
+                      nodes_now[id]["states"][k][st].get<double>(), 2)
+              << m.graph_query << " row " << id << " step " << k << " state " << st;
         ++compared_steps;
       }
     }
@@ -211,7 +217,7 @@ TEST(ViewLive, FollowsACollectorSessionAndEndsEqualToTheStoredFile) {
   std::cout << "followed: " << ends.size() << " answers while it ran, end " << ends.front() / 1e6
             << " -> " << ends.back() / 1e6 << " ms, final "
             << final_session["end"].get<uint64_t>() / 1e6 << " ms; " << moments.size()
-            << " moments compared (" << compared_steps << " graph steps exact), slices "
+            << " moments compared (" << compared_steps << " graph steps equal within 2 ns), slices "
             << SlicesIn(moments.front().session) << " -> " << SlicesIn(final_session) << "\n";
   // It grew: the first moment showed fewer slices than the end has.
   EXPECT_LT(SlicesIn(moments.front().session), SlicesIn(final_session));
@@ -222,7 +228,9 @@ TEST(ViewLive, FollowsACollectorSessionAndEndsEqualToTheStoredFile) {
   json post_session = GetJson(post.port, "/api/session");
   ASSERT_TRUE(post_session.is_object());
   json live_session = final_session;
-  live_session.erase("live");
+  live_session.erase("live");  // and the live fields of its rows
+  for (json& r : live_session["rows"])
+    r.erase("states_until");
   for (json* s : {&live_session, &post_session})
     s->erase("file");  // the name given: HOST:PORT/SESSION and the stored file's path
   EXPECT_EQ(live_session, post_session);
