@@ -18,6 +18,13 @@ namespace parmon::web {
 
 using json = nlohmann::json;
 
+namespace {
+
+// The session time fed per refresh while catching up (see Step).
+constexpr uint64_t kCatchUpNs = 250'000'000;
+
+}  // namespace
+
 StatusOr<std::unique_ptr<LiveView>> LiveView::Open(const std::string& name,
                                                    const analysis::Options& analysis,
                                                    uint64_t period_ns) {
@@ -85,7 +92,8 @@ void LiveView::Loop() {
   Step();  // what is there already
   std::unique_lock lock(stop_mu_);
   while (!stop_ && !ended()) {
-    stop_cv_.wait_for(lock, std::chrono::nanoseconds(period_ns_), [this] { return stop_; });
+    if (!behind_)  // catching up: no pause between the slices of what is there already
+      stop_cv_.wait_for(lock, std::chrono::nanoseconds(period_ns_), [this] { return stop_; });
     if (stop_)
       break;
     lock.unlock();
@@ -152,12 +160,18 @@ void LiveView::Step() {
   const bool closed = trace_->finished();
   if (until == 0 && !closed && !trace_->abandoned())
     return;  // no stream complete anywhere yet
-  const uint64_t bound = closed ? UINT64_MAX : (until == 0 ? 0 : until - 1);
+  const uint64_t complete = closed ? UINT64_MAX : (until == 0 ? 0 : until - 1);
+  // A long stretch not yet fed (a view started late, a recorder faster than the view) is fed
+  // in slices of session time, each published, so that the page shows it growing meanwhile.
+  const uint64_t from = published_bound_ >= UINT64_MAX - 1 ? session_->start() : published_bound_;
+  const uint64_t target = closed ? std::max(session_->end(), from) : complete;
+  const uint64_t bound = target > from && target - from > kCatchUpNs ? from + kCatchUpNs : complete;
+  behind_ = bound != complete;
   const bool fed = Feed(bound);
   if (!fed && bound == published_bound_ && !trace_->ended())
     return;  // nothing new: the answers stay as they are
   published_bound_ = bound;
-  Publish(bound, trace_->ended());
+  Publish(bound, trace_->ended() && !behind_);
 }
 
 void LiveView::Publish(uint64_t bound, bool final) {

@@ -82,6 +82,7 @@ class LiveView {
   uint64_t generation_ = 0;
   uint64_t engine_from_ = 0;
   uint64_t published_bound_ = UINT64_MAX - 1;  // the bound of the last Publish
+  bool behind_ = false;  // the last Step fed less than every stream has complete
 
   // What the HTTP threads read, under mu_.
   mutable std::shared_mutex mu_;
