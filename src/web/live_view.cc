@@ -108,7 +108,9 @@ void LiveView::Rebuild() {
   merge_.reset();
   engine_.reset();
   builder_.reset();
-  auto session = model::Session::Over(trace_->reader());
+  model::SessionOptions so;
+  so.follow_clocks = true;  // a per-rank session: its alignment grows with each clock round
+  auto session = model::Session::Over(trace_->reader(), so);
   if (!session.ok()) {
     session_.reset();
     lost_ = session.status().message();
@@ -122,13 +124,9 @@ void LiveView::Rebuild() {
   engine_ = std::make_unique<analysis::Engine>(*session_, o);
   engine_from_ = engine_->window().first;
   merge_ = std::make_unique<model::Merge>(*session_);
-  {
-    std::unique_lock lock(mu_);
-    api_.reset();
-    index_ = std::make_unique<TraceIndex>();
-    api_ = std::make_unique<Api>(*index_, *results_);
-  }
-  builder_ = std::make_unique<IndexBuilder>(*session_, index_.get());
+  // Built aside: the answers stay those of the last index until the new one is published.
+  next_index_ = std::make_unique<TraceIndex>();
+  builder_ = std::make_unique<IndexBuilder>(*session_, next_index_.get());
 }
 
 bool LiveView::Feed(uint64_t bound) {
@@ -145,9 +143,10 @@ bool LiveView::Feed(uint64_t bound) {
 
 void LiveView::Step() {
   Status s = trace_->Refresh();
-  if (s.ok() && trace_->generation() != generation_)
+  if (s.ok() && trace_->generation() != generation_) {
+    reopened_ = true;  // a per-rank directory: indexed again from its start on every refresh
     Rebuild();
-  else if (s.ok() && session_)
+  } else if (s.ok() && session_)
     session_->Refresh();
   if (!s.ok() || !session_) {
     std::unique_lock lock(mu_);
@@ -165,7 +164,8 @@ void LiveView::Step() {
   // in slices of session time, each published, so that the page shows it growing meanwhile.
   const uint64_t from = published_bound_ >= UINT64_MAX - 1 ? session_->start() : published_bound_;
   const uint64_t target = closed ? std::max(session_->end(), from) : complete;
-  const uint64_t bound = target > from && target - from > kCatchUpNs ? from + kCatchUpNs : complete;
+  const uint64_t bound =
+      !reopened_ && target > from && target - from > kCatchUpNs ? from + kCatchUpNs : complete;
   behind_ = bound != complete;
   const bool fed = Feed(bound);
   if (!fed && bound == published_bound_ && !trace_->ended())
@@ -197,6 +197,10 @@ void LiveView::Publish(uint64_t bound, bool final) {
       problems.push_back(p.message);
   std::unique_lock lock(mu_);
   problems_ = std::move(problems);
+  if (next_index_) {
+    api_.reset();  // it points into the index it answers from
+    index_ = std::move(next_index_);
+  }
   builder_->Publish(final, start, end);
   results_ = std::move(results);
   api_ = std::make_unique<Api>(*index_, *results_);

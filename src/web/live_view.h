@@ -79,10 +79,12 @@ class LiveView {
   std::unique_ptr<model::Merge> merge_;
   std::unique_ptr<analysis::Engine> engine_;
   std::unique_ptr<IndexBuilder> builder_;
+  std::unique_ptr<TraceIndex> next_index_;  // what builder_ fills until its first Publish
   uint64_t generation_ = 0;
   uint64_t engine_from_ = 0;
   uint64_t published_bound_ = UINT64_MAX - 1;  // the bound of the last Publish
-  bool behind_ = false;  // the last Step fed less than every stream has complete
+  bool behind_ = false;    // the last Step fed less than every stream has complete
+  bool reopened_ = false;  // the trace was opened again (a per-rank directory): no slices
 
   // What the HTTP threads read, under mu_.
   mutable std::shared_mutex mu_;
