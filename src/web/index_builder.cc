@@ -8,177 +8,29 @@
 
 #include "format/event.h"
 #include "model/merge.h"
-#include "web/trace_index.h"
+#include "web/index_builder.h"
 
 namespace parmon::web {
 
 namespace {
 
 using format::Kind;
+using namespace build;
 
-constexpr uint32_t kNoCall = UINT32_MAX;
-
-struct Sample {
-  uint64_t begin, end;
-  StateNs rate;
-  uint64_t total;
-};
-struct Span {
-  uint64_t begin, end;
-  int state;  // the state the span puts its location in
-};
-struct Frame {
-  uint32_t name;
-  uint64_t enter;
-  SliceKind kind;
-};
-struct RawLoc {
-  bool cpu = false;
-  uint64_t first = UINT64_MAX, last = 0;
-  std::vector<Sample> samples;
-  std::vector<Span> calls;  // MPI calls and blocking waits, in time order
-  std::vector<Frame> stack;
-  bool in_mpi = false;
-  uint64_t mpi_enter = 0;
-  uint32_t mpi_func = 0;
-  uint32_t call = kNoCall;    // the open MPI call's record (IndexBuilder::calls_), once it has one
-  int64_t rank = INT64_MIN;   // not looked up yet
-  int64_t switched_cpu = -1;  // the CPU of the open SwitchIn
-  uint64_t switched_in = 0;
-  std::vector<Slice> slices;
-};
-struct SendRec {
-  uint64_t ts;
-  uint64_t bytes;
-  uint32_t loc;
-  uint32_t call;  // the MPI call that completed it (a blocking send's own, a Wait*'s), or kNoCall
-};
-struct RecvRec {
-  uint64_t ts, posted;
-  uint32_t loc;
-  uint32_t call;  // the MPI call it completed in, or kNoCall
-};
-// An MPI call that completed at least one message; recorded when it completes its first.
-struct CallRec {
-  uint64_t enter, leave;
-  uint32_t messages;  // how many it completed
-};
-// A stretch a call waited for one message's partner: from the call's entry (or the previous
-// part's end) to `end`; see AttributeWaits.
-struct WaitPart {
-  uint32_t call;
-  uint64_t end;
-  size_t message;
-  bool sender;
-};
-using MatchKey = std::tuple<int64_t, int64_t, uint64_t, uint64_t>;  // src, dst, comm, tag
-using RequestKey = std::tuple<int64_t, uint32_t, uint64_t>;         // rank, pid, request
-
-constexpr int kRunning = static_cast<int>(format::ThreadState::kRunning);
 constexpr int kCommWait = static_cast<int>(format::ThreadState::kCommWait);
 constexpr int kLockWait = static_cast<int>(format::ThreadState::kLockWait);
 constexpr int kTimerWait = static_cast<int>(format::ThreadState::kTimerWait);
 
-StateNs OneState(int s) {
-  StateNs r{};
-  r[s] = 1;
-  return r;
-}
-
 }  // namespace
 
-class IndexBuilder {
- public:
-  IndexBuilder(const model::Session& session, TraceIndex* index)
-      : session_(session), index_(index) {}
-
-  void Run() {
-    index_->start_ = session_.start();
-    index_->end_ = std::max(session_.end(), session_.start());
-    model::Merge merge(session_);
-    merge.Run([this](const format::Event& e, model::StreamIndex) { Consume(e); });
-    FinishLocations();
-    FinishCpus();
-    FinishMessages();
-  }
-
- private:
-  // s's index in `list`, appended the first time it is seen (`ids` remembers them).
-  static uint32_t Intern(const std::string& s,
-                         std::map<std::string, uint32_t>& ids,
-                         std::vector<std::string>& list) {
-    auto [it, added] = ids.try_emplace(s, static_cast<uint32_t>(list.size()));
-    if (added)
-      list.push_back(s);
-    return it->second;
-  }
-  uint32_t Name(const std::string& s) { return Intern(s, name_ids_, index_->names_); }
-  // A defined string's name index, looked up once per string id (it is asked for per event).
-  uint32_t DefName(uint64_t id) {
-    auto [it, added] = def_names_.try_emplace(id, 0);
-    if (added)
-      it->second = Name(session_.definitions().Name(static_cast<uint32_t>(id)));
-    return it->second;
-  }
-  int64_t RankOf(uint32_t id, RawLoc& l) {
-    if (l.rank == INT64_MIN)
-      l.rank = session_.RankOf(id);
-    return l.rank;
-  }
-  void AddSlice(RawLoc& l, uint64_t b, uint64_t e, uint32_t name, size_t depth, SliceKind k) {
-    l.slices.push_back(
-        {b, std::max(b, e), name, static_cast<uint8_t>(std::min<size_t>(depth, 255)), k});
-  }
-  void Wait(RawLoc& l, uint64_t begin, uint64_t end, int state, uint32_t name) {
-    if (l.in_mpi)
-      return;  // the MPI call already holds this time
-    begin = std::min(begin, end);
-    l.calls.push_back({begin, end, state});
-    AddSlice(l, begin, end, name, l.stack.size(), SliceKind::kWait);
-  }
-
-  void Consume(const format::Event& e);
-  void MpiLeave(RawLoc& l, uint64_t ts);
-  void Switch(uint32_t loc, RawLoc& l, const format::Event& e);
-  void FinishLocations();
-  void Pieces(IndexedLocation& out, const RawLoc& l);
-  void FinishCpus();
-  void FinishMessages();
-  void AttributeWaits(std::vector<WaitPart>& parts);
-  uint32_t Host(const std::string& host) { return Intern(host, host_ids_, index_->hosts_); }
-  // The open MPI call's record, made when it completes its first message (most calls complete
-  // none or one: see FinishMessages).
-  uint32_t CallOf(RawLoc& l) {
-    if (l.call == kNoCall) {
-      l.call = static_cast<uint32_t>(calls_.size());
-      calls_.push_back({l.mpi_enter, UINT64_MAX, 0});
-    }
-    ++calls_[l.call].messages;
-    return l.call;
-  }
-  uint32_t Pid(uint32_t loc) {
-    const format::LocationDef* def = session_.Location(loc);
-    return def ? def->pid : 0;
-  }
-
-  const model::Session& session_;
-  TraceIndex* index_;
-  std::map<uint32_t, RawLoc> raw_;
-  std::map<std::string, uint32_t> name_ids_;
-  std::map<std::string, uint32_t> host_ids_;
-  std::unordered_map<uint64_t, uint32_t> def_names_;
-  uint32_t last_id_ = 0;  // the location of the previous event (the merge hands out runs)
-  RawLoc* last_ = nullptr;
-  std::map<uint32_t, std::vector<Slice>> cpu_runs_;
-  // The sends and receives of each key, the MPI calls that completed them, and the nonblocking
-  // sends not completed yet (their key's list and index in it: std::map's nodes stay put).
-  std::map<MatchKey, std::pair<std::vector<SendRec>, std::vector<RecvRec>>> p2p_;
-  std::vector<CallRec> calls_;
-  std::map<RequestKey, std::pair<std::vector<SendRec>*, uint32_t>> open_sends_;
-};
+void IndexBuilder::Run() {
+  model::Merge merge(session_);
+  merge.Run([this](const format::Event& e, model::StreamIndex) { Consume(e); });
+  Publish(true, session_.start(), session_.end());
+}
 
 void IndexBuilder::Consume(const format::Event& e) {
-  ++index_->events_;
+  ++events_;
   if (e.location == 0)
     return;
   if (!last_ || e.location != last_id_) {
@@ -186,6 +38,7 @@ void IndexBuilder::Consume(const format::Event& e) {
     last_id_ = e.location;
   }
   RawLoc& l = *last_;
+  l.touched = true;
   l.first = std::min(l.first, e.ts);
   l.last = std::max(l.last, e.ts);
   switch (e.kind_enum()) {
@@ -222,6 +75,7 @@ void IndexBuilder::Consume(const format::Event& e) {
           p2p_[{RankOf(e.location, l), static_cast<int64_t>(e.args[0]), e.args[2], e.args[1]}]
               .first;
       sends.push_back({e.ts, e.args[3], e.location, blocking && l.in_mpi ? CallOf(l) : kNoCall});
+      messages_changed_ = true;
       if (!blocking)  // the same request id again replaces the older send, as in the report
         open_sends_[{RankOf(e.location, l), Pid(e.location), e.args[4]}] = {
             &sends, static_cast<uint32_t>(sends.size() - 1)};
@@ -237,6 +91,7 @@ void IndexBuilder::Consume(const format::Event& e) {
       break;
     }
     case Kind::kMpiRecv:
+      messages_changed_ = true;
       p2p_[{static_cast<int64_t>(e.args[0]), RankOf(e.location, l), e.args[2], e.args[1]}]
           .second.push_back(
               {e.ts, std::min(e.args[5], e.ts), e.location, l.in_mpi ? CallOf(l) : kNoCall});
@@ -272,14 +127,16 @@ void IndexBuilder::Consume(const format::Event& e) {
 
 void IndexBuilder::MpiLeave(RawLoc& l, uint64_t ts) {
   l.in_mpi = false;
-  if (l.call != kNoCall)
+  if (l.call != kNoCall) {
     calls_[l.call].leave = std::max(ts, l.mpi_enter);
+    messages_changed_ = true;
+  }
   l.call = kNoCall;
   const uint32_t name = DefName(l.mpi_func);
-  const std::string& s = index_->names_[name];
+  const std::string& s = names_[name];
   // Start-up and shut-down are in no state in the report; here they keep the sampler's split.
   if (s != "MPI_Init" && s != "MPI_Init_thread" && s != "MPI_Finalize")
-    l.calls.push_back({l.mpi_enter, std::max(ts, l.mpi_enter), kCommWait});
+    AddCall(l, l.mpi_enter, std::max(ts, l.mpi_enter), kCommWait);
   AddSlice(l, l.mpi_enter, ts, name, l.stack.size(), SliceKind::kMpi);
 }
 
@@ -296,98 +153,17 @@ void IndexBuilder::Switch(uint32_t loc, RawLoc& l, const format::Event& e) {
   l.switched_cpu = -1;
 }
 
-void IndexBuilder::Pieces(IndexedLocation& out, const RawLoc& l) {
-  const std::vector<Span>& calls = l.calls;
-  size_t j = 0;
-  if (l.samples.empty()) {  // inferred: running outside the calls
-    uint64_t t = l.first;
-    for (const Span& c : calls) {
-      if (c.begin > t)
-        out.states.AddPiece(t, c.begin, OneState(kRunning), 1);
-      out.states.AddPiece(std::max(t, c.begin), c.end, OneState(c.state), 1);
-      t = std::max(t, c.end);
-    }
-    if (l.last > t)
-      out.states.AddPiece(t, l.last, OneState(kRunning), 1);
-    return;
-  }
-  for (const Sample& s : l.samples) {
-    uint64_t t = s.begin;
-    while (j < calls.size() && calls[j].end <= t)
-      ++j;
-    while (t < s.end) {
-      if (j < calls.size() && calls[j].begin <= t) {  // inside a call: its state
-        const uint64_t e = std::min(s.end, calls[j].end);
-        out.states.AddPiece(t, e, OneState(calls[j].state), 1);
-        t = e;
-        if (calls[j].end <= t)
-          ++j;
-        continue;
-      }
-      const uint64_t e = j < calls.size() ? std::min(s.end, calls[j].begin) : s.end;
-      out.states.AddPiece(t, e, s.rate, s.total);
-      t = e;
-    }
-  }
-}
-
-void IndexBuilder::FinishLocations() {
-  for (auto& [id, l] : raw_) {
-    const format::LocationDef* def = session_.Location(id);
-    if (def && def->type == format::LocationType::kProcess)
-      continue;
-    // Regions and a call still open at the end of the trace end with it.
-    if (l.in_mpi)
-      MpiLeave(l, l.last);
-    while (!l.stack.empty()) {
-      AddSlice(l, l.stack.back().enter, l.last, l.stack.back().name, l.stack.size() - 1,
-               SliceKind::kRegion);
-      l.stack.pop_back();
-    }
-    IndexedLocation out;
-    out.id = id;
-    out.cpu = session_.IsCpu(id);
-    out.host = Host(session_.reader().PartHost(session_.FileOf(id)));
-    out.first = l.first;
-    out.last = l.last;
-    for (const Span& c : l.calls) {
-      out.comm_first = std::min(out.comm_first, c.begin);
-      out.comm_last = std::max(out.comm_last, c.end);
-    }
-    std::sort(l.calls.begin(), l.calls.end(),
-              [](const Span& a, const Span& b) { return a.begin < b.begin; });
-    if (!out.cpu)
-      Pieces(out, l);
-    for (const Slice& s : l.slices)
-      out.slices.Add(s);
-    out.slices.Finish();
-    index_->locations_.push_back(std::move(out));
-    l = RawLoc{};  // frees the raw records as soon as they are indexed
-  }
-}
-
-void IndexBuilder::FinishCpus() {
-  for (auto& [cpu, runs] : cpu_runs_) {
-    CpuRow row;
-    row.cpu = cpu;
-    std::sort(runs.begin(), runs.end(),
-              [](const Slice& a, const Slice& b) { return a.begin < b.begin; });
-    for (const Slice& s : runs) {
-      row.runs.Add(s);
-      row.busy.AddPiece(s.begin, s.end, OneState(kRunning), 1);
-    }
-    row.runs.Finish();
-    index_->cpus_.push_back(std::move(row));
-  }
-}
-
 // Each message's wait, as the report splits a completing call's time (mpi_p2p.cc): a receive
 // waited from its call's entry until the send started (late sender), a send from its call's
 // entry until the receive was posted (late receiver); a call that completed several messages
 // (Waitall, Waitany over a send and a receive) charges each the stretch from the previous one's
 // end to its own, so the charges add up to the time the call waited. A receive completed outside
-// any call (MPI_Test's leave lost) waited from its posting until the send.
-void IndexBuilder::FinishMessages() {
+// any call (MPI_Test's leave lost) waited from its posting until the send. A call still open
+// (growing) waits until now.
+void IndexBuilder::FinishMessages(bool keep) {
+  messages_changed_ = false;
+  index_->messages_.clear();
+  index_->longest_message_ = 0;
   size_t total = 0;
   for (const auto& [key, sr] : p2p_)
     total += std::min(sr.first.size(), sr.second.size());
@@ -425,12 +201,15 @@ void IndexBuilder::FinishMessages() {
       index_->longest_message_ = std::max(index_->longest_message_, m.recv - m.send);
       index_->messages_.push_back(m);
     }
-    sr = {};  // frees the key's records as soon as they are matched
+    if (!keep)
+      sr = {};  // frees the key's records as soon as they are matched
   }
-  p2p_.clear();
-  open_sends_.clear();
   AttributeWaits(parts);
-  calls_ = {};
+  if (!keep) {
+    p2p_.clear();
+    open_sends_.clear();
+    calls_ = {};
+  }
   std::sort(index_->messages_.begin(), index_->messages_.end(),
             [](const Message& a, const Message& b) { return a.send < b.send; });
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <tuple>
 
 namespace parmon::web {
 
@@ -23,12 +24,32 @@ void SliceSet::Add(const Slice& s) {
   ++size_;
 }
 
+bool SliceBefore(const Slice& a, const Slice& b) {
+  return std::tie(a.begin, a.end, a.depth, a.kind, a.name) <
+         std::tie(b.begin, b.end, b.depth, b.kind, b.name);
+}
+
 void SliceSet::Finish() {
   for (auto& v : by_class_) {
-    auto by_begin = [](const Slice& a, const Slice& b) { return a.begin < b.begin; };
-    if (!std::is_sorted(v.begin(), v.end(), by_begin))  // MPI calls and CPU runs come sorted
-      std::sort(v.begin(), v.end(), by_begin);
+    if (!std::is_sorted(v.begin(), v.end(), SliceBefore))  // MPI calls and CPU runs come sorted
+      std::sort(v.begin(), v.end(), SliceBefore);
     v.shrink_to_fit();
+  }
+}
+
+void SliceSet::Merge(const std::vector<Slice>& batch) {
+  std::array<size_t, 64> old;
+  for (int c = 0; c < 64; ++c)
+    old[c] = by_class_[c].size();
+  for (const Slice& s : batch)
+    Add(s);
+  for (int c = 0; c < 64; ++c) {
+    std::vector<Slice>& v = by_class_[c];
+    if (v.size() == old[c])
+      continue;
+    const auto mid = v.begin() + static_cast<ptrdiff_t>(old[c]);
+    std::sort(mid, v.end(), SliceBefore);
+    std::inplace_merge(v.begin(), mid, v.end(), SliceBefore);
   }
 }
 
@@ -91,6 +112,13 @@ void StateSeries::AddPiece(uint64_t begin, uint64_t end, const StateNs& rate, ui
     next[s] += static_cast<uint64_t>(len * rate[s] / total);
   ts_.push_back(end);
   cum_.push_back(next);
+}
+
+uint64_t StateSeries::TruncateTo(uint64_t t) {
+  const size_t keep = std::upper_bound(ts_.begin(), ts_.end(), t) - ts_.begin();
+  ts_.resize(keep);
+  cum_.resize(keep);
+  return ts_.empty() ? 0 : ts_.back();
 }
 
 StateNs StateSeries::Cumulative(uint64_t t) const {

@@ -55,10 +55,17 @@ struct Slice {
   SliceKind kind = SliceKind::kRegion;
 };
 
+// The one order of slices in a class: by begin, then the rest (so a set sorted at once and one
+// grown by sorted batches hold the same sequence).
+bool SliceBefore(const Slice& a, const Slice& b);
+
 class SliceSet {
  public:
   void Add(const Slice& s);
   void Finish();  // sorts; call once after the last Add
+  // A growing set: adds a batch (in any order) to a finished set, merging each class's new
+  // slices into place (work in the batch and the classes it touches, not the whole trace).
+  void Merge(const std::vector<Slice>& batch);
   size_t size() const { return size_; }
   // Visits the slices overlapping [t0, t1) at least min_ns long (at most `limit` of them, in no
   // particular order); returns how many narrower slices start in [t0, t1). *truncated is set
@@ -86,7 +93,12 @@ class StateSeries {
   // Time per state in [a, b).
   StateNs Sum(uint64_t a, uint64_t b) const;
   StateNs Cumulative(uint64_t t) const;
+  // A growing series: drops the boundaries after t, and returns the last one kept (the time
+  // from which pieces are to be added again; 0 when none is left).
+  uint64_t TruncateTo(uint64_t t);
   size_t boundaries() const { return ts_.size(); }
+  // The time up to which the series has pieces (0 when empty).
+  uint64_t until() const { return ts_.empty() ? 0 : ts_.back(); }
   bool empty() const { return ts_.empty(); }
 
  private:

@@ -5,6 +5,7 @@ import {
   Cpus, Finding, fmtNs, get, Graph, Matrix, MessageTuple, Messages, Session, STATE_COLORS, Timeline,
 } from './api';
 import { CommPanel, CommState, Selection } from './commview';
+import { followLive, LiveSession } from './live';
 import { Range, Scope } from './scope';
 import { CPU_ROW_H, drawCpus, drawExec, EXEC_ROW_H, Hit, hitCpu, hitExec } from './views';
 
@@ -159,6 +160,7 @@ async function fetchVisible(): Promise<void> {
 function showFindings(findings: Finding[]): void {
   view.findings = findings.length;
   const list = $('findings');
+  list.textContent = '';
   if (!findings.length) list.textContent = 'No findings.';
   findings.forEach((f, i) => {
     const li = document.createElement('li');
@@ -192,6 +194,18 @@ async function main(): Promise<void> {
   window.addEventListener('resize', () => { draw(); scheduleFetch(); });
   setRange(fullRange());
   showFindings((await get<{ findings: Finding[] }>('/api/findings')).findings);
+  followLive({
+    session: () => session as LiveSession,
+    range: () => view.range,
+    update: (fresh, findings, range) => {  // the session grew (live.ts): every view follows
+      Object.assign(session, fresh);
+      $('file').textContent = `${session.file} — ${session.command}`;
+      fresh.rows.forEach((r) => labels.set(r.id, r.label));
+      showFindings(findings);
+      if (range) setRange(range);
+      else scheduleFetch();
+    },
+  });
 }
 
 main().catch((e) => {
