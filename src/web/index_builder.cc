@@ -100,6 +100,7 @@ class IndexBuilder {
     FinishLocations();
     FinishCpus();
     FinishMessages();
+    index_->matrices_.Finish();
   }
 
  private:
@@ -264,6 +265,10 @@ void IndexBuilder::Consume(const format::Event& e) {
     case Kind::kSwitchIn:
     case Kind::kSwitchOut:
       Switch(e.location, l, e);
+      break;
+    case Kind::kMatrixData:
+      index_->matrices_.Add(e, session_.definitions().Name(static_cast<uint32_t>(
+                                   std::min<uint64_t>(e.args[0], UINT32_MAX))));
       break;
     default:
       break;
