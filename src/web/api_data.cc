@@ -89,11 +89,15 @@ ApiResponse Api::DataStep(const Params& p) const {
                                   "' were not kept: the view keeps at most 1 GiB of matrices.");
   const MatrixTile t =
       MatrixIndex::Downsample(m, s, static_cast<uint32_t>(w), static_cast<uint32_t>(h));
+  // Blocks of one element: min and max would repeat the mean, so only the mean is sent.
+  const bool blocks = t.block_rows > 1 || t.block_cols > 1;
   json mean = json::array(), min = json::array(), max = json::array();
   for (size_t k = 0; k < t.n.size(); ++k) {
     mean.push_back(Cell(t, t.mean, k));
-    min.push_back(Cell(t, t.min, k));
-    max.push_back(Cell(t, t.max, k));
+    if (blocks) {
+      min.push_back(Cell(t, t.min, k));
+      max.push_back(Cell(t, t.max, k));
+    }
   }
   json j = {{"matrix", index},
             {"name", m.name},
@@ -111,9 +115,11 @@ ApiResponse Api::DataStep(const Params& p) const {
             {"missing", t.missing},
             {"non_finite", t.non_finite},
             {"complete", t.missing == 0},
-            {"mean", mean},
-            {"min", min},
-            {"max", max}};
+            {"mean", mean}};
+  if (blocks) {
+    j["min"] = std::move(min);
+    j["max"] = std::move(max);
+  }
   return JsonAnswer(j);
 }
 

@@ -113,6 +113,7 @@ TEST(ViewData, JacobiMatrixEverySweepMatchesTheProgram) {
     ASSERT_EQ(full.status, 200) << full.body;
     ASSERT_EQ(full.body["block_rows"], 1);
     ASSERT_EQ(full.body["out_cols"], kN);
+    EXPECT_FALSE(full.body.contains("min"));  // one element per block: the mean alone
     EXPECT_EQ(full.body["missing"], 0);
     EXPECT_TRUE(full.body["complete"].get<bool>());
     const json& v = full.body["mean"];

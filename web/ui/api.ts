@@ -113,5 +113,6 @@ export interface DataStep {
   rows: number; cols: number; block_rows: number; block_cols: number; out_rows: number;
   out_cols: number; range: { min: number; max: number; min_abs_nonzero: number };
   missing: number; non_finite: number; complete: boolean;
-  mean: (number | null)[]; min: (number | null)[]; max: (number | null)[];
+  mean: (number | null)[];
+  min?: (number | null)[]; max?: (number | null)[];  // only when a block holds several elements
 }

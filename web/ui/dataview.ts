@@ -216,7 +216,7 @@ export class DataPanel {
     this.state.hover = { row: r0, col: c0, value: v };
     const where = one ? `row ${r0}, column ${c0}` : `rows ${r0}–${r1}, columns ${c0}–${c1}`;
     const text = one ? `${a.name} step ${a.step} (call ${a.call})\n${where}\nvalue ${fmtV(v)}` :
-      `${a.name} step ${a.step} (call ${a.call})\n${where}\nmean ${fmtV(v)}, min ${fmtV(a.min[i])}, max ${fmtV(a.max[i])}`;
+      `${a.name} step ${a.step} (call ${a.call})\n${where}\nmean ${fmtV(v)}, min ${fmtV(a.min?.[i] ?? null)}, max ${fmtV(a.max?.[i] ?? null)}`;
     this.tip(text, { row: r0, col: c0, value: v }, e);
   }
 }
