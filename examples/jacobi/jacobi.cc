@@ -7,7 +7,11 @@
 // the angles, then rotating rows, then columns, with a barrier between phases. After every sweep
 // thread 0 sends the magnitudes of the off-diagonal blocks (log10 of each block's norm, a 16x16
 // grid of floats) with parmon_trace_data, event id 1 "offdiag_log10", so a data view can show
-// the matrix decoupling into diagonal blocks per cluster as MatVu did.
+// the matrix decoupling into diagonal blocks per cluster as MatVu did. It also records the whole
+// matrix A with parmon_matrix (name "A", n x n doubles, row-major) after every --matrix-every'th
+// sweep (default every sweep, 0 never), and writes, per recorded step, the sum of its elements in
+// row-major order and its corner elements to the counts file ("matrix_steps"): the oracle the
+// tests compare the recorded matrix with. Recording does not change the iteration.
 //
 // Self-check: the iteration converges, and the sorted diagonal equals the sorted D.
 // Counts: per thread "jacobi-<t>", regions ("angles", "rows", "columns", "wait" per round and
@@ -19,6 +23,8 @@
 #include <cstdio>
 #include <thread>
 #include <vector>
+
+#include <parmon/parmon.hpp>
 
 #include "common/example.h"
 
@@ -42,7 +48,9 @@ struct Problem {
   int threads = 1;
   bool done = false;
   int sweeps = 0;
+  int matrix_every = 1;
   std::vector<double> off_per_sweep;
+  nlohmann::json matrix_steps = nlohmann::json::array();
   std::vector<Location> locations;
 };
 
@@ -113,6 +121,23 @@ double OffDiagonal(Problem& p, std::vector<float>* grid) {
   for (size_t k = 0; k < block.size(); ++k)
     (*grid)[k] = static_cast<float>(std::log10(std::sqrt(block[k]) + 1e-300));
   return std::sqrt(total);
+}
+
+// Records A as a matrix step and keeps what the program knows of it (the oracle, see above).
+void RecordMatrix(Problem& p) {
+  static const parmon::Matrix matrix("A");
+  const int rc = matrix.Record(p.a.data(), static_cast<uint32_t>(p.n), static_cast<uint32_t>(p.n));
+  double sum = 0;
+  for (double x : p.a)
+    sum += x;
+  const size_t last = p.a.size() - 1;
+  p.matrix_steps.push_back({{"step", p.matrix_steps.size()},
+                            {"sweep", p.sweeps},
+                            {"result", rc},
+                            {"sum", sum},
+                            {"first", p.a[0]},
+                            {"second", p.a[1]},
+                            {"last", p.a[last]}});
 }
 
 void Worker(Problem& p, int t) {
@@ -188,6 +213,8 @@ void Worker(Problem& p, int t) {
       parmon_trace_data(kOffDiagonalEvent, grid.data(), grid.size() * sizeof(float));
       ++me.trace_data[kOffDiagonalEvent];
       ++p.sweeps;
+      if (p.matrix_every > 0 && p.sweeps % p.matrix_every == 0)
+        RecordMatrix(p);
       p.done = off < 1e-13 * norm || p.sweeps >= kMaxSweeps;
     }
     barrier();
@@ -203,6 +230,8 @@ int main(int argc, char** argv) {
       "(seed 002); sends the off-diagonal block magnitudes with parmon_trace_data every sweep.");
   options.AddInt("n", 256, 4, 4096, "matrix order (even)");
   options.AddInt("threads", 2, 1, 256, "worker threads");
+  options.AddInt("matrix-every", 1, 0, 1000000,
+                 "record the matrix with parmon_matrix every this many sweeps (0: never)");
   options.Parse(argc, argv);
   Problem p;
   p.n = static_cast<int>(options.Int("n"));
@@ -211,6 +240,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   p.threads = static_cast<int>(std::min<long>(options.Int("threads"), p.n / 2));
+  p.matrix_every = static_cast<int>(options.Int("matrix-every"));
   MakeMatrix(p);
   parmon_event_name(kOffDiagonalEvent, "offdiag_log10");
   p.locations.resize(p.threads);
@@ -240,11 +270,12 @@ int main(int argc, char** argv) {
   parmon_examples::Report report;
   report.example = "jacobi";
   report.ok = ok;
-  report.params = {{"n", p.n}, {"threads", p.threads}};
+  report.params = {{"n", p.n}, {"threads", p.threads}, {"matrix_every", p.matrix_every}};
   report.results = {{"seconds", seconds},
                     {"sweeps", p.sweeps},
                     {"off_norm_per_sweep", p.off_per_sweep},
-                    {"max_eigenvalue_error", error}};
+                    {"max_eigenvalue_error", error},
+                    {"matrix_steps", p.matrix_steps}};
   for (const Location& l : p.locations)
     report.locations.push_back(l.ToJson());
   printf("jacobi: n=%d on %d threads: %d sweeps in %.3f s, max eigenvalue error %.1e: %s\n", p.n,

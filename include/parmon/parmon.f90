@@ -1,5 +1,9 @@
 ! parmon.f90 -- Fortran interface to libparmon over its C ABI (ISO_C_BINDING).
 ! Names passed to the *_register routines must be NUL-terminated: use trim(name)//c_null_char.
+! Matrices: m = parmon_matrix_register("u"//c_null_char), then rc = parmon_matrix_record(m, a)
+! for a 2-D array a(rows, cols) of real(c_double), real(c_float), integer(c_int32_t) or
+! integer(c_int64_t): recorded column-major as Fortran stores it and shown with a(1,1) at the
+! top left, row i of the view being a(i, :) (parmon.h, parmon_matrix_colmajor).
 module parmon
   use, intrinsic :: iso_c_binding
   implicit none
@@ -13,6 +17,8 @@ module parmon
   integer(c_int32_t), parameter :: PARMON_SELF = 0, PARMON_PROCESS = -1
   integer(c_int), parameter :: PARMON_SINCE_LAST_READ = 0, PARMON_LAST_INTERVAL = 1
   integer(c_int32_t), parameter :: PARMON_FIGURES_NONE = 1, PARMON_FIGURES_EXITED = 2
+  integer(c_int), parameter :: PARMON_INT32 = 1, PARMON_INT64 = 2, PARMON_FLOAT = 3, &
+    PARMON_DOUBLE = 4
   ! The C struct parmon_thread_figures (unsigned fields as signed integers of the same size).
   type, bind(C) :: parmon_thread_figures
     integer(c_int32_t) :: tid, cpu, flags, threads
@@ -56,6 +62,18 @@ module parmon
       integer(c_int32_t), value :: id
       real(c_double), value :: value
     end subroutine
+    integer(c_int32_t) function parmon_matrix_register(name) bind(C, name="parmon_matrix_register")
+      import :: c_int32_t, c_char
+      character(kind=c_char), dimension(*), intent(in) :: name
+    end function
+    integer(c_int) function parmon_matrix_colmajor(id, type, rows, cols, data) &
+        bind(C, name="parmon_matrix_colmajor")
+      import :: c_int, c_int32_t, c_ptr
+      integer(c_int32_t), value :: id
+      integer(c_int), value :: type
+      integer(c_int32_t), value :: rows, cols
+      type(c_ptr), value :: data
+    end function
     subroutine parmon_pause() bind(C, name="parmon_pause")
     end subroutine
     subroutine parmon_resume() bind(C, name="parmon_resume")
@@ -94,4 +112,33 @@ module parmon
       type(c_ptr), value :: monitor
     end subroutine
   end interface
+  interface parmon_matrix_record
+    module procedure parmon_matrix_record_r8, parmon_matrix_record_r4, &
+      parmon_matrix_record_i4, parmon_matrix_record_i8
+  end interface
+contains
+  integer(c_int) function parmon_matrix_record_r8(id, a) result(rc)
+    integer(c_int32_t), intent(in) :: id
+    real(c_double), intent(in), target, contiguous :: a(:, :)
+    rc = parmon_matrix_colmajor(id, PARMON_DOUBLE, int(size(a, 1), c_int32_t), &
+      int(size(a, 2), c_int32_t), c_loc(a))
+  end function
+  integer(c_int) function parmon_matrix_record_r4(id, a) result(rc)
+    integer(c_int32_t), intent(in) :: id
+    real(c_float), intent(in), target, contiguous :: a(:, :)
+    rc = parmon_matrix_colmajor(id, PARMON_FLOAT, int(size(a, 1), c_int32_t), &
+      int(size(a, 2), c_int32_t), c_loc(a))
+  end function
+  integer(c_int) function parmon_matrix_record_i4(id, a) result(rc)
+    integer(c_int32_t), intent(in) :: id
+    integer(c_int32_t), intent(in), target, contiguous :: a(:, :)
+    rc = parmon_matrix_colmajor(id, PARMON_INT32, int(size(a, 1), c_int32_t), &
+      int(size(a, 2), c_int32_t), c_loc(a))
+  end function
+  integer(c_int) function parmon_matrix_record_i8(id, a) result(rc)
+    integer(c_int32_t), intent(in) :: id
+    integer(c_int64_t), intent(in), target, contiguous :: a(:, :)
+    rc = parmon_matrix_colmajor(id, PARMON_INT64, int(size(a, 1), c_int32_t), &
+      int(size(a, 2), c_int32_t), c_loc(a))
+  end function
 end module parmon

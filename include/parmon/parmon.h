@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define PARMON_API_VERSION \
-  3 /* 2: self-monitoring (parmon_monitor_*); 3: parmon_monitor_watch_pid */
+  4 /* 2: self-monitoring (parmon_monitor_*); 3: parmon_monitor_watch_pid; 4: parmon_matrix */
 
 /* Largest payload parmon_trace_data accepts, in bytes. Larger payloads are refused with
  * PARMON_E_TOO_LARGE; nothing is ever truncated. */
@@ -59,6 +59,43 @@ int parmon_trace_data(uint32_t event_id, const void* data, size_t size);
 parmon_id parmon_counter_register(const char* name);
 void parmon_counter_int(parmon_id counter, int64_t value);
 void parmon_counter_double(parmon_id counter, double value);
+
+/* Matrices (docs/events.md, MatrixData): register a name once, then record the matrix's elements
+ * whenever the program wants them seen, e.g. every iteration; `parmon view` shows each as a colour
+ * map stepped through its calls (docs/web.md). Every call is one step, numbered from 0 per matrix
+ * and process; calls made while not recorded or paused are counted too, so a step is the
+ * program's own call number.
+ *
+ * parmon_matrix takes rows x cols elements of `type` in row-major order (C: data[r * cols + c]);
+ * parmon_matrix_colmajor takes them column-major (Fortran: data[c * rows + r]), shown the same
+ * way. The elements are copied raw, never converted or decimated: a matrix larger than one event
+ * (PARMON_TRACE_DATA_MAX bytes) is cut into parts of that size, one event each, all with the
+ * call's time. The call returns once every part is in the thread's ring.
+ *
+ * Returns PARMON_OK; PARMON_E_INACTIVE when not recorded or paused (nothing recorded);
+ * PARMON_E_INVALID for an unknown type, zero rows or cols, or null data; PARMON_E_TOO_LARGE when
+ * rows * cols * element size exceeds PARMON_MATRIX_MAX_BYTES (nothing recorded); PARMON_E_DROPPED
+ * when `--overflow drop` lost at least one part: the step is in the trace without those elements
+ * (the lost events are counted as any), and readers show it as incomplete. Under the default
+ * `--overflow block` nothing is lost: the call waits for room in the ring. */
+typedef enum parmon_elem_type {
+  PARMON_INT32 = 1,
+  PARMON_INT64 = 2,
+  PARMON_FLOAT = 3,
+  PARMON_DOUBLE = 4
+} parmon_elem_type;
+#define PARMON_MATRIX_MAX_BYTES (1u << 28) /* 256 MiB per call */
+parmon_id parmon_matrix_register(const char* name);
+int parmon_matrix(parmon_id matrix,
+                  parmon_elem_type type,
+                  uint32_t rows,
+                  uint32_t cols,
+                  const void* data);
+int parmon_matrix_colmajor(parmon_id matrix,
+                           parmon_elem_type type,
+                           uint32_t rows,
+                           uint32_t cols,
+                           const void* data);
 
 /* Instant markers with a registered name ("checkpoint written", "phase 2"). */
 parmon_id parmon_marker_register(const char* name);

@@ -1,7 +1,10 @@
-// parmon.hpp -- C++ wrappers over the C interface in parmon.h: RAII region scopes.
+// parmon.hpp -- C++ wrappers over the C interface in parmon.h: RAII region scopes, counters,
+// matrices with their element type deduced, self-monitoring.
 #ifndef PARMON_PARMON_HPP_
 #define PARMON_PARMON_HPP_
 
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "parmon/parmon.h"
@@ -38,6 +41,42 @@ class Counter {
   explicit Counter(const char* name) : id_(parmon_counter_register(name)) {}
   void Set(int64_t value) const { parmon_counter_int(id_, value); }
   void SetDouble(double value) const { parmon_counter_double(id_, value); }
+
+ private:
+  parmon_id id_;
+};
+
+// The parmon_elem_type of a C++ element type (int32_t, int64_t, float, double); any other type
+// does not compile.
+template <typename T>
+constexpr parmon_elem_type ElemTypeOf() {
+  static_assert(std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+                    std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "parmon_matrix records int32_t, int64_t, float or double elements");
+  return std::is_same_v<T, int32_t>   ? PARMON_INT32
+         : std::is_same_v<T, int64_t> ? PARMON_INT64
+         : std::is_same_v<T, float>   ? PARMON_FLOAT
+                                      : PARMON_DOUBLE;
+}
+
+// A matrix recorded step by step (parmon_matrix in parmon.h: row-major, each call one step):
+//   static const parmon::Matrix grid("temperature");
+//   grid.Record(t.data(), rows, cols);    // T deduced: int32_t, int64_t, float or double
+class Matrix {
+ public:
+  explicit Matrix(const char* name) : id_(parmon_matrix_register(name)) {}
+  parmon_id id() const { return id_; }
+  template <typename T>
+  int Record(const T* data, uint32_t rows, uint32_t cols) const {
+    return parmon_matrix(id_, ElemTypeOf<T>(), rows, cols, data);
+  }
+  // A vector of exactly rows * cols elements (else PARMON_E_INVALID, nothing recorded).
+  template <typename T>
+  int Record(const std::vector<T>& data, uint32_t rows, uint32_t cols) const {
+    if (data.size() != uint64_t{rows} * cols)
+      return PARMON_E_INVALID;
+    return Record(data.data(), rows, cols);
+  }
 
  private:
   parmon_id id_;
@@ -100,6 +139,12 @@ class Monitor {
 };
 
 }  // namespace parmon
+
+// parmon_matrix with the element type deduced from the pointer (row-major).
+template <typename T>
+inline int parmon_matrix(parmon_id matrix, uint32_t rows, uint32_t cols, const T* data) {
+  return parmon_matrix(matrix, ::parmon::ElemTypeOf<T>(), rows, cols, data);
+}
 
 #define PARMON_CONCAT_INNER_(a, b) a##b
 #define PARMON_CONCAT_(a, b) PARMON_CONCAT_INNER_(a, b)

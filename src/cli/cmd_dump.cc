@@ -10,6 +10,7 @@
 
 #include "cli/cli_errors.h"
 #include "cli/commands.h"
+#include "format/matrix.h"
 #include "live_view/follow.h"
 #include "model/merge.h"
 #include "model/session.h"
@@ -54,6 +55,12 @@ std::string Describe(const format::TraceReader& r, const format::Event& e) {
       if (e.kind_enum() == Kind::kTraceEvent)
         return fmt::format("{} {}", name, ev);
       return fmt::format("{} {} {} bytes", name, ev, e.payload.size());
+    }
+    case Kind::kMatrixData: {
+      auto part = format::DecodeMatrixPart(e);
+      if (!part.ok())  // printed with its raw args below, and why it cannot be read
+        return fmt::format("{} (unreadable: {})", name, part.status().message());
+      return fmt::format("{} {}", name, format::DescribeMatrixPart(*part, defs.Name(part->matrix)));
     }
     default:
       break;

@@ -1,5 +1,6 @@
 // parmon info: what a trace holds. See docs/man/parmon-info.md.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -82,6 +83,16 @@ std::map<uint32_t, LocationStats> CollectLocationStats(const model::Session& ses
   return stats;
 }
 
+// The names the program registered with parmon_matrix_register (their steps are MatrixData
+// events, counted with the others; `parmon view` shows them).
+std::vector<std::string> MatrixNames(const format::Definitions& defs) {
+  std::vector<std::string> names;
+  for (const auto& [id, d] : defs.strings)
+    if (d.category == format::StringCategory::kMatrix)
+      names.push_back(defs.Name(id));
+  return names;
+}
+
 InfoFigures Gather(const model::Session& session) {
   const format::TraceReader& r = session.reader();
   const format::SessionInfo& info = session.info();
@@ -125,6 +136,7 @@ void PrintJson(const std::string& path, const model::Session& session, const Inf
   j["processes"] = defs.processes.size();
   j["threads"] = f.threads;
   j["events"] = f.events;
+  j["matrices"] = MatrixNames(defs);
   j["lost_events"] = f.lost_total + f.unattached;
   j["overwritten_events"] = f.overwritten;
   j["damaged_events"] = f.damaged_total;
@@ -190,6 +202,8 @@ void PrintText(const std::string& path, const model::Session& session, const Inf
   fmt::print("processes   {}\n", defs.processes.size());
   fmt::print("threads     {}\n", f.threads);
   fmt::print("events      {} ({:.2f} bytes per event on disk)\n", f.events, f.bytes_per_event);
+  if (const auto names = MatrixNames(defs); !names.empty())
+    fmt::print("matrices    {} ({})\n", names.size(), fmt::join(names, ", "));
   fmt::print(
       "lost        {}{}{}\n", f.lost_total + f.unattached,
       f.unattached ? fmt::format(" ({} from threads that found no free ring)", f.unattached) : "",

@@ -50,6 +50,8 @@
   X(OmpSoloRegion, 42, 3, false, 0x4, "region,construct,begin")                          \
   /* a signal about to end the process (runtime/fatal_signals.cc) */                     \
   X(FatalSignal, 43, 3, false, 0, "signal,code,sender")                                  \
+  /* parmon_matrix: one part of one step of a matrix (format/matrix.h) */                \
+  X(MatrixData, 44, 6, true, 0, "matrix,type,rows,cols,step,offset")                     \
   /* communication (64-127): MPI, POSIX channels, pthread sync -- see docs/events.md */  \
   X(MpiInit, 64, 3, false, 0, "rank,size,thread_level")                                  \
   X(MpiEnter, 65, 2, false, 0, "func,site")                                              \
@@ -114,6 +116,7 @@ enum class StringCategory : uint32_t {
   kEvent = 4,
   kFunction = 5,  // interposed functions: MPI_Send, read, poll (MpiEnter.func, ChanRead.func, ...)
   kCallSite = 6,  // where the program called an interposed function: "0x<offset> <module path>"
+  kMatrix = 7,    // matrices recorded with parmon_matrix (MatrixData.matrix)
 };
 
 // Where a stream's events come from (the chunk header's source field).

@@ -247,6 +247,10 @@ ApiResponse Api::Handle(std::string_view target) const {
     return parse({"t0", "t1"}) ? Matrix(p) : ErrorResponse(400, error);
   if (path == "/api/graph")
     return parse({"t0", "t1", "steps"}) ? Graph(p) : ErrorResponse(400, error);
+  if (path == "/api/data")
+    return parse({}) ? DataList() : ErrorResponse(400, error);
+  if (path == "/api/data/step")
+    return parse({"matrix", "step", "w", "h"}) ? DataStep(p) : ErrorResponse(400, error);
   return ErrorResponse(404, "There is no such API query; docs/http-api.md lists them.");
 }
 

@@ -57,6 +57,10 @@ class Api {
   ApiResponse Matrix(const Params& p) const;  // api_links.cc
   ApiResponse Graph(const Params& p) const;   // api_links.cc
 
+  // The data views (api_data.cc).
+  ApiResponse DataList() const;
+  ApiResponse DataStep(const Params& p) const;
+
   const TraceIndex& index_;
   const analysis::Results& results_;
   std::vector<Row> rows_;

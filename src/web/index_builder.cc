@@ -120,6 +120,10 @@ void IndexBuilder::Consume(const format::Event& e) {
     case Kind::kSwitchOut:
       Switch(e.location, l, e);
       break;
+    case Kind::kMatrixData:
+      matrices_.Add(e, session_.definitions().Name(
+                           static_cast<uint32_t>(std::min<uint64_t>(e.args[0], UINT32_MAX))));
+      break;
     default:
       break;
   }

@@ -194,6 +194,9 @@ class IndexBuilder {
   const model::Session& session_;
   TraceIndex* index_;
   uint64_t events_ = 0;
+  // The recorded matrices (parmon_matrix), handed to the index at the final publish only: a
+  // session followed live shows them once it has ended.
+  MatrixIndex matrices_;
   std::vector<std::string> names_;  // copied into the index by Publish
   std::map<uint32_t, RawLoc> raw_;
   std::map<std::string, uint32_t> name_ids_;

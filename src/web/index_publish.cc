@@ -43,6 +43,10 @@ void IndexBuilder::Publish(bool final, uint64_t start, uint64_t end) {
   PublishCpus();
   if (final || messages_changed_)
     FinishMessages(!final);
+  if (final) {
+    matrices_.Finish();
+    index_->matrices_ = std::move(matrices_);
+  }
 }
 
 void IndexBuilder::PublishNames() {

@@ -35,6 +35,7 @@
 #include "base/status.h"
 #include "format/thread_state.h"
 #include "model/session.h"
+#include "web/matrix_index.h"
 
 namespace parmon::web {
 
@@ -162,6 +163,8 @@ class TraceIndex {
   const std::vector<std::string>& names() const { return names_; }
   const std::vector<std::string>& hosts() const { return hosts_; }
   uint64_t events() const { return events_; }
+  // The matrices recorded with parmon_matrix (matrix_index.h).
+  const MatrixIndex& matrices() const { return matrices_; }
 
   // The messages in flight during [t0, t1) (send < t1, recv >= t0), the first `limit` by send
   // time; *more is set when there are others (they are not counted: that would visit them all).
@@ -179,6 +182,7 @@ class TraceIndex {
   std::vector<Message> messages_;
   std::vector<std::string> names_;
   std::vector<std::string> hosts_;
+  MatrixIndex matrices_;
 };
 
 }  // namespace parmon::web

@@ -18,9 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/comm_trace.h"
+#include "format/matrix.h"
 #include "format/reader.h"
 #include "model/merge.h"
 #include "model/session.h"
+#include "parmon/parmon.h"
 #include "support/e2e.h"
 
 namespace parmon::testing {
@@ -354,9 +356,9 @@ TEST(Examples, Mergesort) {
     EXPECT_EQ(r.counts["locations"][rank]["regions"]["receive_work"], 1);
 }
 
-TEST(Examples, JacobiSendsOffDiagonalDataEverySweep) {
+TEST(Examples, JacobiSendsOffDiagonalDataAndItsMatrixEverySweep) {
   TempDir dir;
-  auto r = RecordExample(dir, "jacobi", {"--n", "64", "--threads", "2"});
+  auto r = RecordExample(dir, "jacobi", {"--n", "96", "--threads", "2"});
   ExpectCountsMatch(r, 2);
   int sweeps = r.counts["results"]["sweeps"];
   EXPECT_GT(sweeps, 3);
@@ -369,12 +371,47 @@ TEST(Examples, JacobiSendsOffDiagonalDataEverySweep) {
   model::Merge cursor(**session);
   format::Event e;
   int payloads = 0;
-  while (cursor.Next(&e))
+  // The matrix A (96 x 96 doubles: 3 parts of 32 KiB per step), every step assembled from its
+  // parts and summed in row-major order as the program summed it.
+  std::map<uint64_t, std::vector<double>> steps;
+  std::map<uint64_t, uint64_t> filled;
+  while (cursor.Next(&e)) {
     if (e.kind_enum() == format::Kind::kTraceData) {
       EXPECT_EQ(e.payload.size(), 16u * 16u * sizeof(float));
       ++payloads;
     }
+    if (e.kind_enum() == format::Kind::kMatrixData) {
+      auto part = format::DecodeMatrixPart(e);
+      ASSERT_TRUE(part.ok()) << part.status().message();
+      EXPECT_EQ(session.value()->definitions().Name(part->matrix), "A");
+      ASSERT_EQ(part->rows, 96u);
+      ASSERT_EQ(part->cols, 96u);
+      EXPECT_FALSE(part->column_major);
+      auto& m = steps[part->step];
+      m.resize(96 * 96);
+      for (uint64_t i = 0; i < part->count(); ++i)
+        m[part->offset + i] = part->At(i);
+      filled[part->step] += part->count();
+    }
+  }
   EXPECT_EQ(payloads, sweeps);
+  const json& oracle = r.counts["results"]["matrix_steps"];
+  ASSERT_EQ(oracle.size(), static_cast<size_t>(sweeps));
+  ASSERT_EQ(steps.size(), oracle.size());
+  for (const json& o : oracle) {
+    const uint64_t step = o["step"];
+    SCOPED_TRACE(step);
+    EXPECT_EQ(o["result"], PARMON_OK);
+    EXPECT_EQ(filled[step], 96u * 96u);
+    const std::vector<double>& m = steps[step];
+    double sum = 0;
+    for (double x : m)
+      sum += x;
+    EXPECT_EQ(sum, o["sum"].get<double>());
+    EXPECT_EQ(m[0], o["first"].get<double>());
+    EXPECT_EQ(m[1], o["second"].get<double>());
+    EXPECT_EQ(m.back(), o["last"].get<double>());
+  }
 }
 
 TEST(Examples, MatmulGangMoreThreadsThanCpus) {

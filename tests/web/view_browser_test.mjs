@@ -21,43 +21,17 @@
 //
 // usage: node view_browser_test.mjs --bin DIR --lib DIR --modules DIR [--out DIR]
 // Exit status: 0 pass, 1 fail, 77 skipped (no chromium, playwright-core, MPI example or UI).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
-const SKIP = 77;
-const TIMEOUT_MS = 180000;  // a busy 2-CPU machine: chromium's start alone has taken seconds
-const started = Date.now();
-const log = (m) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${m}`);
-const skip = (why) => { console.log(`SKIPPED: ${why}`); process.exit(SKIP); };
-const failures = [];
-function check(ok, what) {
-  if (!ok) failures.push(what);
-  log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-}
-function which(name) {
-  for (const dir of (process.env.PATH || '').split(':')) {
-    try {
-      fs.accessSync(path.join(dir || '.', name), fs.constants.X_OK);
-      return path.join(dir || '.', name);
-    } catch {}
-  }
-  return null;
-}
-const args = {};
-for (let i = 2; i + 1 < process.argv.length; i += 2) args[process.argv[i].slice(2)] = process.argv[i + 1];
+import {
+  browserOrSkip, check, failures, log, openPage, parseArgs, skip, startViewer, which,
+} from './browser_support.mjs';
 
-const chromiumPath = process.env.PARMON_CHROMIUM || which('chromium') || which('chromium-browser');
-if (!chromiumPath) skip('no chromium in PATH (Debian: apt-get install chromium)');
-let chromium;
-try {
-  const require = createRequire(path.join(path.resolve(args.modules || '.'), 'node_modules', 'index.js'));
-  ({ chromium } = require('playwright-core'));
-} catch {
-  skip(`playwright-core is not installed in ${args.modules}/node_modules (cmake runs npm ci there)`);
-}
+const args = parseArgs(process.argv);
+const { chromiumPath, chromium } = browserOrSkip(args.modules);
 const bin = path.resolve(args.bin || '.');
 for (const f of ['parmon', 'ring_search'])
   if (!fs.existsSync(path.join(bin, f))) skip(`${f} was not built in ${bin} (ring_search needs MPI)`);
@@ -80,19 +54,7 @@ if (rec.status !== 0) {
 }
 
 // parmon view, its URL read from its first line.
-const viewer = spawn(path.join(bin, 'parmon'), ['view', trace, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-let viewErr = '';
-viewer.stderr.on('data', (d) => { viewErr += d; });
-const url = await new Promise((resolve) => {
-  let buf = '';
-  const timer = setTimeout(() => resolve(null), TIMEOUT_MS);
-  viewer.stdout.on('data', (d) => {
-    buf += d;
-    const m = buf.match(/^parmon view: (http:\/\/127\.0\.0\.1:\d+\/)\n/);
-    if (m) { clearTimeout(timer); resolve(m[1]); }
-  });
-  viewer.on('exit', () => resolve(null));
-});
+const { viewer, url, err: viewErr } = await startViewer(path.join(bin, 'parmon'), trace);
 if (!url) {
   console.log(`FAIL parmon view printed no URL\n${viewErr}`);
   process.exit(1);
@@ -224,20 +186,8 @@ async function checkComm(page, state, v) {
   await page.evaluate(() => window.scrollTo(0, 0));  // the barscopes' checks point at the top
 }
 
-const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, timeout: TIMEOUT_MS,
-                                        args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+const { browser, page, errors, state } = await openPage(chromium, chromiumPath, url);
 try {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  context.setDefaultTimeout(TIMEOUT_MS);
-  const page = await context.newPage();
-  const errors = [];
-  page.on('console', (m) => {
-    if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Canvas2D'))
-      errors.push(`console.${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => errors.push(`uncaught: ${e.message}`));
-  await page.goto(url, { waitUntil: 'load' });
-  const state = () => page.evaluate(() => JSON.parse(JSON.stringify(window.parmonView)));
   // Waits until an answer newer than `after` (data-ready counts them) has been drawn.
   const drawnAfter = async (after) => {
     await page.waitForFunction((n) => Number(document.documentElement.dataset.ready || 0) > n, after);

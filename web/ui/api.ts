@@ -100,3 +100,19 @@ export function sizeCanvas(canvas: HTMLCanvasElement, h: number, fallbackW = 500
   c.font = '11px system-ui, sans-serif';
   return c;
 }
+
+// /api/data and /api/data/step (the data views).
+export interface DataMatrix {
+  index: number; name: string; type: string; layout: string; rows: number; cols: number;
+  location: number; label: string; steps: number; times: number[]; calls: number[];
+  locations: number[]; incomplete_steps: number; steps_not_kept: number;
+}
+export interface DataList { matrices: DataMatrix[]; unreadable_parts: number; first_problem?: string }
+export interface DataStep {
+  matrix: number; name: string; step: number; call: number; time: number; location: number;
+  rows: number; cols: number; block_rows: number; block_cols: number; out_rows: number;
+  out_cols: number; range: { min: number; max: number; min_abs_nonzero: number };
+  missing: number; non_finite: number; complete: boolean;
+  mean: (number | null)[];
+  min?: (number | null)[]; max?: (number | null)[];  // only when a block holds several elements
+}

@@ -6,6 +6,7 @@ import {
 } from './api';
 import { CommPanel, CommState, Selection } from './commview';
 import { followLive, LiveSession } from './live';
+import { DataPanel, DataState } from './dataview';
 import { Range, Scope } from './scope';
 import { CPU_ROW_H, drawCpus, drawExec, EXEC_ROW_H, Hit, hitCpu, hitExec } from './views';
 
@@ -27,12 +28,13 @@ interface ViewState {
   requests: number;
   errors: string[];
   comm: CommState | null;  // the matrix, graph and per-node views (commview.ts)
+  data: DataState | null;  // the data view (dataview.ts)
 }
 
 const view: ViewState = {
   ready: false, range: { t0: 0, t1: 1 }, execRows: [], cpuRows: [], drawnSlices: 0,
   drawnRuns: 0, drawnCpuRuns: 0, messages: 0, selected: [], findings: 0, activeFinding: -1,
-  tooltip: '', hover: null, query: '', requests: 0, errors: [], comm: null,
+  tooltip: '', hover: null, query: '', requests: 0, errors: [], comm: null, data: null,
 };
 const GRAPH_STEPS = 20;
 (window as unknown as { parmonView: ViewState }).parmonView = view;
@@ -52,6 +54,7 @@ const selection: Selection = {
   },
 };
 let comm: CommPanel;
+let data: DataPanel | null = null;
 const labels = new Map<number, string>();
 const $ = (id: string) => document.getElementById(id)!;
 const tooltip = $('tooltip');
@@ -69,6 +72,7 @@ function setRange(r: Range): void {
   $('range').textContent = `${fmtNs(view.range.t0)} – ${fmtNs(view.range.t1)} (${fmtNs(span)})`;
   draw();
   scheduleFetch();
+  data?.showAt(view.range.t1);
 }
 
 const rangeControl = { get: () => view.range, set: setRange, full: fullRange };
@@ -122,6 +126,7 @@ function draw(): void {
   view.cpuRows = cpus ? cpus.cpus.map((c) => c.cpu) : [];
   comm.draw();
   view.comm = comm.state.steps ? comm.state : null;
+  data?.mark(exec);
 }
 
 let fetchTimer = 0;
@@ -187,12 +192,16 @@ async function main(): Promise<void> {
   $('file').textContent = `${session.file} — ${session.command}`;
   session.rows.forEach((r) => labels.set(r.id, r.label));
   comm = new CommPanel(session, selection, showTip);
+  const dataPanel = new DataPanel(showTip, draw);
+  view.data = dataPanel.state;
   $('legend').innerHTML = session.states
     .map((s) => `<span><i style="background:${STATE_COLORS[s]}"></i>${s.replace('_', ' ')}</span>`)
     .join('');
   $('reset').addEventListener('click', () => setRange(fullRange()));
   window.addEventListener('resize', () => { draw(); scheduleFetch(); });
   setRange(fullRange());
+  await dataPanel.load();
+  data = dataPanel;
   showFindings((await get<{ findings: Finding[] }>('/api/findings')).findings);
   followLive({
     session: () => session as LiveSession,
@@ -202,6 +211,8 @@ async function main(): Promise<void> {
       $('file').textContent = `${session.file} — ${session.command}`;
       fresh.rows.forEach((r) => labels.set(r.id, r.label));
       showFindings(findings);
+      // The recorded matrices reach the index when the recording ends (index_publish.cc).
+      if (fresh.live && !fresh.live.growing) void dataPanel.load();
       if (range) setRange(range);
       else scheduleFetch();
     },

@@ -40,3 +40,22 @@ export function circle(n: number, cx: number, cy: number, r: number): [number, n
     return [cx + r * Math.cos(a), cy + r * Math.sin(a)] as [number, number];
   });
 }
+
+// A value's place on a colour scale, 0..1: linear over [lo, hi], or logarithmic in |value| over
+// [floor, maxAbs] (|values| under the floor, zero included, sit at 0). Data views (dataview.ts).
+export function scalePosition(v: number, lo: number, hi: number, log: boolean, floor: number): number {
+  if (!log) return hi > lo ? (v - lo) / (hi - lo) : 0.5;
+  const maxAbs = Math.max(Math.abs(lo), Math.abs(hi));
+  if (!(maxAbs > floor) || !(floor > 0)) return 0.5;
+  const a = Math.log10(Math.max(Math.abs(v), floor));
+  return (a - Math.log10(floor)) / (Math.log10(maxAbs) - Math.log10(floor));
+}
+// The floor of a logarithmic scale: the smallest non-zero |value|, but no more than 15 decades
+// under the largest.
+export function logFloor(minAbsNonzero: number, lo: number, hi: number): number {
+  const maxAbs = Math.max(Math.abs(lo), Math.abs(hi));
+  return Math.max(minAbsNonzero, maxAbs * 1e-15);
+}
+// Viridis-like stops, dark blue to yellow: readable on white, in grey, and for red-green blindness.
+export const VALUE_SCALE: [number, number, number][] =
+  [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
