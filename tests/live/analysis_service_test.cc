@@ -15,6 +15,7 @@
 #include "format/codec.h"
 #include "format/writer.h"
 #include "live/analysis_service.h"
+#include "report/trace_builder.h"
 #include "support/e2e.h"
 
 namespace parmon {
@@ -24,7 +25,7 @@ using format::Kind;
 using live::AnalysisService;
 using nlohmann::json;
 
-constexpr uint64_t kT0 = 1'000'000'000;
+constexpr uint64_t kStart = 1'000'000'000;
 constexpr uint32_t kRegion = 1;
 
 // A one-thread trace in the store, written as a recorder writes it: chunks, then a watermark.
@@ -34,7 +35,7 @@ class GrowingTrace {
     auto w = format::TraceWriter::Create(path);
     EXPECT_TRUE(w.ok()) << w.status().message();
     w_ = std::move(*w);
-    EXPECT_TRUE(w_->WriteSession({{"command", "grow"}, {"start_ts", std::to_string(kT0)}}).ok());
+    EXPECT_TRUE(w_->WriteSession({{"command", "grow"}, {"start_ts", std::to_string(kStart)}}).ok());
     format::StreamEncoder defs(0, format::Source::kDefinitions);
     Def(&defs, Kind::kDefString, {kRegion, uint64_t(format::StringCategory::kRegion)}, "work");
     Def(&defs, Kind::kDefLocation, {1, uint64_t(format::LocationType::kThread), 7, 7}, "grow");
@@ -46,7 +47,7 @@ class GrowingTrace {
     for (uint64_t i = 0; i < pairs; ++i) {
       for (Kind k : {Kind::kRegionEnter, Kind::kRegionLeave}) {
         format::Event e;
-        e.ts = kT0 + 1000 * ++tick_;
+        e.ts = kStart + 1000 * ++tick_;
         e.location = 1;
         e.kind = static_cast<uint16_t>(k);
         e.nargs = 1;
@@ -61,7 +62,7 @@ class GrowingTrace {
     if (enc.count()) {
       EXPECT_TRUE(w_->Flush(&enc).ok());
     }
-    EXPECT_TRUE(w_->WriteWatermark(kT0 + 1000 * (tick_ + 1)).ok());
+    EXPECT_TRUE(w_->WriteWatermark(kStart + 1000 * (tick_ + 1)).ok());
   }
   void Finish() { EXPECT_TRUE(w_->Finish().ok()); }
   uint64_t events() const { return events_; }
@@ -71,15 +72,7 @@ class GrowingTrace {
                   Kind kind,
                   std::vector<uint64_t> args,
                   const std::string& payload) {
-    format::Event e;
-    e.ts = kT0;
-    e.kind = static_cast<uint16_t>(kind);
-    e.source = format::Source::kDefinitions;
-    e.nargs = static_cast<uint8_t>(args.size());
-    for (size_t i = 0; i < args.size(); ++i)
-      e.args[i] = args[i];
-    e.payload = payload;
-    enc->Append(e);
+    enc->Append(testing::DefinitionEvent(kind, args, payload, kStart));
   }
 
   std::unique_ptr<format::TraceWriter> w_;

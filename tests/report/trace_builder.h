@@ -18,6 +18,22 @@ constexpr uint64_t kMs = 1000000;
 // Session clock value of the session start: tests write times relative to it.
 constexpr uint64_t kT0 = 50 * kMs;
 
+// A definition event (DefString, DefLocation, DefProcess ...) at ts; payload must outlive it.
+inline format::Event DefinitionEvent(format::Kind kind,
+                                     const std::vector<uint64_t>& args,
+                                     const std::string& payload,
+                                     uint64_t ts = kT0) {
+  format::Event e;
+  e.ts = ts;
+  e.kind = static_cast<uint16_t>(kind);
+  e.source = format::Source::kDefinitions;
+  e.nargs = static_cast<uint8_t>(args.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    e.args[i] = args[i];
+  e.payload = payload;
+  return e;
+}
+
 class TraceBuilder {
  public:
   using KeyValues = std::vector<std::pair<std::string, std::string>>;
@@ -80,15 +96,7 @@ class TraceBuilder {
 
  private:
   void Def(format::Kind kind, std::vector<uint64_t> args, const std::string& payload) {
-    format::Event e;
-    e.ts = kT0;
-    e.kind = static_cast<uint16_t>(kind);
-    e.source = format::Source::kDefinitions;
-    e.nargs = static_cast<uint8_t>(args.size());
-    for (size_t i = 0; i < args.size(); ++i)
-      e.args[i] = args[i];
-    e.payload = payload;
-    defs_.Append(e);
+    defs_.Append(DefinitionEvent(kind, args, payload));
   }
 
   std::string path_;

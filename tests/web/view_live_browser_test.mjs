@@ -15,34 +15,13 @@
 // Exit status: 0 pass, 1 fail, 77 skipped (no chromium, playwright-core, example or UI).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
-const SKIP = 77;
-const TIMEOUT_MS = 180000;
-const started = Date.now();
-const log = (m) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${m}`);
-const skip = (why) => { console.log(`SKIPPED: ${why}`); process.exit(SKIP); };
-const failures = [];
-const check = (ok, what) => {
-  if (!ok) failures.push(what);
-  log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-};
-const onPath = (name) => (process.env.PATH || '').split(':').map((d) => path.join(d || '.', name))
-  .find((p) => { try { fs.accessSync(p, fs.constants.X_OK); return true; } catch { return false; } });
-const args = {};
-for (let i = 2; i + 1 < process.argv.length; i += 2) args[process.argv[i].slice(2)] = process.argv[i + 1];
+import { browserOrSkip, check, failures, log, openPage, parseArgs, skip, TIMEOUT_MS } from './browser_support.mjs';
 
-const chromiumPath = process.env.PARMON_CHROMIUM || onPath('chromium') || onPath('chromium-browser');
-if (!chromiumPath) skip('no chromium in PATH (Debian: apt-get install chromium)');
-let chromium;
-try {
-  const require = createRequire(path.join(path.resolve(args.modules || '.'), 'node_modules', 'index.js'));
-  ({ chromium } = require('playwright-core'));
-} catch {
-  skip(`playwright-core is not installed in ${args.modules}/node_modules`);
-}
+const args = parseArgs(process.argv);
+const { chromiumPath, chromium } = browserOrSkip(args.modules);
 const bin = path.resolve(args.bin || '.');
 for (const f of ['parmon', 'duty_cycle'])
   if (!fs.existsSync(path.join(bin, f))) skip(`${f} was not built in ${bin}`);
@@ -97,19 +76,8 @@ if ((await (await fetch(url)).text()).includes('id="no-ui"')) {
   skip('this parmon was built without its web UI');
 }
 
-const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, timeout: TIMEOUT_MS,
-                                        args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+const { browser, page, errors } = await openPage(chromium, chromiumPath, url);
 try {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  context.setDefaultTimeout(TIMEOUT_MS);
-  const page = await context.newPage();
-  const errors = [];
-  page.on('console', (m) => {
-    if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Canvas2D'))
-      errors.push(`console.${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => errors.push(`uncaught: ${e.message}`));
-  await page.goto(url, { waitUntil: 'load' });
   await page.waitForFunction(() => window.parmonLive && window.parmonLive.state === 'waiting');
   const badge0 = await page.locator('#live').textContent();
   check(badge0.startsWith('waiting for') && badge0.includes(session), `before the recording: "${badge0}"`);
