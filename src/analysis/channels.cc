@@ -62,7 +62,10 @@ void Engine::Impl::ChanIo(Loc& l, const Event& e) {
   uint64_t begin = std::min(e.args[2], e.ts);
   int64_t bytes = static_cast<int64_t>(e.args[1]);
   uint32_t li = IndexOf(l);
+  // The call's time, less what the thread spent preempted in it (queued for a CPU, from the
+  // context-switch records): that is the CPUs' doing, not the peer's.
   uint64_t wait = Clip(begin, e.ts);
+  wait -= std::min(wait, PreemptedWithin(l, begin, e.ts));
   if (!l.in_mpi) {
     Accrue(l, begin);
     AddWaitState(l, State::kCommWait, begin, e.ts);

@@ -250,6 +250,24 @@ struct Engine::Impl {
   void SwitchIn(Loc& l, uint64_t ts) {
     l.switch_timed = true;
     l.on_cpu = ts;
+    if (l.preempt_open != kNone) {
+      l.preempt_spells[l.preempt_next] = {l.preempt_open, std::max(ts, l.preempt_open)};
+      l.preempt_next = static_cast<uint8_t>((l.preempt_next + 1) % Loc::kPreemptSpells);
+      l.preempt_open = kNone;
+    }
+  }
+  // The part of [b, e) the thread spent preempted (runnable, off a CPU), from its last spells.
+  static uint64_t PreemptedWithin(const Loc& l, uint64_t b, uint64_t e) {
+    uint64_t sum = 0;
+    auto overlap = [&](uint64_t x, uint64_t y) {
+      const uint64_t lo = std::max(x, b), hi = std::min(y, e);
+      sum += hi > lo ? hi - lo : 0;
+    };
+    for (const auto& [x, y] : l.preempt_spells)
+      overlap(x, y);
+    if (l.preempt_open != kNone)
+      overlap(l.preempt_open, e);
+    return std::min(sum, e > b ? e - b : 0);
   }
   void SwitchOut(Loc& l, uint64_t ts) {
     if (l.on_cpu != kNone)
@@ -450,6 +468,7 @@ struct Engine::Impl {
         SwitchOut(l, e.ts);
         ++l.switches;
         l.preempted += e.args[1] != 0;
+        l.preempt_open = e.args[1] != 0 ? e.ts : kNone;
         has_sched = true;
         break;
       case Kind::kOmpRuntime:

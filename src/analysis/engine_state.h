@@ -159,6 +159,13 @@ struct Loc {
   bool exited = false;
   std::shared_ptr<Shares> shares;
   uint64_t switches = 0, preempted = 0;
+  // The thread's last few spells off a CPU while runnable (a switch-out that preempted it, to
+  // its next switch-in), and the one still open: time inside a channel call spent queued for a
+  // CPU is not waiting for the channel's peer (ChanIo).
+  static constexpr size_t kPreemptSpells = 8;
+  std::array<std::pair<uint64_t, uint64_t>, kPreemptSpells> preempt_spells{};
+  uint8_t preempt_next = 0;
+  uint64_t preempt_open = kNone;
 };
 
 // A process that took a signal that ends it (FatalSignal), and what every other thread was

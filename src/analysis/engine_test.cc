@@ -344,6 +344,33 @@ void BuildSwitchedFork(TraceBuilder& b) {
   b.Ev(2, 9 * kMs, Kind::kThreadStates, {3 * kMs, 1 * kMs, 0, 0, 0, 0, 0, 4600 * kUs}, "", sampler);
 }
 
+// A write to a pipe nobody in the session reads, 1-9 ms, during which the writer was preempted
+// 2-5 ms (switched out runnable) and blocked 6-7 ms (switched out asleep): the link's wait is the
+// call's 8 ms less the 3 ms it was queued for a CPU, which no reader caused.
+void BuildPreemptedWrite(TraceBuilder& b) {
+  b.Session({{"command", "w"}, {"start_ts", std::to_string(testing::kT0)}});
+  b.Process(400, 1, "w");
+  b.Thread(1, 400, 400, "w");
+  b.Ev(1, 0, Kind::kChanInfo, {1, 1, 77, 0}, "pipe:[77]");
+  const auto sched = kSched;
+  b.Ev(1, 0, Kind::kSwitchIn, {0}, "", sched);
+  b.Ev(1, 2 * kMs, Kind::kSwitchOut, {0, 1}, "", sched);  // preempted
+  b.Ev(1, 5 * kMs, Kind::kSwitchIn, {0}, "", sched);
+  b.Ev(1, 6 * kMs, Kind::kSwitchOut, {0, 0}, "", sched);  // blocked
+  b.Ev(1, 7 * kMs, Kind::kSwitchIn, {0}, "", sched);
+  b.Ev(1, 9 * kMs, Kind::kChanWrite, {1, 20, TraceBuilder::At(1 * kMs), 0});
+}
+
+TEST(Analyzers, TimePreemptedInAChannelCallIsNotWaitingForThePeer) {
+  Trace t = Make("preempted_write", &BuildPreemptedWrite);
+  Results r = Engine(*t.session, FixedIntervals()).Run();
+  ASSERT_EQ(r.links.size(), 1u);
+  EXPECT_EQ(r.links[0].kind, "channel");
+  EXPECT_EQ(r.links[0].to_label, "pipe:[77]");  // no reader in the session
+  EXPECT_EQ(r.links[0].sender_wait_ns, 5 * kMs);
+  EXPECT_EQ(r.links[0].time_ns, 5 * kMs);
+}
+
 TEST(Analyzers, CriticalPathFromSwitchRecordsEndsAtTheExit) {
   Trace t = Make("switched", &BuildSwitchedFork);
   Results r = Engine(*t.session, FixedIntervals()).Run();

@@ -134,7 +134,14 @@ try {
   // 4. The end: "ended", the stored session's end, polling stopped.
   const recCode = await rec.ended;
   check(recCode === 0, `parmon record --to exited ${recCode}`);
-  await page.waitForFunction(() => window.parmonLive.state === 'ended');
+  try {
+    await page.waitForFunction(() => window.parmonLive.state === 'ended');
+  } catch (e) {  // say where it stopped: still live, or lost or failed (the page stops polling)
+    const where = await page.evaluate(() => JSON.stringify(window.parmonLive)).catch(() => '?');
+    const badge = await page.locator('#live').textContent().catch(() => '?');
+    log(`no "ended": parmonLive ${where}, badge "${badge}"; parmon view stderr: ${viewer.err}`);
+    throw e;
+  }
   const g = Number(await page.evaluate(() => document.documentElement.dataset.ready || 0));
   await page.waitForFunction((n) => Number(document.documentElement.dataset.ready || 0) > n, g);
   const s5 = await state();
