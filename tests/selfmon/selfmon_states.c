@@ -135,16 +135,19 @@ int main(int argc, char** argv) {
     if (write(g_pipe[1], "x", 1) != 1)
       return 1;
   }
+  /* The last interval is read right after (a sampler period ending between the two reads
+   * would put its end past the span's), the kernel's clocks then. */
+  parmon_thread_figures last[kThreads];
   int n = parmon_monitor_read(m, PARMON_SINCE_LAST_READ, f, kThreads);
+  int n_last = parmon_monitor_read(m, PARMON_LAST_INTERVAL, last, kThreads);
   for (int k = 0; k < kThreads; ++k)
     SchedStat(atomic_load(&g_tid[k]), &cpu1[k], &delay1[k]);
   for (int k = 0; k < n; ++k)
     Print("figures", &f[k], k);
   for (int k = 0; k < kThreads; ++k)
     printf("kernel %s %llu %llu\n", kNames[k], cpu1[k] - cpu0[k], delay1[k] - delay0[k]);
-  n = parmon_monitor_read(m, PARMON_LAST_INTERVAL, f, kThreads);
-  for (int k = 0; k < n; ++k)
-    Print("last", &f[k], k);
+  for (int k = 0; k < n_last; ++k)
+    Print("last", &last[k], k);
   fflush(stdout);
   atomic_store(&g_stop, 1);
   pthread_mutex_unlock(&g_lock);
