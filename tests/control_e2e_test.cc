@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,7 @@
 #include "format/reader.h"
 #include "model/merge.h"
 #include "model/session.h"
+#include "recorder/control.h"
 #include "recorder/control_socket.h"
 #include "support/e2e.h"
 
@@ -73,6 +75,24 @@ class Recording {
     while (Clock::now() < until) {
       if (testing::Exists(recorder::ControlSocketPath(pid_)) && Program() > 0)
         return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  // The program (the recorder's child) has at least `n` threads.
+  bool WaitThreads(int n) {
+    auto until = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < until) {
+      if (const pid_t p = Program(); p > 0) {
+        int tasks = 0;
+        if (DIR* d = opendir(("/proc/" + std::to_string(p) + "/task").c_str())) {
+          while (dirent* de = readdir(d))
+            tasks += de->d_name[0] != '.';
+          closedir(d);
+        }
+        if (tasks >= n)
+          return true;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
@@ -153,6 +173,8 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
   TempDir dir;
   Recording rec(dir, {});
   ASSERT_TRUE(rec.WaitReady()) << testing::ReadFile(dir.File("record.err"));
+  // The pipeline's stages run before the pause (a loaded machine may take seconds to start them).
+  ASSERT_TRUE(rec.WaitThreads(5)) << testing::ReadFile(dir.File("record.err"));
   Sleep(800);
   // Sends one command; the times just before it and just after its reply.
   auto timed = [&](const std::string& command, const std::string& reply) {
@@ -185,11 +207,16 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
   EXPECT_LE(len, Ns(t0, t3) * 1.02 + 1e6);
   EXPECT_GE(len, Ns(t1, t2) * 0.98 - 1e6);
   uint64_t inside = 0, before = 0, after = 0, sources_inside = 0;
+  std::string inside_kinds;
   for (const auto& x : ev.all) {
     if (x.source == format::Source::kRuntime && IsThread(defs, x.location)) {
-      if (x.ts > b && x.ts < e)
+      // The kinds a pause keeps (a thread's begin and name, definitions; docs/control.md) may
+      // lie inside; a thread preempted between its load of the enabled word and its stamp made
+      // the others there, and the drain drops them.
+      if (x.ts > b && x.ts < e && recorder::KindFamily(x.kind) != 0) {
         ++inside;
-      else if (x.ts <= b)
+        inside_kinds += fmt::format(" {}@+{}ns", x.kind, x.ts - b);
+      } else if (x.ts <= b)
         ++before;
       else
         ++after;
@@ -198,7 +225,7 @@ TEST(ControlE2e, PauseLeavesAnExactHoleThatIsNeitherLossNorState) {
         x.ts < e)
       ++sources_inside;
   }
-  EXPECT_EQ(inside, 0u) << "no program event inside the paused range";
+  EXPECT_EQ(inside, 0u) << "no program event inside the paused range:" << inside_kinds;
   EXPECT_EQ(sources_inside, 0u) << "the sampler and the switch recorder pause too";
   EXPECT_GT(before, 20u);
   EXPECT_GT(after, 20u) << "recording resumed";

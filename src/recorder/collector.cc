@@ -361,11 +361,15 @@ size_t Collector::DrainRing(uint32_t index) {
       });
   uint64_t corrupt_before = drainer_.corruptions();
   size_t n = 0;
-  if (control_ != nullptr && control_->selecting()) {
+  // The head is loaded before the control is read: every event drained now was stamped before
+  // that read, so a pause whose time is earlier than an event's is seen by it (and the event
+  // dropped; a thread that loaded the enabled word just before a pause may stamp after it).
+  const uint64_t head = ctl.head.load(std::memory_order_acquire);
+  if (control_ != nullptr && control_->filtering()) {
     SelectingRouter selecting(router, control_->SelectionFor(ctl.tid, clock_));
-    n = drainer_.Drain(index, clock_, selecting);
+    n = drainer_.Drain(index, clock_, selecting, head);
   } else {
-    n = drainer_.Drain(index, clock_, router);
+    n = drainer_.Drain(index, clock_, router, head);
   }
   if (drainer_.corruptions() != corrupt_before)
     ledger_.Add(cur.location, drainer_.corruptions() - corrupt_before);

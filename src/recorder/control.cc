@@ -181,6 +181,8 @@ std::string Control::Apply(const std::string& command) {
     case ControlCommand::Verb::kPause:
       if (paused_)
         return "ok: already paused";
+      // First: a drain that reads false began before this pause (collector.cc DrainRing).
+      ever_paused_.store(true);
       page_->enabled.store(0, std::memory_order_relaxed);
       page_->change_seq.fetch_add(1, std::memory_order_release);
       // After the store: no event of a thread that saw 0 can be stamped later than this.
@@ -267,6 +269,12 @@ Control::ThreadSelection Control::SelectionFor(uint32_t tid, const TickConversio
   s.selected = in(tids_);
   s.streams = streams_;
   s.since_ns = clock.ToNs(select_ticks_);
+  if (paused_)
+    s.paused_from_ns = clock.ToNs(paused_since_);
+  if (last_end_ != 0) {
+    s.last_paused_begin_ns = clock.ToNs(last_begin_);
+    s.last_paused_end_ns = clock.ToNs(last_end_);
+  }
   return s;
 }
 

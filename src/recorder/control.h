@@ -92,6 +92,10 @@ class Control {
   bool SkipSourceAt(uint64_t ts_ns, const TickConversion& clock) const;
   // The program-side selection the collector filters drained events with (cheap, lock-free).
   bool selecting() const { return selecting_.load(std::memory_order_relaxed); }
+  // Whether the drain must judge events at all: a selection, or a pause ever made (a thread that
+  // loaded the enabled word just before a pause and was preempted before stamping its event
+  // stamps it inside the paused range; the drain drops it).
+  bool filtering() const { return selecting() || ever_paused_.load(std::memory_order_relaxed); }
   // For one thread's drain: whether the thread is selected and the stream families recorded,
   // before and from the last selection change (events are kept by their own time, so the change
   // applies exactly at the time it was made, whenever the recorder drains them).
@@ -99,10 +103,16 @@ class Control {
     bool before_selected = true, selected = true;
     uint32_t before_streams = kStreamAll, streams = kStreamAll;
     uint64_t since_ns = 0;  // of the last change
+    // The paused ranges an event is dropped in (ns, exclusive of their bounds): the current
+    // pause from paused_from_ns on (UINT64_MAX when recording), and the last closed one.
+    uint64_t paused_from_ns = UINT64_MAX;
+    uint64_t last_paused_begin_ns = 0, last_paused_end_ns = 0;
     bool Keep(uint16_t kind, uint64_t ts) const {
       const uint32_t family = KindFamily(kind);
       if (family == 0)
         return true;
+      if (ts > paused_from_ns || (ts > last_paused_begin_ns && ts < last_paused_end_ns))
+        return false;
       return ts < since_ns ? before_selected && (before_streams & family) != 0
                            : selected && (streams & family) != 0;
     }
@@ -132,6 +142,7 @@ class Control {
   uint32_t before_streams_ = kStreamAll;
   uint64_t select_ticks_ = 0;  // when the last change was made
   std::atomic<bool> selecting_{false};
+  std::atomic<bool> ever_paused_{false};
   std::vector<ControlChange> changes_;
 };
 

@@ -110,6 +110,33 @@ TEST_F(ControlApply, PauseResumeFlipTheProgramsWordAndQueueTheirRecords) {
   EXPECT_TRUE(control_->ever_changed());
 }
 
+// A thread that loaded the enabled word just before a pause and was preempted before stamping
+// its event stamps it inside the paused range: the drain judges every event against the current
+// and the last paused range and drops the program's events inside them (never definitions).
+TEST_F(ControlApply, EventsStampedInsideAPausedRangeAreDropped) {
+  TickConversion clock;  // identity: ticks are ns
+  EXPECT_FALSE(control_->filtering());
+  EXPECT_EQ(control_->Apply("pause"), "ok: paused");
+  EXPECT_TRUE(control_->filtering());
+  EXPECT_FALSE(control_->selecting()) << "a pause selects nothing";
+  auto s = control_->SelectionFor(8, clock);
+  ASSERT_NE(s.paused_from_ns, UINT64_MAX);
+  EXPECT_TRUE(s.Keep(16, s.paused_from_ns)) << "the bound itself is outside the range";
+  EXPECT_FALSE(s.Keep(16, s.paused_from_ns + 1));
+  EXPECT_FALSE(s.Keep(65, s.paused_from_ns + 1));
+  EXPECT_TRUE(s.Keep(1, s.paused_from_ns + 1)) << "definitions always";
+  const uint64_t begin = s.paused_from_ns;
+  EXPECT_EQ(control_->Apply("resume"), "ok: recording");
+  s = control_->SelectionFor(8, clock);
+  EXPECT_EQ(s.paused_from_ns, UINT64_MAX);
+  EXPECT_EQ(s.last_paused_begin_ns, begin);
+  EXPECT_GT(s.last_paused_end_ns, begin);
+  EXPECT_FALSE(s.Keep(16, begin + 1)) << "drained after the resume, stamped inside";
+  EXPECT_TRUE(s.Keep(16, begin));
+  EXPECT_TRUE(s.Keep(16, s.last_paused_end_ns));
+  EXPECT_TRUE(control_->filtering());
+}
+
 TEST_F(ControlApply, PeriodAndSelection) {
   EXPECT_EQ(page_->period_ns.load(), 10'000'000u) << "starts as the session's period";
   EXPECT_EQ(control_->Apply("period 5ms"), "ok: period 5 ms");

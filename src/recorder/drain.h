@@ -42,10 +42,14 @@ concept RunSink = requires(Sink& s) {
 class RingDrainer {
  public:
   explicit RingDrainer(const Segment& segment);
-  // Drains what ring `index` has published. Returns the number of events. A template so the
+  // Drains what ring `index` has published (up to slot `head_limit`, a head the caller loaded
+  // before it decided how to judge the events). Returns the number of events. A template so the
   // per-event calls inline into the loop (the recorder's hottest code).
   template <typename Sink>
-  size_t Drain(uint32_t index, const TickConversion& clock, Sink& sink);
+  size_t Drain(uint32_t index,
+               const TickConversion& clock,
+               Sink& sink,
+               uint64_t head_limit = UINT64_MAX);
   // Records the producer could not have written (only a program that wrote over parmon's shared
   // memory causes these); each is counted as one lost event.
   uint64_t corruptions() const { return corruptions_; }
@@ -69,10 +73,13 @@ class RingDrainer {
 };
 
 template <typename Sink>
-size_t RingDrainer::Drain(uint32_t index, const TickConversion& clock, Sink& sink) {
+size_t RingDrainer::Drain(uint32_t index,
+                          const TickConversion& clock,
+                          Sink& sink,
+                          uint64_t head_limit) {
   shm::RingControl& ctl = segment_.rings()[index];
   // Acquire pairs with the producer's release store of head: slots below head are written.
-  const uint64_t head = ctl.head.load(std::memory_order_acquire);
+  const uint64_t head = std::min(ctl.head.load(std::memory_order_acquire), head_limit);
   uint64_t tail = ctl.tail.load(std::memory_order_relaxed);
   const shm::Slot* slots = segment_.slots(ctl);
   const uint64_t mask = segment_.ring_slots() - 1;
