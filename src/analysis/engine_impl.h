@@ -508,28 +508,34 @@ struct Engine::Impl {
     uint64_t total = 0, args[format::kThreadStateCount];
     for (int i = 0; i < format::kThreadStateCount; ++i)
       total += args[i] = e.args[i];
+    constexpr int kRun = static_cast<int>(State::kRunning);
+    if (args[kRun] && total)
+      l.kernel_running += WindowPart(args[kRun], e.ts > total ? e.ts - total : 0, e.ts, total);
     if (periodic_session && !l.cpu)
       return HoldSample(l, e.ts, total, args);  // until the MPI time of its span is known
     if (l.mpi_time.active)
       MpiShareOfSample(l, e.ts, args);
     ApplySample(l, e.ts, total, args);
   }
-  // `total` is the sample's span; MPI start-up time moved out of `args` is in none of its states.
-  void ApplySample(Loc& l, uint64_t ts, uint64_t total, const uint64_t* args) {
-    uint64_t begin = ts > total ? ts - total : 0;
-    // Clip a sample that straddles the window's start proportionally, and take out what of it
-    // the session spent paused (`parmon ctl`: in no state).
+  // The part of `ns` of a sample spanning [begin, ts) (`total` long) that lies in the window: a
+  // sample that straddles the window's start is clipped proportionally, and what of it the
+  // session spent paused (`parmon ctl`) is in no state.
+  uint64_t WindowPart(uint64_t ns, uint64_t begin, uint64_t ts, uint64_t total) const {
     uint64_t inside = Clip(begin, ts);
     if (!defs.paused.empty())
       inside -= std::min(inside, defs.PausedWithin(begin, ts));
+    return total ? static_cast<uint64_t>(
+                       std::llround(static_cast<double>(ns) * static_cast<double>(inside) /
+                                    static_cast<double>(total)))
+                 : 0;
+  }
+  // `total` is the sample's span; MPI start-up time moved out of `args` is in none of its states.
+  void ApplySample(Loc& l, uint64_t ts, uint64_t total, const uint64_t* args) {
+    uint64_t begin = ts > total ? ts - total : 0;
     for (int i = 0; i < format::kThreadStateCount; ++i) {
       if (!args[i])
         continue;
-      uint64_t part = total ? static_cast<uint64_t>(std::llround(static_cast<double>(args[i]) *
-                                                                 static_cast<double>(inside) /
-                                                                 static_cast<double>(total)))
-                            : 0;
-      l.sampled_states[static_cast<int>(StateOfArg(i))] += part;
+      l.sampled_states[static_cast<int>(StateOfArg(i))] += WindowPart(args[i], begin, ts, total);
       AddSpread(l.iv, StateOfArg(i), args[i], begin, ts);
     }
     l.sampled = true;

@@ -103,6 +103,9 @@ struct Loc {
   uint64_t events = 0, lost = 0;
   bool sampled = false;
   StateTimes sampled_states{};
+  // The sampler's running time in the window before anything is moved out of it (MPI calls,
+  // spins, parmon's holds): the thread's CPU time as the kernel counts it.
+  uint64_t kernel_running = 0;
   StateTimes waits{};                    // inferred from instrumented calls
   uint64_t cpu_busy = 0, cpu_total = 0;  // cpu locations
   uint64_t cpu_steal = 0;                // of cpu_total: stolen by the hypervisor

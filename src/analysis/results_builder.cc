@@ -307,7 +307,7 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
     for (int st = 0; st < kStateCount; ++st)  // a rank's states cover its run (mpi_time.h)
       r.states[st] -= std::min(r.states[st], l.mpi_time.before_init[st]);
     r.state_source = "sampled";
-    r.cpu_ns = l.sampled_states[static_cast<int>(State::kRunning)];
+    r.cpu_ns = l.kernel_running;  // polling inside MPI calls included: the kernel's CPU clock
     r.wall_ns = std::max(r.wall_ns, Sum(l.sampled_states));
     // Held by parmon on a full ring: the kernel saw a futex wait (or the spin before it), which
     // is parmon's, not the program's.
@@ -613,7 +613,7 @@ void Engine::Impl::BuildCpuAccount(Results* res) const {
     if (!cpu && (l.type != LocationKind::kThread || !l.sampled))
       continue;
     if (!cpu) {  // what the kernel saw: a spinlock's spin and a rank's polling in MPI ran
-      a.program_running_ns += l.cpu_ns + l.mpi_kernel_states[kRun];
+      a.program_running_ns += l.cpu_ns;
       a.program_queued_ns += l.states[kQueue] + l.mpi_kernel_states[kQueue];
     }
     if (k >= iv.location_states.size())

@@ -191,6 +191,24 @@ TEST_F(MpiCases, CallSitesCarriedToEveryCallAndIntoAWindow) {
   EXPECT_EQ(booked, in_window) << w["mpi"]["call_sites"].dump();
 }
 
+// The CPU column is the kernel's CPU clock of the rank's thread, its polling inside MPI_Sendrecv
+// included (rank 0 polls for most of the run: the states book that as comm, not as CPU that
+// vanished): within 5% + 30 ms of the thread's own CPU clock read after MPI_Finalize (it runs
+// on a little to its exit).
+TEST_F(MpiCases, CpuIsTheThreadsKernelCpuClockPollingIncluded) {
+  const Recorded& r = *run_;
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const json* l = RankLocation(r.report, rank);
+    ASSERT_NE(l, nullptr);
+    const double own = r.truth.at(rank).at("cpu_ns");
+    const double found = (*l)["cpu_ns"].get<double>();
+    std::printf("rank %d: CPU %.1f ms (its own clock %.1f ms), compute %.1f ms\n", rank,
+                found / 1e6, own / 1e6, (*l)["compute_ns"].get<double>() / 1e6);
+    EXPECT_NEAR(found, own, 0.05 * own + 30e6);
+  }
+}
+
 // Case 2: each rank's compute is its own computation (its CPU clock over the compute phases),
 // not its polling inside MPI_Sendrecv (rank 0 polls for most of the run): within 5 points of the
 // rank's run, the tolerance of the states' split (a sampler interval's MPI time is taken from its

@@ -8,9 +8,10 @@
  *     call site. Each rank also writes one line to stdout per round (flushed:
  *     one write each, POSIX channel traffic, not MPI messages). At the end each rank prints
  *       truth rank R compute_cpu_ns N sendrecv_ns N sendrecv_calls N sent_msgs N sent_bytes N
- *             stdout_lines N run_ns N
+ *             stdout_lines N run_ns N cpu_ns N
  *     (sendrecv_ns: wall time inside its MPI_Sendrecv calls by its own clock; run_ns: from
- *     MPI_Init's return to MPI_Finalize's call).
+ *     MPI_Init's return to MPI_Finalize's call; cpu_ns: the thread's CPU clock after
+ *     MPI_Finalize, its polling inside MPI calls included).
  *
  *   mpi_cases crash HEAVY_MS SIGNAL
  *     Rank 0 enters MPI_Barrier at once; rank 1 computes HEAVY_MS of CPU time, prints
@@ -78,8 +79,9 @@ static int Exchange(int rank, int iter, int heavy_ms, int light_ms) {
   MPI_Finalize();
   printf(
       "truth rank %d compute_cpu_ns %lld sendrecv_ns %lld sendrecv_calls %d sent_msgs %d "
-      "sent_bytes %lld stdout_lines %d run_ns %lld\n",
-      rank, compute, sendrecv, iter, iter, (long long)iter * kBytes, lines, run);
+      "sent_bytes %lld stdout_lines %d run_ns %lld cpu_ns %lld\n",
+      rank, compute, sendrecv, iter, iter, (long long)iter * kBytes, lines, run,
+      Ns(CLOCK_THREAD_CPUTIME_ID));
   fflush(stdout);
   return 0;
 }
