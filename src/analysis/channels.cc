@@ -63,9 +63,12 @@ void Engine::Impl::ChanIo(Loc& l, const Event& e) {
   int64_t bytes = static_cast<int64_t>(e.args[1]);
   uint32_t li = IndexOf(l);
   // The call's time, less what the thread spent preempted in it (queued for a CPU, from the
-  // context-switch records): that is the CPUs' doing, not the peer's.
-  uint64_t wait = Clip(begin, e.ts);
-  wait -= std::min(wait, PreemptedWithin(l, begin, e.ts));
+  // context-switch records): that is the CPUs' doing, not the peer's. Of the rest, with switch
+  // records, only the time blocked off a CPU waits for the peer: running is the copy (a write to
+  // /dev/null or into a pipe with room never waits); without them all of it is counted waiting.
+  uint64_t time = Clip(begin, e.ts);
+  time -= std::min(time, PreemptedWithin(l, begin, e.ts));
+  const uint64_t wait = l.switch_timed ? std::min(time, BlockedWithin(l, begin, e.ts)) : time;
   if (!l.in_mpi) {
     Accrue(l, begin);
     AddWaitState(l, State::kCommWait, begin, e.ts);
@@ -76,6 +79,7 @@ void Engine::Impl::ChanIo(Loc& l, const Event& e) {
   Endpoint& ep = endpoints[key];
   auto& use = write ? ep.writers[li] : ep.readers[li];
   ++use.calls;
+  use.time += time;
   use.wait += wait;
   if (bytes > 0)
     use.bytes += static_cast<uint64_t>(bytes);
@@ -189,6 +193,7 @@ void Engine::Impl::AddChannelLink(const EndpointKey& key,
   a.r.messages = part(u.calls);
   a.r.bytes = part(u.bytes);
   a.r.sender_wait_ns = part(u.wait);
+  a.r.time_ns = part(u.time);
   a.r.closed_loop_messages = part(u.closed_loop);
   a.busy.assign(iv_count, 0);
   a.bytes.assign(iv_count, 0);
@@ -197,13 +202,14 @@ void Engine::Impl::AddChannelLink(const EndpointKey& key,
       a.busy[i] += part(bit->second[i]);
   if (main_writer && ru) {
     a.r.receiver_wait_ns += ru->wait;
+    a.r.time_ns += ru->time;
     if (auto bit = endpoint_busy.find({key.Peer(ep), false, rli}); bit != endpoint_busy.end())
       for (size_t i = 0; i < iv_count; ++i)
         a.busy[i] += bit->second[i];
   }
-  // Channel calls' time is all blocking: counted as waiting (the copy is negligible).
+  // TIME is the calls' time (less preemption), WAIT its part blocked for the partner; the rest
+  // is the copy (transfer).
   a.r.wait_ns = a.r.sender_wait_ns + a.r.receiver_wait_ns;
-  a.r.time_ns = a.r.wait_ns;
   a.r.channel = key.Format();
   a.r.from_label = Label(locs[wli]);
   a.r.to_label = ru ? Label(locs[rli]) : (ep.description.empty() ? key.Format() : ep.description);

@@ -164,11 +164,15 @@ struct Loc {
   uint64_t switches = 0, preempted = 0;
   // The thread's last few spells off a CPU while runnable (a switch-out that preempted it, to
   // its next switch-in), and the one still open: time inside a channel call spent queued for a
-  // CPU is not waiting for the channel's peer (ChanIo).
+  // CPU is not waiting for the channel's peer (ChanIo). The same for its spells blocked (a
+  // switch-out that did not preempt it): only those wait for the peer; running is the copy.
   static constexpr size_t kPreemptSpells = 8;
   std::array<std::pair<uint64_t, uint64_t>, kPreemptSpells> preempt_spells{};
   uint8_t preempt_next = 0;
   uint64_t preempt_open = kNone;
+  std::array<std::pair<uint64_t, uint64_t>, kPreemptSpells> block_spells{};
+  uint8_t block_next = 0;
+  uint64_t block_open = kNone;
 };
 
 // A process that took a signal that ends it (FatalSignal), and what every other thread was
@@ -201,7 +205,10 @@ struct Endpoint {
   uint64_t local = 0, peer = 0;
   std::string description;
   struct Use {
-    uint64_t calls = 0, bytes = 0, wait = 0;
+    // time: the calls' time less what they spent preempted; wait: of it, blocked for the
+    // partner (the time off a CPU while not runnable, from the switch records; without them,
+    // all of it)
+    uint64_t calls = 0, bytes = 0, time = 0, wait = 0;
     uint64_t closed_loop = 0;  // reads of this writer's data that closed a loop
   };
   std::map<uint32_t, Use> writers, readers;  // by loc index
