@@ -3,6 +3,7 @@
 // variables, run under `parmon record`. What was recorded per (writer, reader) pair and per
 // thread must be exactly what the programs report they did.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <set>
@@ -188,6 +189,42 @@ TEST(CommPosix, PipelineOverPipeUnixSocketTcpAndFifo) {
   EXPECT_EQ(polls[counts["polls"].first], counts["polls"].second);
   EXPECT_EQ(sleeps[counts["sleeps"].first], counts["sleeps"].second);
   EXPECT_EQ(forks[counts["forks"].first], counts["forks"].second);
+}
+
+// A channel call waits for its partner only while it is blocked off a CPU (the switch records
+// say when): 50,000 writes of 64 KiB to /dev/null never block, so that link's time is all copy
+// and none of it waiting, while a cat blocked 300 ms reading an empty pipe waits that long for
+// its writer. That writer is a subshell of dash (/bin/sh), whose builtin echo was lost when dash
+// ran `sleep` from a vfork child (the preload serves vfork by fork).
+TEST(CommPosix, OnlyTimeBlockedInAChannelCallWaitsForThePartner) {
+  TempDir dir;
+  RunResult run = Parmon({"record", "-q", "-o", dir.File("run.ptrace"), "--", "sh", "-c",
+                          "dd if=/dev/zero of=/dev/null bs=64k count=50000 status=none; "
+                          "(sleep 0.3; echo x) | cat >/dev/null"},
+                         120);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  RunResult rep = Parmon({"report", "--format", "json", dir.File("run.ptrace")});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const nlohmann::json j = nlohmann::json::parse(rep.out);
+  const nlohmann::json* dd = nullptr;
+  const nlohmann::json* pipe = nullptr;
+  for (const auto& k : j["links"]) {
+    if (k["kind"] != "channel")
+      continue;
+    const std::string from = k["from_label"], to = k["to_label"];
+    if (from.find("dd") != std::string::npos && to == "/dev/null")
+      dd = &k;
+    if (from.find("sh") != std::string::npos && to.find("cat") != std::string::npos &&
+        k["bytes"] == 2)
+      pipe = &k;
+  }
+  ASSERT_NE(dd, nullptr) << j["links"].dump();
+  EXPECT_EQ((*dd)["messages"], 50000);
+  EXPECT_EQ((*dd)["bytes"], 50000ull * 65536);
+  EXPECT_GT((*dd)["time_ns"].get<uint64_t>(), 0u);
+  EXPECT_LE((*dd)["wait_ns"].get<uint64_t>(), (*dd)["time_ns"].get<uint64_t>() / 100) << dd->dump();
+  ASSERT_NE(pipe, nullptr) << j["links"].dump();
+  EXPECT_GE((*pipe)["receiver_wait_ns"].get<uint64_t>(), 250'000'000u) << pipe->dump();
 }
 
 TEST(CommPthread, HandOffsBarriersJoinsAndAContendedMutex) {

@@ -325,6 +325,16 @@ PARMON_INTERPOSE pid_t fork(void) {
   return rc;
 }
 
+// vfork's child borrows the parent's memory, its thread-local ring included, until it execs or
+// exits, and runs the program's own code there: dash (Debian's /bin/sh) execs its commands from
+// a vfork child, whose exec wrapper claimed a ring in the parent's thread-local slot under the
+// child's pid; that ring was retired at the exec, and the parent's later events (its Fork, a
+// subshell's `echo` into a pipe) went nowhere. It is served by fork (a conforming child only
+// execs or exits, so it cannot tell), which costs a copy of the page tables.
+PARMON_INTERPOSE pid_t vfork(void) {
+  return fork();
+}
+
 // posix_spawn runs the child in glibc's own code up to its exec (the internal __execve, which
 // execve's wrapper never sees): the parent records Fork(child) as fork does; the child's new
 // image, which inherits LD_PRELOAD and the session through the environment it is given,
