@@ -301,6 +301,9 @@ LocationResult Engine::Impl::BuildLocation(Loc& l, std::vector<StateTimes>* row_
     r.states[static_cast<int>(State::kOther)] = l.cpu_total - l.cpu_busy;
     r.cpu_ns = l.cpu_busy;
     r.state_source = "sampled";
+    // Its samples' spans reach back before its first sample's time: its wall covers them (as a
+    // sampled thread's), so that busy never exceeds it.
+    r.wall_ns = std::max(r.wall_ns, l.cpu_total);
     row = l.iv;
   } else if (l.sampled) {
     r.states = l.sampled_states;
