@@ -120,7 +120,10 @@ uint64_t Session::complete_until() const {
 void Session::ComputeWindow() {
   const format::TraceReader& r = *reader_;
   start_ = metadata_.session.start_ts;
-  if (start_ == 0 || start_ > r.first_ts())
+  // first_ts() is 0 while no event chunk has been read (a growing file whose first watermark came
+  // before its first events): the recorder's start stands until then (a live analysis begun then
+  // kept a window from 0, every snapshot's duration the machine's uptime).
+  if (start_ == 0 || (r.first_ts() != 0 && start_ > r.first_ts()))
     start_ = r.first_ts();
   end_ = std::max(metadata_.end.end_ts, r.last_ts());
   if (!clocks_.empty()) {

@@ -532,11 +532,12 @@ TEST(SchedE2E, PeriodicModeKeepsOnlyAggregates) {
         preempted += e.args[1];
         blocked += e.args[2];
       }
-    // Whole-run totals: at least the counters at the read, and at most a few exit switches more.
+    // Whole-run totals: at least the counters at the read, and at most a few exit switches more
+    // (a loaded machine preempted a thread 4 times between its read and its exit).
     EXPECT_GE(blocked + 1, t.voluntary);
     EXPECT_LE(blocked, t.voluntary + 3 + t.voluntary / 50);
     EXPECT_GE(preempted + 1, t.involuntary);
-    EXPECT_LE(preempted, t.involuntary + 3 + t.involuntary / 50);
+    EXPECT_LE(preempted, t.involuntary + 6 + t.involuntary / 50);
   }
 }
 
