@@ -72,6 +72,18 @@ std::string StateOf(int port, const std::string& name) {
   return s.is_object() ? s["state"].get<std::string>() : "";
 }
 
+// Waits up to 60 s for the page of a followed session to say `state`; its last /api/session.
+json WaitForPage(int port, const std::string& name, const std::string& state) {
+  json j;
+  WaitFor(
+      [&] {
+        j = GetJson(port, "/s/" + name + "/api/session");
+        return j.is_object() && j["live"]["state"] == state;
+      },
+      60);
+  return j;
+}
+
 // `parmon view --partial PATH` on port 0: the oracle.
 View StartOracle(const TempDir& dir, const std::string& path) {
   static int views = 0;
@@ -166,14 +178,8 @@ TEST(ServeHttp, ListsEverySessionAndServesEachAsParmonViewDoes) {
   ASSERT_EQ(live->Wait(60), 0) << live->Err();
   ASSERT_GE(ends.size(), 2u) << "the live session was seen live too rarely";
   EXPECT_GT(ends.back(), ends.front());
-  json ended;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        ended = GetJson(s.http, "/s/live/api/session");
-        return ended.is_object() && ended["live"]["state"] == "ended";
-      },
-      60))
-      << ended.dump();
+  const json ended = WaitForPage(s.http, "live", "ended");
+  ASSERT_EQ(ended["live"]["state"], "ended") << ended.dump();
   EXPECT_EQ(StateOf(s.http, "live"), "ended");
   oracle = StartOracle(dir, s.store + "/live.ptrace");
   ASSERT_GT(oracle.port, 0);
@@ -285,12 +291,7 @@ TEST(ServeHttp, PerRankSessionEndsWhenTheCollectorHasEveryRank) {
   json listed = Listed(s.http, name);
   EXPECT_EQ(listed["ranks"], 2);
   EXPECT_EQ(listed["ranks_expected"], 2);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const json j = GetJson(s.http, "/s/" + name + "/api/session");
-        return j.is_object() && j["live"]["state"] == "ended";
-      },
-      60));
+  ASSERT_EQ(WaitForPage(s.http, name, "ended")["live"]["state"], "ended");
   View oracle = StartOracle(dir, s.store + "/" + name);
   ASSERT_GT(oracle.port, 0) << oracle.proc->Err();
   ExpectSameAnswers(s.http, name, oracle.port);
@@ -315,13 +316,8 @@ TEST(ServeHttp, PerRankSessionEndsWhenTheCollectorHasEveryRank) {
   EXPECT_EQ(j["live"]["state"], "live") << j["live"].dump();
   Copy(s.store + "/" + name + "/rank-1.ptrace", half + "/rank-1.ptrace");
   Copy(meta + "1.meta", s.store + "/.streams/half+rank-1.meta");
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        j = GetJson(s.http, "/s/half/api/session");
-        return j.is_object() && j["live"]["state"] == "ended";
-      },
-      60))
-      << j.dump();
+  j = WaitForPage(s.http, "half", "ended");
+  ASSERT_EQ(j["live"]["state"], "ended") << j.dump();
   EXPECT_EQ(StateOf(s.http, "half"), "ended");
   ExpectSameAnswers(s.http, "half", oracle.port);
 }
