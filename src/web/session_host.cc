@@ -107,12 +107,13 @@ size_t SessionHost::held() const {
 ApiResponse SessionHost::Handle(std::string_view target) {
   if (!options_.prefix.empty()) {
     const std::string_view head = target.substr(0, options_.prefix.size());
-    if (head.size() != options_.prefix.size() || !live::ConstantTimeEqual(head, options_.prefix))
+    const char next = target.size() > head.size() ? target[head.size()] : '/';
+    if (head.size() != options_.prefix.size() || !live::ConstantTimeEqual(head, options_.prefix) ||
+        (next != '/' && next != '?'))
       return ErrorResponse(403, "This server needs its token in the path (the URL it printed).");
     target.remove_prefix(options_.prefix.size());
     if (PathOf(target).empty()) {  // "/TOKEN": the list is at "/TOKEN/"
       ApiResponse r = ErrorResponse(301, "The session list is one level down.");
-      r.status = 301;
       r.location = options_.prefix.substr(options_.prefix.rfind('/') + 1) + "/";
       return r;
     }

@@ -80,7 +80,7 @@ if ((await (await fetch(url + 's/done/')).text()).includes('id="no-ui"')) {
   stopAll();
   skip('this parmon was built without its web UI');
 }
-const live = record('live', 8);
+const live = record('live', 20);
 await waitFor(async () => (await listed()).some((s) => s.name === 'live' && s.state === 'live'), 'live listed live');
 
 const { browser, page, errors } = await openPage(chromium, chromiumPath, url);

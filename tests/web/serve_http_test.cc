@@ -188,7 +188,7 @@ TEST(ServeHttp, ListsEverySessionAndServesEachAsParmonViewDoes) {
   // Least recently used: a third session makes "done" (used before "live") the one dropped.
   auto third =
       Record(dir, "third", addr + "/third", {BinDir() + "/duty_cycle", "--seconds", "1", "basic"});
-  ASSERT_EQ(third->Wait(120), 0);
+  ASSERT_EQ(third->Wait(120), 0) << third->Err();
   ASSERT_TRUE(WaitFor([&] { return StateOf(s.http, "third") == "ended"; }, 30));
   ASSERT_TRUE(GetJson(s.http, "/s/third/api/session").is_object());
   json list = GetJson(s.http, "/api/sessions");
@@ -368,6 +368,7 @@ TEST(ServeHttp, TokenGuardsTheUi) {
   EXPECT_EQ(Get(s.http, "/s3cret%2Ftoken%2By/api/sessions").status, 403);
   EXPECT_EQ(Get(s.http, "/s3cret%2Ftoken%2Bx/api/sessions").status, 200);
   EXPECT_EQ(Get(s.http, "/s3cret%2Ftoken%2Bx").status, 301);
+  EXPECT_EQ(Get(s.http, "/s3cret%2Ftoken%2Bxy/api/sessions").status, 403);
 }
 
 }  // namespace
