@@ -43,6 +43,7 @@ for round in $(seq 1 "$rounds"); do
     while ! grep -q '"ended":true' "$store/.streams/small.meta" 2>/dev/null; do sleep 0.01; done
     t2=$(now)
     same=no; cmp -s "$work/local.ptrace" "$store/small.ptrace" && same=yes
+    events=$("$bin/parmon" info "$store/small.ptrace" | awk '/^events/ {print $2; exit}')
     if [ $mode = B ]; then
       wait $curl_pid
       read -r i0 i1 < "$work/index.time"
@@ -50,8 +51,9 @@ for round in $(seq 1 "$rounds"); do
     fi
     rss=$(grep VmHWM /proc/$serve_pid/status | awk '{print $2}')
     kill $serve_pid; wait $serve_pid 2>/dev/null || true
-    printf 'round %d %s: record %.2f s, collector ended %.2f s after start, stored = local: %s, index of big %s s, collector peak RSS %d MiB, load %s\n' \
-      "$round" "$mode" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t0" | bc)" "$same" "$index_s" \
+    printf 'round %d %s: %s events, record %.2f s, collector ended %.2f s after start (%.1f M events/s), stored = local: %s, index of big %s s, collector peak RSS %d MiB, load %s\n' \
+      "$round" "$mode" "$events" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t0" | bc)" \
+      "$(echo "$events / ($t2 - $t0) / 1000000" | bc -l)" "$same" "$index_s" \
       $((rss / 1024)) "$(cut -d' ' -f1-3 /proc/loadavg)"
   done
 done
