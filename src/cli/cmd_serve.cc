@@ -2,12 +2,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -190,16 +185,7 @@ int RunServe(int argc, char** argv) {
   // Both stop at SIGINT or SIGTERM (each io_context waits for them).
   std::thread http_thread;
   if (http.server)
-    http_thread = std::thread([&http] {
-      // Below the collector: indexing a big session for a browser yields the CPU to the io
-      // thread, and to the programs recorded on this machine. Linux's nice is per thread and
-      // inherited by the threads this one starts (the HTTP server's other threads).
-      errno = 0;
-      const int nice = getpriority(PRIO_PROCESS, 0);
-      if (errno == 0)
-        (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), std::min(nice + 10, 19));
-      http.server->Run(std::chrono::milliseconds(0));
-    });
+    http_thread = std::thread([&http] { http.server->Run(std::chrono::milliseconds(0)); });
   (*server)->Run();
   if (http_thread.joinable())
     http_thread.join();

