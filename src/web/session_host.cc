@@ -1,6 +1,8 @@
 // SessionHost (session_host.h): routing, the session list, and the held sessions.
 #include "web/session_host.h"
 
+#include <malloc.h>
+
 #include <ctime>
 #include <utility>
 #include <vector>
@@ -230,6 +232,13 @@ void SessionHost::Evict(size_t max, const std::string& keep) {
       oldest->served = nullptr;
     }
   }
+  if (dropped.empty())
+    return;
+  dropped.clear();
+  // The index was built on whichever HTTP thread asked first, in that thread's malloc arena:
+  // without a trim, freed indexes stay in up to one arena per thread and the process keeps the
+  // largest of them per thread.
+  malloc_trim(0);
 }
 
 SessionHost::Listed SessionHost::Describe(const live::StoredSession& s) {
