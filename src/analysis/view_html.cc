@@ -8,9 +8,8 @@
 #include "analysis/views.h"
 
 namespace parmon::analysis {
-namespace {
 
-std::string Esc(const std::string& s) {
+std::string HtmlEscape(std::string_view s) {
   std::string o;
   for (char c : s) {
     switch (c) {
@@ -31,6 +30,12 @@ std::string Esc(const std::string& s) {
     }
   }
   return o;
+}
+
+namespace {
+
+std::string Esc(const std::string& s) {
+  return HtmlEscape(s);
 }
 
 // Embedding text inside <script>: "</" would end the element early.

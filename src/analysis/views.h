@@ -4,6 +4,7 @@
 #define PARMON_SRC_ANALYSIS_VIEWS_H_
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,8 @@ std::string RenderCsv(const Results& r);
 // One self-contained HTML file. chart_js is the charting library's minified source, inlined; when
 // it is empty the page says that it has no charts and shows the tables only.
 std::string RenderHtml(const Results& r, const std::string& chart_js);
+// Text as HTML element content or attribute value (< > & " escaped).
+std::string HtmlEscape(std::string_view text);
 
 // The charting library bundled at build time (web/) followed by the chart code the report shares
 // with parmon view's UI (web/ui/shared.ts as the global parmonShared), or "" when the build had

@@ -11,12 +11,11 @@
 #include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "cli/report_common.h"
+#include "cli/view_common.h"
 #include "live/fetch.h"
-#include "model/session.h"
 #include "web/api.h"
 #include "web/http_server.h"
 #include "web/live_view.h"
-#include "web/trace_index.h"
 #include "web/ui_bundle.h"
 
 namespace parmon::cli {
@@ -109,36 +108,23 @@ int RunView(int argc, char** argv) {
     return RunLiveView(path, http, in, period_s, exit_after_s);
   const auto begun = std::chrono::steady_clock::now();
   bool usage_error = false;
-  auto results = LoadResults(path, in, &usage_error);
-  if (!results.ok()) {
-    fmt::print(stderr, "parmon view: {}\n", results.status().message());
+  double analysed_s = 0;
+  auto view = OpenStoredView(path, in, &usage_error, &analysed_s);
+  if (!view.ok()) {
+    fmt::print(stderr, "parmon view: {}\n", view.status().message());
     return usage_error ? kUsageExit : 1;
   }
-  const auto analysed = std::chrono::steady_clock::now();
-  model::SessionOptions so;
-  auto session = model::Session::Open(path, so);
-  if (!session.ok()) {
-    fmt::print(stderr, "parmon view: {}\n", session.status().message());
-    return 1;
-  }
-  auto index = web::TraceIndex::Build(**session);
-  if (!index.ok()) {
-    fmt::print(stderr, "parmon view: {}\n", index.status().message());
-    return 1;
-  }
-  session->reset();  // the index keeps what it needs
-  const web::Api api(**index, *results);
-  auto server = ServeUi(http, [&api](std::string_view target) { return api.Handle(target); });
+  const web::StoredView& stored = **view;
+  auto server = ServeUi(http, [&stored](std::string_view target) { return stored.Handle(target); });
   if (!server)
     return 1;
   const double ready_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
-  const double analysed_s = std::chrono::duration<double>(analysed - begun).count();
   fmt::print(stderr,
              "parmon view: {} events, {} rows, {} CPUs, {} messages; analysed in {:.2f} s, "
              "indexed in {:.2f} s{}\n",
-             (*index)->events(), api.rows().size(), (*index)->cpus().size(),
-             (*index)->messages().size(), analysed_s, ready_s - analysed_s,
+             stored.index().events(), stored.api().rows().size(), stored.index().cpus().size(),
+             stored.index().messages().size(), analysed_s, ready_s - analysed_s,
              web::UiBuilt() ? "" : " (this parmon has no web UI built in: only the API)");
   return RunServer(*server, http, exit_after_s);
 }

@@ -120,7 +120,8 @@ void Stream::Notify() {
 
 Status WriteMeta(const Stream& s) {
   nlohmann::json j = {{"session", s.session}, {"rank", s.rank}, {"stream_id", s.stream_id},
-                      {"job", s.job},         {"host", s.host}, {"ended", s.ended}};
+                      {"job", s.job},         {"host", s.host}, {"ranks", s.ranks},
+                      {"ended", s.ended}};
   std::string tmp = s.meta_path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -171,6 +172,7 @@ StatusOr<Stream*> SessionStore::OpenForRecorder(const Hello& hello, bool* fresh)
     PARMON_RETURN_IF_ERROR(OpenFile(s, *fresh));
   s->job = hello.job;
   s->host = hello.host;
+  s->ranks = hello.ranks;
   PARMON_RETURN_IF_ERROR(WriteMeta(*s));
   return s;
 }

@@ -34,6 +34,7 @@ struct Stream {
   std::string path;  // the trace file
   std::string meta_path;
   std::string stream_id, job, host;
+  int ranks = 0;  // a per-rank session's world size, as its recorder said (0: unknown)
   int fd = -1;
   uint64_t size = 0;         // bytes held, the resume point
   bool ended = false;        // the recorder said BYE after its last byte
@@ -73,7 +74,7 @@ class SessionStore {
   std::map<std::string, std::unique_ptr<Stream>> streams_;
 };
 
-// Writes the store's sidecar of a stream (stream id, job, host, ended).
+// Writes the store's sidecar of a stream (stream id, job, host, ranks, ended).
 Status WriteMeta(const Stream& s);
 
 }  // namespace parmon::live

@@ -129,6 +129,7 @@ StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(LiveSource source) {
     Status s = Status::Ok();
     if (!NotWrittenYet(path)) {
       t->directory_ = IsDirectory(path);
+      t->complete_ = !t->source_.complete || t->source_.complete();
       s = t->OpenNow();
       if (s.ok()) {
         t->WatchLocalRecorder();
@@ -138,7 +139,7 @@ StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(LiveSource source) {
       if (!t->directory_)
         return s;
     }
-    if (StopRequested() || (give_up && give_up())) {
+    if (StopRequested() || (t->source_.stop && t->source_.stop()) || (give_up && give_up())) {
       const std::string why = t->source_.why_gone ? t->source_.why_gone() : std::string();
       if (!why.empty())
         return Status::Error(why);
@@ -193,6 +194,7 @@ Status LiveTrace::Refresh() {
     return Status::Ok();
   // Asked before reading, so that whatever the writer wrote before it went is read now.
   const bool gone = source_.writer_gone && source_.writer_gone();
+  complete_ = !source_.complete || source_.complete();
   if (directory_) {
     // Keep what was read when a rank's file is mid-write and the directory cannot be read now.
     Status s = OpenNow();

@@ -46,6 +46,14 @@ struct LiveSource {
   std::function<std::string()> why_gone;
   // Whatever feeds path (a fetch running on a thread), kept alive while the follower runs.
   std::shared_ptr<void> keep_alive;
+  // What writes path knows when the recording is complete (a collector's store: every stream
+  // ended and, per-rank, every rank of the world there). Null: a trace closed cleanly is complete
+  // (a per-rank directory: every file present closed, which may be before the last rank started).
+  // Asked before each read, so what it vouches for is read.
+  std::function<bool()> complete;
+  // True once the follower gives up (its owner is closing): Open stops waiting. Null: only
+  // StopRequested() stops it.
+  std::function<bool()> stop;
 };
 
 // What the user named, as a source to follow: a local path as it is; a remote session
@@ -80,8 +88,9 @@ class LiveTrace {
   const model::Session& session() const { return *session_; }
   // Bumped when session() was replaced (a per-rank directory opened again).
   uint64_t generation() const { return generation_; }
-  // The recorder closed the session (END chunk and trailer): nothing more will come.
-  bool finished() const { return reader_->closed_cleanly(); }
+  // The recorder closed the session (END chunk and trailer), and the source, when it can tell,
+  // says the recording is complete: nothing more will come.
+  bool finished() const { return reader_->closed_cleanly() && complete_; }
   // Every event at or before this time (session clock, inclusive) has been read: UINT64_MAX
   // once finished, nullopt when no stream is complete anywhere yet.
   std::optional<uint64_t> complete() const;
@@ -104,6 +113,7 @@ class LiveTrace {
   std::string path_;
   bool directory_ = false;
   bool abandoned_ = false;
+  bool complete_ = true;  // source_.complete's answer before the last read
   std::unique_ptr<format::TraceReader> reader_;
   std::unique_ptr<model::Session> session_;
   uint64_t generation_ = 0;

@@ -30,6 +30,16 @@ struct ApiResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::string location;  // a redirect's Location header (status 301), else empty
+};
+
+// One session's UI answers, as `parmon view` and `parmon serve --http` serve them: a stored
+// trace indexed once (StoredView, stored_view.h) or a session followed as it grows (LiveView).
+class ServedSession {
+ public:
+  virtual ~ServedSession() = default;
+  // target: the request's path and query below the session ("/api/timeline?t0=0&t1=100").
+  virtual ApiResponse Handle(std::string_view target) const = 0;
 };
 
 // A row of the execution barscope: a thread location as the report names it.

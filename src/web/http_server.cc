@@ -84,6 +84,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res->set(http::field::server, "parmon view");
     res->set(http::field::content_type, r.content_type);
     res->set(http::field::cache_control, "no-store");
+    if (!r.location.empty())
+      res->set(http::field::location, r.location);
     res->keep_alive(keep_alive);
     if (head) {
       res->content_length(r.body.size());

@@ -25,17 +25,20 @@ constexpr uint64_t kCatchUpNs = 250'000'000;
 
 }  // namespace
 
-StatusOr<std::unique_ptr<LiveView>> LiveView::Open(const std::string& name,
-                                                   const analysis::Options& analysis,
-                                                   uint64_t period_ns) {
+StatusOr<std::unique_ptr<LiveView>> LiveView::Open(
+    const std::string& name,
+    const analysis::Options& analysis,
+    uint64_t period_ns,
+    std::function<StatusOr<live_view::LiveSource>()> source) {
   struct stat st;
-  if (!live::IsRemoteSession(name) && stat(name.c_str(), &st) != 0)
+  if (!source && !live::IsRemoteSession(name) && stat(name.c_str(), &st) != 0)
     return Status::Error(fmt::format(
         "{} does not exist (start the recording first, or name a collector's session as "
         "HOST:PORT/SESSION)",
         name));
   auto view = std::unique_ptr<LiveView>(new LiveView());
   view->name_ = name;
+  view->source_ = std::move(source);
   view->options_ = analysis;
   view->period_ns_ = period_ns;
   view->index_ = std::make_unique<TraceIndex>();
@@ -47,7 +50,9 @@ StatusOr<std::unique_ptr<LiveView>> LiveView::Open(const std::string& name,
 // On the refresh thread: waits for the session (a collector's session not there yet is asked
 // for again for up to a minute; a local file waits for its header), then reads what it holds.
 bool LiveView::OpenTrace() {
-  auto source = live_view::ResolveLiveSource(name_);
+  auto source = source_ ? source_() : live_view::ResolveLiveSource(name_);
+  if (source.ok())
+    source->stop = [this] { return stopping_.load(std::memory_order_relaxed); };
   StatusOr<std::unique_ptr<live_view::LiveTrace>> trace =
       source.ok() ? live_view::LiveTrace::Open(std::move(*source))
                   : StatusOr<std::unique_ptr<live_view::LiveTrace>>(source.status());
@@ -65,15 +70,14 @@ bool LiveView::OpenTrace() {
 }
 
 LiveView::~LiveView() {
+  stopping_.store(true, std::memory_order_relaxed);  // a LiveTrace::Open still waiting gives up
   {
     std::lock_guard lock(stop_mu_);
     stop_ = true;
   }
   stop_cv_.notify_all();
-  if (thread_.joinable()) {
-    live_view::RequestStop();  // a LiveTrace::Open still waiting gives up
+  if (thread_.joinable())
     thread_.join();
-  }
 }
 
 void LiveView::Start() {

@@ -18,8 +18,10 @@
 #ifndef PARMON_SRC_WEB_LIVE_VIEW_H_
 #define PARMON_SRC_WEB_LIVE_VIEW_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -30,6 +32,7 @@
 
 #include "analysis/engine.h"
 #include "base/status.h"
+#include "live_view/follow.h"
 #include "web/api.h"
 
 namespace parmon::live_view {
@@ -44,19 +47,23 @@ namespace parmon::web {
 
 class IndexBuilder;
 
-class LiveView {
+class LiveView : public ServedSession {
  public:
   // A view of `name` (a local trace file or per-rank directory that exists, or
   // HOST:PORT/SESSION); analysis: the report's options. It is opened by Start's thread, which
-  // waits for it (while it answers "waiting").
-  static StatusOr<std::unique_ptr<LiveView>> Open(const std::string& name,
-                                                  const analysis::Options& analysis,
-                                                  uint64_t period_ns);
+  // waits for it (while it answers "waiting"). `source`, when given, is what to follow instead
+  // of live_view::ResolveLiveSource(name) (`parmon serve --http`: the store's file, complete when
+  // the collector says so); name is then only what the page shows.
+  static StatusOr<std::unique_ptr<LiveView>> Open(
+      const std::string& name,
+      const analysis::Options& analysis,
+      uint64_t period_ns,
+      std::function<StatusOr<live_view::LiveSource>()> source = nullptr);
   ~LiveView();
   // Starts following (the refresh thread).
   void Start();
   // The API answer (api.h), with /api/session's "live" fields (docs/http-api.md).
-  ApiResponse Handle(std::string_view target) const;
+  ApiResponse Handle(std::string_view target) const override;
   // Ended: the session closed, its recorder gone, or its file unreadable.
   bool ended() const;
 
@@ -71,6 +78,7 @@ class LiveView {
   void Rebuild();
 
   std::string name_;
+  std::function<StatusOr<live_view::LiveSource>()> source_;
   analysis::Options options_;
   uint64_t period_ns_ = 1'000'000'000;
   std::unique_ptr<live_view::LiveTrace> trace_;
@@ -99,6 +107,7 @@ class LiveView {
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_ = false;
+  std::atomic<bool> stopping_{false};  // read by the source's stop while it is being opened
   std::thread thread_;
 };
 

@@ -47,4 +47,16 @@ Reply Get(int port, const std::string& target) {
   return Send(port, "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 }
 
+View StartView(const TempDir& dir, const std::string& name, std::vector<std::string> args) {
+  args.insert(args.begin(), ParmonBin());
+  View v;
+  v.proc = std::make_unique<Process>(args, dir.File(name + ".out"), dir.File(name + ".err"));
+  WaitFor([&] { return v.proc->Out().find('\n') != std::string::npos || !v.proc->Running(); }, 120);
+  const std::string prefix = "parmon view: http://127.0.0.1:";
+  const std::string out = v.proc->Out();
+  if (out.rfind(prefix, 0) == 0)
+    v.port = std::stoi(out.substr(prefix.size()));
+  return v;
+}
+
 }  // namespace parmon::testing

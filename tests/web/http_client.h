@@ -3,7 +3,12 @@
 #ifndef PARMON_TESTS_WEB_HTTP_CLIENT_H_
 #define PARMON_TESTS_WEB_HTTP_CLIENT_H_
 
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "live/live_support.h"
+#include "support/e2e.h"
 
 namespace parmon::testing {
 
@@ -16,6 +21,14 @@ struct Reply {
 Reply Send(int port, const std::string& raw, double timeout_s = 30);
 // GET target with "Connection: close".
 Reply Get(int port, const std::string& target);
+
+// `parmon ARGS...` serving on port 0 (`parmon view`): the process and its port, read from the
+// first line of its output (0 when it did not start). Output in dir/NAME.out and NAME.err.
+struct View {
+  std::unique_ptr<Process> proc;
+  int port = 0;
+};
+View StartView(const TempDir& dir, const std::string& name, std::vector<std::string> args);
 
 }  // namespace parmon::testing
 

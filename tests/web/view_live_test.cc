@@ -25,6 +25,7 @@
 
 #include "live/live_support.h"
 #include "support/e2e.h"
+#include "web/http_client.h"
 
 namespace parmon::testing {
 namespace {
@@ -52,23 +53,6 @@ json GetJson(int port, const std::string& target) {
   if (in.rfind("HTTP/1.1 200", 0) != 0 || body == std::string::npos)
     return nullptr;
   return json::parse(in.substr(body + 4), nullptr, false);
-}
-
-// `parmon ARGS...` serving on port 0: the process and its port (0 when it did not start).
-struct View {
-  std::unique_ptr<Process> proc;
-  int port = 0;
-};
-View StartView(const TempDir& dir, const std::string& name, std::vector<std::string> args) {
-  args.insert(args.begin(), ParmonBin());
-  View v;
-  v.proc = std::make_unique<Process>(args, dir.File(name + ".out"), dir.File(name + ".err"));
-  WaitFor([&] { return v.proc->Out().find('\n') != std::string::npos || !v.proc->Running(); }, 120);
-  const std::string prefix = "parmon view: http://127.0.0.1:";
-  const std::string out = v.proc->Out();
-  if (out.rfind(prefix, 0) == 0)
-    v.port = std::stoi(out.substr(prefix.size()));
-  return v;
 }
 
 std::string State(const json& session) {

@@ -10,6 +10,7 @@ export interface Session {
   file: string; command: string; start: number; end: number; states: string[];
   slice_kinds: string[]; names: string[]; rows: RowInfo[]; cpus: { cpu: number; runs: number }[];
   counts: Record<string, number>; max_px: number;
+  problems?: string[];  // a damaged stored trace: what the reader found (served from what is intact)
 }
 // [begin, end, dominant state, ns per state]
 export type StateRun = [number, number, number, number[]];
@@ -42,8 +43,10 @@ export interface Finding {
   subjects: string[]; rows: number[]; t0: number; t1: number;
 }
 
+// path: '/api/...'; asked relative to the page, so that the page works under a prefix
+// (`parmon serve --http` serves each session at /s/<session>/).
 export async function get<T>(path: string): Promise<T> {
-  const r = await fetch(path);
+  const r = await fetch(path.replace(/^\//, ''));
   const body = await r.json();
   if (!r.ok) throw new Error(`${path}: ${body.error ?? r.status}`);
   return body as T;

@@ -187,9 +187,22 @@ function showFindings(findings: Finding[]): void {
   });
 }
 
+// A damaged trace shown from what is intact (`--partial`, or a damaged session of `parmon serve
+// --http`): a badge in the header, what is lost in its title and in the details panel.
+function showDamage(problems: string[]): void {
+  const b = document.createElement('span');
+  b.id = 'damage';
+  b.style.cssText = 'padding:1px 6px;border-radius:3px;font-weight:bold;background:#c0392b';
+  b.textContent = `damaged: ${problems.length} problem${problems.length > 1 ? 's' : ''}`;
+  b.title = problems.join('\n');
+  document.querySelector('header')!.appendChild(b);
+  $('details').textContent = `This trace is damaged; what is shown is what is intact.\n\n${problems.join('\n')}`;
+}
+
 async function main(): Promise<void> {
   session = await get<Session>('/api/session');
   $('file').textContent = `${session.file} — ${session.command}`;
+  if (session.problems?.length) showDamage(session.problems);
   session.rows.forEach((r) => labels.set(r.id, r.label));
   comm = new CommPanel(session, selection, showTip);
   const dataPanel = new DataPanel(showTip, draw);
