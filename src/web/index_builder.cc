@@ -23,8 +23,8 @@ constexpr int kTimerWait = static_cast<int>(format::ThreadState::kTimerWait);
 
 }  // namespace
 
-void IndexBuilder::Run() {
-  model::Merge merge(session_);
+void IndexBuilder::Run(const model::MergeFilter& filter) {
+  model::Merge merge(session_, filter);
   merge.Run([this](const format::Event& e, model::StreamIndex) { Consume(e); });
   Publish(true, session_.start(), session_.end());
 }

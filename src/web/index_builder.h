@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "format/event.h"
+#include "model/merge.h"
 #include "model/session.h"
 #include "web/trace_index.h"
 
@@ -111,8 +112,10 @@ class IndexBuilder {
   IndexBuilder(const model::Session& session, TraceIndex* index)
       : session_(session), index_(index) {}
 
-  // After the run: every event of the session's merge, then everything published.
-  void Run();
+  // After the run: every event of the session's merge (or of the streams `filter` selects: the
+  // sampler streams alone give the coarse level of progressive_view.h), then everything
+  // published.
+  void Run(const model::MergeFilter& filter = {});
   // Growing: the next event of the merge (in merge order, from time 0).
   void Feed(const format::Event& e) { Consume(e); }
   // Growing: moves what the events fed so far settled into the index (see above); final closes
