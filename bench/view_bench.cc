@@ -9,6 +9,7 @@
 // and a context switch pair every 100 µs.
 //
 // usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]
+//        view_bench --write-only TRACE [--events N] [--ranks R]   (the trace alone)
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -133,7 +134,7 @@ double Ms(Clock::duration d) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string parmon, dir = "/tmp";
+  std::string parmon, dir = "/tmp", write_only;
   uint64_t events = 100'000'000, queries = 300;
   uint32_t ranks = 16;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -148,11 +149,19 @@ int main(int argc, char** argv) {
       queries = std::stoull(v);
     else if (k == "--dir")
       dir = v;
+    else if (k == "--write-only")
+      write_only = v;
+  }
+  if (!write_only.empty() && ranks >= 2) {  // the trace alone (tests, profiling)
+    std::printf("%llu events\n",
+                static_cast<unsigned long long>(Generate(write_only, events, ranks)));
+    return 0;
   }
   if (parmon.empty() || ranks < 2) {
     std::fprintf(
         stderr,
-        "usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]\n");
+        "usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]\n"
+        "       view_bench --write-only TRACE [--events N] [--ranks R]\n");
     return 2;
   }
   const std::string path = dir + "/view_bench_" + std::to_string(getpid()) + ".ptrace";

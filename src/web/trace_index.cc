@@ -24,6 +24,16 @@ void SliceSet::Add(const Slice& s) {
   ++size_;
 }
 
+void SliceSet::AddAll(const std::vector<Slice>& all) {
+  std::array<size_t, 64> count{};
+  for (const Slice& s : all)
+    ++count[ClassOf(s.end - s.begin)];
+  for (int c = 0; c < 64; ++c)
+    by_class_[c].reserve(by_class_[c].size() + count[c]);
+  for (const Slice& s : all)
+    Add(s);
+}
+
 bool SliceBefore(const Slice& a, const Slice& b) {
   return std::tie(a.begin, a.end, a.depth, a.kind, a.name) <
          std::tie(b.begin, b.end, b.depth, b.kind, b.name);

@@ -63,6 +63,8 @@ bool SliceBefore(const Slice& a, const Slice& b);
 class SliceSet {
  public:
   void Add(const Slice& s);
+  // Add of each, each class's room made first.
+  void AddAll(const std::vector<Slice>& all);
   void Finish();  // sorts; call once after the last Add
   // A growing set: adds a batch (in any order) to a finished set, merging each class's new
   // slices into place (work in the batch and the classes it touches, not the whole trace).
@@ -93,6 +95,10 @@ class StateSeries {
   void AddPiece(uint64_t begin, uint64_t end, const StateNs& rate, uint64_t total);
   // Time per state in [a, b).
   StateNs Sum(uint64_t a, uint64_t b) const;
+  void Reserve(size_t boundaries) {
+    ts_.reserve(boundaries);
+    cum_.reserve(boundaries);
+  }
   StateNs Cumulative(uint64_t t) const;
   // A growing series: drops the boundaries after t, and returns the last one kept (the time
   // from which pieces are to be added again; 0 when none is left).
