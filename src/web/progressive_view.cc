@@ -2,6 +2,9 @@
 // and the complete level built behind it.
 #include "web/progressive_view.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -127,10 +130,24 @@ void ProgressiveView::Start(Analyse analyse, Done done) {
   });
 }
 
+namespace {
+
+// The calling thread yields the CPU to the HTTP threads and the browser: the builders take what
+// is left (Linux's nice value is per thread).
+void Background() {
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+}
+
+}  // namespace
+
 void ProgressiveView::BuildComplete(const Analyse& analyse, const Done& done) {
   // The analysis opens the trace itself; the index is built from the coarse level's session.
+  Background();
   std::optional<StatusOr<analysis::Results>> results;
-  std::thread analysing([&] { results.emplace(analyse()); });
+  std::thread analysing([&] {
+    Background();
+    results.emplace(analyse());
+  });
   auto index = TraceIndex::Build(*session_);
   analysing.join();
   session_.reset();  // the index keeps what it needs

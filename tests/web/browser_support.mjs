@@ -42,10 +42,10 @@ export function browserOrSkip(modules) {
     return skip(`playwright-core is not installed in ${modules}/node_modules (cmake runs npm ci there)`);
   }
 }
-// `parmon view TRACE --port 0`: the process, the URL of its first line (null if none came), and
-// its standard error so far.
-export async function startViewer(parmon, trace) {
-  const viewer = spawn(parmon, ['view', trace, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+// `parmon view TRACE --port 0 [EXTRA...]`: the process, the URL of its first line (null if none
+// came), and its standard error so far.
+export async function startViewer(parmon, trace, extra = []) {
+  const viewer = spawn(parmon, ['view', trace, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   const result = { viewer, url: null, err: '' };
   viewer.stderr.on('data', (d) => { result.err += d; });
   result.url = await new Promise((resolve) => {
