@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 
 export const SKIP = 77;
@@ -77,4 +78,14 @@ export async function openPage(chromium, chromiumPath, url) {
   await page.goto(url, { waitUntil: 'load' });
   const state = () => page.evaluate(() => JSON.parse(JSON.stringify(window.parmonView)));
   return { browser, page, errors, state };
+}
+// The --bin directory (skipping without the programs `needs`) and the --out directory (made, a
+// temporary one named `prefix`... when not given).
+export function binAndOut(args, needs, prefix) {
+  const bin = path.resolve(args.bin || '.');
+  for (const f of needs)
+    if (!fs.existsSync(path.join(bin, f))) skip(`${f} was not built in ${bin}`);
+  const out = path.resolve(args.out || fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+  fs.mkdirSync(out, { recursive: true });
+  return { bin, out };
 }

@@ -13,18 +13,13 @@
 // Exit status: 0 pass, 1 fail, 77 skipped (no chromium, playwright-core, view_bench or UI).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 
-import { browserOrSkip, check, failures, log, parseArgs, skip, startViewer, TIMEOUT_MS } from './browser_support.mjs';
+import { binAndOut, browserOrSkip, check, failures, log, parseArgs, skip, startViewer, TIMEOUT_MS } from './browser_support.mjs';
 
 const args = parseArgs(process.argv);
 const { chromiumPath, chromium } = browserOrSkip(args.modules);
-const bin = path.resolve(args.bin || '.');
-for (const f of ['parmon', 'view_bench'])
-  if (!fs.existsSync(path.join(bin, f))) skip(`${f} was not built in ${bin}`);
-const out = path.resolve(args.out || fs.mkdtempSync(path.join(os.tmpdir(), 'parmon-view-progressive-')));
-fs.mkdirSync(out, { recursive: true });
+const { bin, out } = binAndOut(args, ['parmon', 'view_bench'], 'parmon-view-progressive-');
 const trace = path.join(out, 'progressive.ptrace');
 const made = spawnSync(path.join(bin, 'view_bench'), ['--write-only', trace, '--events', '16000000'],
   { encoding: 'utf8' });
