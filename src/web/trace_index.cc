@@ -132,11 +132,27 @@ uint64_t StateSeries::TruncateTo(uint64_t t) {
 }
 
 StateNs StateSeries::Cumulative(uint64_t t) const {
+  size_t from = 0;
+  return Cumulative(t, &from);
+}
+
+StateNs StateSeries::Cumulative(uint64_t t, size_t* hint) const {
   if (ts_.empty() || t <= ts_.front())
     return StateNs{};
   if (t >= ts_.back())
     return cum_.back();
-  const size_t k = std::upper_bound(ts_.begin(), ts_.end(), t) - ts_.begin() - 1;
+  // k: the last boundary at or before t, galloping from the hint (the boundary found for the
+  // previous, earlier t) and then halving: a few neighbouring reads when buckets hold few
+  // boundaries, instead of a search over the whole series for each bucket edge.
+  size_t lo = *hint < ts_.size() && ts_[*hint] <= t ? *hint : 0, hi = lo + 1, step = 1;
+  while (hi < ts_.size() && ts_[hi] <= t) {
+    lo = hi;
+    hi = lo + step;
+    step *= 2;
+  }
+  hi = std::min(hi, ts_.size());
+  const size_t k = std::upper_bound(ts_.begin() + lo, ts_.begin() + hi, t) - ts_.begin() - 1;
+  *hint = k;
   StateNs r = cum_[k];
   const unsigned __int128 num = t - ts_[k], den = ts_[k + 1] - ts_[k];
   for (int s = 0; s < kStates; ++s)

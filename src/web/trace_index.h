@@ -100,6 +100,8 @@ class StateSeries {
     cum_.reserve(boundaries);
   }
   StateNs Cumulative(uint64_t t) const;
+  // The same, for a rising sequence of times: *hint (0 at first) carries the place found.
+  StateNs Cumulative(uint64_t t, size_t* hint) const;
   // A growing series: drops the boundaries after t, and returns the last one kept (the time
   // from which pieces are to be added again; 0 when none is left).
   uint64_t TruncateTo(uint64_t t);
