@@ -7,6 +7,7 @@
 //   - the trace: view_bench --write-only, 16 ranks, 16 M events (its complete index takes
 //     seconds on this 2-CPU VM, the coarse level a fraction of one); `--progressive on`;
 //   - chromium is started before parmon view, so that the page is open while it indexes;
+//   - the tab's JavaScript heap at most 300 MB (issue 15's target for the tab; logged);
 //   - no JavaScript error; coarse.png and complete.png are written to the output directory.
 //
 // usage: node view_progressive_browser_test.mjs --bin DIR --modules DIR [--out DIR]
@@ -52,6 +53,13 @@ try {
     skip('this parmon was built without its web UI');
   }
   await page.goto(url, { waitUntil: 'load' });
+  // The tab's JavaScript heap (Chrome's Performance domain): the page keeps what fits the screen.
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const heapMb = async () => {
+    const { metrics } = await cdp.send('Performance.getMetrics');
+    return (metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? 0) / 1e6;
+  };
   const state = () => page.evaluate(() => JSON.parse(JSON.stringify({ v: window.parmonView, l: window.parmonLive })));
 
   // 1. The coarse level, drawn while the complete index is built.
@@ -94,6 +102,8 @@ try {
   await new Promise((r) => setTimeout(r, 2500));
   check((await state()).l.polls === polls, `polling stopped after ${polls} polls`);
   await page.screenshot({ path: path.join(out, 'complete.png'), fullPage: true });
+  const heap = await heapMb();
+  check(heap > 0 && heap <= 300, `the tab's JavaScript heap: ${heap.toFixed(1)} MB (at most 300)`);
   check(errors.length === 0, `no JavaScript error${errors.length ? `: ${errors.join('; ')}` : ''}`);
 } catch (e) {
   failures.push(String(e));
