@@ -128,6 +128,12 @@ int RunProgressive(std::unique_ptr<model::Session> session,
                            v.index().messages().size(), at);
               });
   const int rc = RunServer(*server, http, exit_after_s);
+  if (!view->complete()) {
+    // Stopped while the complete level is still being built: nothing is written, so the process
+    // ends here rather than wait minutes for the builders to finish.
+    std::fflush(nullptr);
+    _exit(failed ? 1 : rc);
+  }
   return failed ? 1 : rc;
 }
 
