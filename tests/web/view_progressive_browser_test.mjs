@@ -53,17 +53,25 @@ try {
     skip('this parmon was built without its web UI');
   }
   await page.goto(url, { waitUntil: 'load' });
-  // The tab's JavaScript heap (Chrome's Performance domain): the page keeps what fits the screen.
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('Performance.enable');
+  // The tab's JavaScript heap (Chrome's Performance domain, enabled only at the end: while it
+  // collects, the page's first drawing was slowed by seconds).
   const heapMb = async () => {
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Performance.enable');
     const { metrics } = await cdp.send('Performance.getMetrics');
     return (metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? 0) / 1e6;
   };
   const state = () => page.evaluate(() => JSON.parse(JSON.stringify({ v: window.parmonView, l: window.parmonLive })));
 
   // 1. The coarse level, drawn while the complete index is built.
-  await page.waitForFunction(() => window.parmonView && window.parmonView.ready && window.parmonView.drawnRuns > 0);
+  // Polled from here every 100 ms: waitForFunction's animation-frame polling was seen to return
+  // tens of seconds after the page had drawn, on this loaded VM.
+  const until = async (what, ms = Number(args.timeout || TIMEOUT_MS)) => {
+    for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100)))
+      if (await page.evaluate(what)) return;
+    throw new Error(`timed out waiting for ${what}`);
+  };
+  await until(() => window.parmonView && window.parmonView.ready && window.parmonView.drawnRuns > 0);
   const coarse = await state();
   const badge = await page.locator('#live').textContent().catch(() => '');
   log(`first drawn ${Date.now() - started} ms after parmon view started`);
@@ -76,7 +84,7 @@ try {
   await page.screenshot({ path: path.join(out, 'coarse.png'), fullPage: true });
 
   // 2. The complete level, drawn in the same page once served.
-  await page.waitForFunction(() => window.parmonLive.state === 'indexed' && window.parmonView.ready &&
+  await until(() => window.parmonLive.state === 'indexed' && window.parmonView.ready &&
     window.parmonView.messages > 0);
   const complete = await state();
   log(`complete drawn ${Date.now() - started} ms after parmon view started`);
@@ -92,7 +100,7 @@ try {
     await page.mouse.wheel(0, -600);
     await new Promise((r) => setTimeout(r, 150));
   }
-  await page.waitForFunction(() => window.parmonView.ready && window.parmonView.drawnSlices > 0);
+  await until(() => window.parmonView.ready && window.parmonView.drawnSlices > 0);
   const zoomed = await state();
   check(zoomed.v.drawnSlices > 0 && zoomed.v.drawnCpuRuns > 0,
         `zoomed to ${zoomed.v.range.t1 - zoomed.v.range.t0} ns: ${zoomed.v.drawnSlices} slices, ${zoomed.v.drawnCpuRuns} CPU runs`);
