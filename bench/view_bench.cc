@@ -1,13 +1,15 @@
 // parmon view on a large generated trace (issue 15's targets): the time from starting
-// `parmon view` to the first answered /api/timeline of the whole run, the server's time per zoom
-// and pan request (p50, p95, max over a random walk of ranges from the whole run down to a few
-// µs), and the server's peak memory (VmHWM).
+// `parmon view` to the first answered /api/timeline of the whole run (the coarse level of a
+// large trace: docs/web.md) and to the complete index, the server's time per zoom and pan
+// request on the complete index (p50, p95, max over a random walk of ranges from the whole run
+// down to a few µs), and the server's peak memory (VmHWM) and bytes per event.
 //
 // The trace: R ranks on a ring, each iterating every 10 µs through a user region, an MPI_Send to
 // the next rank and an MPI_Recv from the previous one (8 events), a sampler record every 10 ms
 // and a context switch pair every 100 µs.
 //
 // usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]
+//        view_bench --write-only TRACE [--events N] [--ranks R]   (the trace alone)
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,7 +134,7 @@ double Ms(Clock::duration d) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string parmon, dir = "/tmp";
+  std::string parmon, dir = "/tmp", write_only;
   uint64_t events = 100'000'000, queries = 300;
   uint32_t ranks = 16;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -147,11 +149,19 @@ int main(int argc, char** argv) {
       queries = std::stoull(v);
     else if (k == "--dir")
       dir = v;
+    else if (k == "--write-only")
+      write_only = v;
+  }
+  if (!write_only.empty() && ranks >= 2) {  // the trace alone (tests, profiling)
+    std::printf("%llu events\n",
+                static_cast<unsigned long long>(Generate(write_only, events, ranks)));
+    return 0;
   }
   if (parmon.empty() || ranks < 2) {
     std::fprintf(
         stderr,
-        "usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]\n");
+        "usage: view_bench --parmon PATH [--events N] [--ranks R] [--queries Q] [--dir DIR]\n"
+        "       view_bench --write-only TRACE [--events N] [--ranks R]\n");
     return 2;
   }
   const std::string path = dir + "/view_bench_" + std::to_string(getpid()) + ".ptrace";
@@ -182,10 +192,20 @@ int main(int argc, char** argv) {
   std::string session = Get(port, "/api/session", &status);
   const auto end_at = session.find("\"end\":");
   const uint64_t end = end_at == std::string::npos ? 0 : std::stoull(session.substr(end_at + 6));
-  Get(port, "/api/timeline?t0=0&t1=" + std::to_string(end) + "&px=1500", &status);
+  const std::string whole = "/api/timeline?t0=0&t1=" + std::to_string(end) + "&px=1500";
+  const std::string first = Get(port, whole, &status);
   const double first_ms = Ms(Clock::now() - start);
-  std::printf("parmon view: first /api/timeline (status %d) answered %.0f ms after start\n", status,
-              first_ms);
+  const bool coarse = first.find("\"complete\":false") != std::string::npos;
+  std::printf(
+      "parmon view: first whole-run /api/timeline (status %d, %s) answered %.0f ms after "
+      "start\n",
+      status, coarse ? "coarse: sampler level" : "complete", first_ms);
+  // The complete index: /api/session without "live" (docs/web.md).
+  while (session.find("\"live\"") != std::string::npos && status == 200) {
+    usleep(50'000);
+    session = Get(port, "/api/session", &status);
+  }
+  std::printf("parmon view: complete index served %.0f ms after start\n", Ms(Clock::now() - start));
   std::mt19937_64 rng(42);
   std::vector<double> lat, by_kind[3];
   uint64_t bytes = 0;
@@ -218,10 +238,13 @@ int main(int argc, char** argv) {
   for (std::string l; std::getline(st, l);)
     if (l.rfind("VmHWM", 0) == 0)
       hwm = l;
+  const double hwm_kb = hwm.size() > 6 ? std::atof(hwm.c_str() + 6) : 0;
   std::printf(
-      "requests: %llu, p50 %.1f ms, p95 %.1f ms, max %.1f ms, %.0f KB per answer; server %s\n",
+      "requests: %llu, p50 %.1f ms, p95 %.1f ms, max %.1f ms, %.0f KB per answer; server %s "
+      "(%.1f bytes per event)\n",
       static_cast<unsigned long long>(queries), lat[lat.size() / 2], lat[lat.size() * 95 / 100],
-      lat.back(), bytes / 1e3 / static_cast<double>(queries), hwm.c_str());
+      lat.back(), bytes / 1e3 / static_cast<double>(queries), hwm.c_str(),
+      hwm_kb * 1024 / static_cast<double>(written));
   kill(pid, SIGTERM);
   int ws = 0;
   waitpid(pid, &ws, 0);

@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -16,6 +20,8 @@
 #include "web/api.h"
 #include "web/http_server.h"
 #include "web/live_view.h"
+#include "web/progressive_view.h"
+#include "web/trace_index.h"
 #include "web/ui_bundle.h"
 
 namespace parmon::cli {
@@ -74,6 +80,63 @@ int RunLiveView(const std::string& name,
   return RunServer(*server, http, exit_after_s);
 }
 
+// From this many events on, `--progressive auto` serves the coarse level first: the complete
+// index of fewer is built in about a second (docs/web.md).
+constexpr uint64_t kProgressiveFrom = 2'000'000;
+
+// A trace the progressive view takes: one file, closed cleanly, no damage found at open (the
+// others keep the checks and sentences of the path that builds before serving).
+bool ProgressiveFits(const model::Session& session, const std::string& mode) {
+  const format::TraceReader& reader = session.reader();
+  if (mode == "off" || reader.parts().size() != 1 || !reader.closed_cleanly())
+    return false;
+  for (const auto& p : reader.problems())
+    if (!p.harmless)
+      return false;
+  return mode == "on" || reader.total_events() >= kProgressiveFrom;
+}
+
+// The coarse level at once, the complete one behind it (web/progressive_view.h).
+int RunProgressive(std::unique_ptr<model::Session> session,
+                   const std::string& path,
+                   const ReportInputOptions& in,
+                   const web::HttpOptions& http,
+                   double exit_after_s) {
+  const auto begun = std::chrono::steady_clock::now();
+  auto view = web::ProgressiveView::Over(std::move(session));
+  auto server = ServeUi(http, [&view](std::string_view target) { return view->Handle(target); });
+  if (!server)
+    return 1;
+  fmt::print(stderr, "parmon view: coarse level (sampler streams) ready in {:.2f} s{}\n",
+             view->coarse_seconds(),
+             web::UiBuilt() ? "" : " (this parmon has no web UI built in: only the API)");
+  static std::atomic<bool> failed{false};
+  view->Start([path, in] { return LoadResults(path, in); },
+              [begun](const Status& s, const web::ProgressiveView& v) {
+                const double at =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+                if (!s.ok()) {
+                  fmt::print(stderr, "parmon view: {}\n", s.message());
+                  failed = true;
+                  kill(getpid(), SIGTERM);  // the server stops as on a user's SIGTERM
+                  return;
+                }
+                fmt::print(stderr,
+                           "parmon view: {} events, {} rows, {} CPUs, {} messages; complete "
+                           "index served {:.2f} s after start\n",
+                           v.index().events(), v.api().rows().size(), v.index().cpus().size(),
+                           v.index().messages().size(), at);
+              });
+  const int rc = RunServer(*server, http, exit_after_s);
+  if (!view->complete()) {
+    // Stopped while the complete level is still being built: nothing is written, so the process
+    // ends here rather than wait minutes for the builders to finish.
+    std::fflush(nullptr);
+    _exit(failed ? 1 : rc);
+  }
+  return failed ? 1 : rc;
+}
+
 }  // namespace
 
 int RunView(int argc, char** argv) {
@@ -84,6 +147,7 @@ int RunView(int argc, char** argv) {
   ReportInputOptions in;
   bool follow = false;
   double period_s = 1.0;
+  std::string progressive = "auto";
   app.add_option("trace", path,
                  "a .ptrace file or a per-rank session directory; with --follow also "
                  "HOST:PORT/SESSION of `parmon serve`")
@@ -99,6 +163,11 @@ int RunView(int argc, char** argv) {
   app.add_option("--host", http.host,
                  "address to listen on (anyone who can reach it can read the trace)")
       ->capture_default_str();
+  app.add_option("--progressive", progressive,
+                 "serve a coarse level (the sampler streams) at once and the complete index when "
+                 "built: auto (from 2 M events), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   app.add_flag("--partial", in.partial, "serve a damaged or truncated trace from what is intact");
   app.add_option("--exit-after", exit_after_s, "stop serving after this many seconds (tests)")
       ->check(CLI::Range(0.0, 1e7));
@@ -106,6 +175,12 @@ int RunView(int argc, char** argv) {
     return rc;
   if (follow || live::IsRemoteSession(path))
     return RunLiveView(path, http, in, period_s, exit_after_s);
+  bool bad_options = false;
+  if (progressive != "off" && !in.partial && ParseAnalysisOptions(in, &bad_options).ok()) {
+    auto opened = model::Session::Open(path);
+    if (opened.ok() && ProgressiveFits(**opened, progressive))
+      return RunProgressive(std::move(*opened), path, in, http, exit_after_s);
+  }
   const auto begun = std::chrono::steady_clock::now();
   bool usage_error = false;
   double analysed_s = 0;

@@ -131,7 +131,8 @@ void AppendStateRuns(std::string* out,
     out->push_back(']');
     return;
   }
-  StateNs prev = series.Cumulative(origin + t0);
+  size_t hint = 0;
+  StateNs prev = series.Cumulative(origin + t0, &hint);
   StateNs acc{};
   int acc_state = -1;
   uint64_t acc_begin = 0, acc_end = 0;
@@ -147,7 +148,7 @@ void AppendStateRuns(std::string* out,
   };
   for (uint64_t i = 0; i < px; ++i) {
     const uint64_t b = Edge(t0, t1, px, i), e = Edge(t0, t1, px, i + 1);
-    const StateNs next = series.Cumulative(origin + e);
+    const StateNs next = series.Cumulative(origin + e, &hint);
     StateNs d;
     uint64_t total = 0;
     for (int s = 0; s < kStates; ++s)

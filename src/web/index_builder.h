@@ -21,12 +21,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "format/event.h"
+#include "model/merge.h"
 #include "model/session.h"
 #include "web/trace_index.h"
 
@@ -111,8 +113,10 @@ class IndexBuilder {
   IndexBuilder(const model::Session& session, TraceIndex* index)
       : session_(session), index_(index) {}
 
-  // After the run: every event of the session's merge, then everything published.
-  void Run();
+  // After the run: every event of the session's merge (or of the streams `filter` selects: the
+  // sampler streams alone give the coarse level of progressive_view.h), then everything
+  // published.
+  void Run(const model::MergeFilter& filter = {});
   // Growing: the next event of the merge (in merge order, from time 0).
   void Feed(const format::Event& e) { Consume(e); }
   // Growing: moves what the events fed so far settled into the index (see above); final closes
@@ -162,6 +166,7 @@ class IndexBuilder {
   }
 
   void Consume(const format::Event& e);
+  void Reserve(uint32_t id, RawLoc& l);
   void MpiLeave(RawLoc& l, uint64_t ts);
   void Switch(uint32_t loc, RawLoc& l, const format::Event& e);
   // Closes an open call and open regions at the location's last event (the end of the trace).
@@ -202,6 +207,8 @@ class IndexBuilder {
   std::map<std::string, uint32_t> name_ids_;
   std::map<std::string, uint32_t> host_ids_;
   std::unordered_map<uint64_t, uint32_t> def_names_;
+  // Runtime events per location, from the chunk headers (Reserve).
+  std::optional<std::unordered_map<uint32_t, uint64_t>> stream_events_;
   uint32_t last_id_ = 0;  // the location of the previous event (the merge hands out runs)
   RawLoc* last_ = nullptr;
   std::map<uint32_t, std::vector<Slice>> cpu_runs_;  // ended and not yet published

@@ -11,9 +11,15 @@
 #include <tuple>
 #include <vector>
 
+#include <future>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/engine.h"
 #include "model/merge.h"
 #include "report/trace_builder.h"
 #include "web/index_builder.h"
+#include "web/progressive_view.h"
 #include "web/trace_index.h"
 
 namespace parmon::web {
@@ -244,6 +250,115 @@ INSTANTIATE_TEST_SUITE_P(SampledOrInferred,
                          GrowingIndexTest,
                          ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Sampled" : "Inferred"; });
+
+// The time of a location's MPI calls and blocking waits within [a, b), from its slices (not from
+// the state series the test compares).
+uint64_t CallTimeIn(const IndexedLocation& l, uint64_t a, uint64_t b) {
+  uint64_t sum = 0;
+  bool truncated = false;
+  l.slices.Query(
+      a, b, 0, SIZE_MAX,
+      [&](const Slice& s) {
+        if (s.kind == SliceKind::kMpi || s.kind == SliceKind::kWait)
+          sum += std::min(s.end, b) - std::min(std::max(s.begin, a), std::min(s.end, b));
+      },
+      &truncated);
+  return sum;
+}
+
+// The coarse level of progressive_view.h (the sampler streams alone) against the complete index:
+// per bucket the same time in states, and each state's time off by at most the time of the
+// calls and waits the coarse level does not know (the complete index books them as waits).
+TEST(CoarseIndexTest, SamplerLevelIsACoarseningOfTheCompleteIndex) {
+  const std::string path =
+      ::testing::TempDir() + "/web_coarse_" + std::to_string(getpid()) + ".ptrace";
+  auto session = Generate(path, true);
+  auto complete = TraceIndex::Build(*session);
+  ASSERT_TRUE(complete.ok());
+  std::unique_ptr<TraceIndex> coarse = BuildCoarseIndex(*session);
+  EXPECT_EQ(coarse->start(), (*complete)->start());
+  EXPECT_EQ(coarse->end(), (*complete)->end());
+  EXPECT_EQ(coarse->messages().size(), 0u);
+  EXPECT_EQ(coarse->events(), 3 * kRunMs / 10);  // one sampler record per thread per 10 ms
+  int compared = 0, differing = 0;
+  for (const IndexedLocation& full : (*complete)->locations()) {
+    const IndexedLocation* c = coarse->Find(full.id);
+    ASSERT_NE(c, nullptr) << "location " << full.id;
+    EXPECT_EQ(c->slices.size(), 0u);
+    for (uint64_t a = coarse->start(); a + 7 * kMs <= coarse->end(); a += 7 * kMs) {
+      const uint64_t b = a + 7 * kMs;
+      const StateNs x = c->states.Sum(a, b), y = full.states.Sum(a, b);
+      uint64_t tx = 0, ty = 0;
+      for (int s = 0; s < kStates; ++s) {
+        tx += x[s];
+        ty += y[s];
+      }
+      EXPECT_NEAR(static_cast<double>(tx), static_cast<double>(ty), 1000.0)
+          << "location " << full.id << " at " << a - coarse->start();
+      const uint64_t calls = CallTimeIn(full, a, b);
+      for (int s = 0; s < kStates; ++s)
+        EXPECT_LE(std::max(x[s], y[s]) - std::min(x[s], y[s]), calls + 1000)
+            << "location " << full.id << " state " << kStateKeys[s] << " at "
+            << a - coarse->start();
+      differing += x != y;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(differing, 10);  // the calls' time is not known at the coarse level
+  unlink(path.c_str());
+}
+
+// ProgressiveView: coarse answers say so; once the complete level is swapped in, every answer is
+// byte for byte that of an Api over an index built before serving.
+TEST(ProgressiveViewTest, CoarseAnswersThenExactlyTheCompleteOnes) {
+  const std::string path =
+      ::testing::TempDir() + "/web_progressive_" + std::to_string(getpid()) + ".ptrace";
+  Generate(path, true);
+  auto opened = model::Session::Open(path);
+  ASSERT_TRUE(opened.ok());
+  auto view = ProgressiveView::Over(std::move(*opened));
+  const std::vector<std::string> targets = {
+      "/api/session",  "/api/timeline?t0=0&t1=300000000&px=300",
+      "/api/findings", "/api/timeline?t0=12345678&t1=23456789&px=777",
+      "/api/cpus",     "/api/messages?t0=0&t1=100000000",
+      "/api/matrix",   "/api/graph?steps=7"};
+  using nlohmann::json;
+  const json coarse_session = json::parse(view->Handle("/api/session").body);
+  EXPECT_EQ(coarse_session["live"]["state"], "indexing");
+  EXPECT_EQ(coarse_session["index"]["complete"], false);
+  const std::string coarse_timeline = view->Handle(targets[1]).body;
+  EXPECT_EQ(coarse_timeline.rfind("{\"complete\":false,\"level\":\"sampler\",", 0), 0u);
+  EXPECT_EQ(view->Handle("/api/timeline?t0=9&t1=3").status, 400);
+
+  auto session = model::Session::Open(path);
+  ASSERT_TRUE(session.ok());
+  auto analysed = analysis::Analyze(**session, analysis::Options{});
+  ASSERT_TRUE(analysed.ok());
+  auto index = TraceIndex::Build(**session);
+  ASSERT_TRUE(index.ok());
+  const Api api(**index, *analysed);
+  // The coarse rows are the complete ones, named the same.
+  ASSERT_EQ(coarse_session["rows"].size(), api.rows().size());
+  for (size_t i = 0; i < api.rows().size(); ++i) {
+    EXPECT_EQ(coarse_session["rows"][i]["id"], api.rows()[i].id);
+    EXPECT_EQ(coarse_session["rows"][i]["label"], api.rows()[i].result->label);
+  }
+
+  std::promise<Status> done;
+  view->Start([&] { return analysis::Analyze(**session, analysis::Options{}); },
+              [&](const Status& s, const ProgressiveView&) { done.set_value(s); });
+  auto finished = done.get_future();
+  ASSERT_EQ(finished.wait_for(std::chrono::seconds(120)), std::future_status::ready);
+  EXPECT_TRUE(finished.get().ok());
+  EXPECT_TRUE(view->complete());
+  for (const std::string& t : targets) {
+    const ApiResponse got = view->Handle(t), want = api.Handle(t);
+    EXPECT_EQ(got.status, want.status) << t;
+    EXPECT_EQ(got.body, want.body) << t;
+  }
+  unlink(path.c_str());
+}
 
 }  // namespace
 }  // namespace parmon::web

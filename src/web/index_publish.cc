@@ -106,8 +106,7 @@ void IndexBuilder::PublishLocation(uint32_t id, RawLoc& l, bool final) {
   if (!out.cpu && dirty != UINT64_MAX)
     Pieces(out, l, out.states.TruncateTo(dirty), final);
   if (added && l.slices.size() > 0 && final) {
-    for (const Slice& s : l.slices)  // after the run: one sort, as the index did before growing
-      out.slices.Add(s);
+    out.slices.AddAll(l.slices);  // after the run: one sort, as the index did before growing
     out.slices.Finish();
   } else if (!l.slices.empty()) {
     out.slices.Merge(l.slices);
@@ -122,6 +121,8 @@ void IndexBuilder::PublishLocation(uint32_t id, RawLoc& l, bool final) {
 // data. From the boundary `from` on; pieces before it are clipped away by AddPiece.
 void IndexBuilder::Pieces(IndexedLocation& out, RawLoc& l, uint64_t from, bool final) {
   const bool sampled = !l.samples.empty();
+  if (from == 0 && final)  // every piece at once: a sample cut by calls, and the calls
+    out.states.Reserve(l.samples.size() + 2 * l.calls.size() + 2);
   // An MPI call still open (growing) holds its time until now: redone once it ends.
   Span open{0, 0, kCommWait};
   bool has_open = false;

@@ -24,6 +24,16 @@ void SliceSet::Add(const Slice& s) {
   ++size_;
 }
 
+void SliceSet::AddAll(const std::vector<Slice>& all) {
+  std::array<size_t, 64> count{};
+  for (const Slice& s : all)
+    ++count[ClassOf(s.end - s.begin)];
+  for (int c = 0; c < 64; ++c)
+    by_class_[c].reserve(by_class_[c].size() + count[c]);
+  for (const Slice& s : all)
+    Add(s);
+}
+
 bool SliceBefore(const Slice& a, const Slice& b) {
   return std::tie(a.begin, a.end, a.depth, a.kind, a.name) <
          std::tie(b.begin, b.end, b.depth, b.kind, b.name);
@@ -97,40 +107,86 @@ uint64_t SliceSet::Query(uint64_t t0,
 
 // --- StateSeries -------------------------------------------------------------------------------
 
+void StateSeries::Push(uint64_t t, const StateNs& cum) {
+  Delta d;
+  bool fits = !block_base_.empty();
+  for (int s = 0; fits && s < kStates; ++s) {
+    const uint64_t off = cum[s] - block_base_.back()[s];
+    fits = cum[s] >= block_base_.back()[s] && off <= UINT32_MAX;
+    d[s] = static_cast<uint32_t>(off);
+  }
+  if (!fits) {  // a new block based here
+    block_first_.push_back(ts_.size());
+    block_base_.push_back(cum);
+    d = Delta{};
+  }
+  ts_.push_back(t);
+  delta_.push_back(d);
+  last_ = cum;
+}
+
+StateNs StateSeries::At(size_t k) const {
+  const size_t b =
+      std::upper_bound(block_first_.begin(), block_first_.end(), k) - block_first_.begin() - 1;
+  StateNs r = block_base_[b];
+  for (int s = 0; s < kStates; ++s)
+    r[s] += delta_[k][s];
+  return r;
+}
+
 void StateSeries::AddPiece(uint64_t begin, uint64_t end, const StateNs& rate, uint64_t total) {
   if (!ts_.empty() && begin < ts_.back())
     begin = ts_.back();  // overlapping spans: the earlier one keeps its time
   if (end <= begin || total == 0)
     return;
-  if (ts_.empty() || begin > ts_.back()) {  // a gap (or the first piece): no state in it
-    ts_.push_back(begin);
-    cum_.push_back(cum_.empty() ? StateNs{} : cum_.back());
-  }
-  StateNs next = cum_.back();
+  if (ts_.empty() || begin > ts_.back())  // a gap (or the first piece): no state in it
+    Push(begin, ts_.empty() ? StateNs{} : last_);
+  StateNs next = last_;
   const unsigned __int128 len = end - begin;
   for (int s = 0; s < kStates; ++s)
     next[s] += static_cast<uint64_t>(len * rate[s] / total);
-  ts_.push_back(end);
-  cum_.push_back(next);
+  Push(end, next);
 }
 
 uint64_t StateSeries::TruncateTo(uint64_t t) {
   const size_t keep = std::upper_bound(ts_.begin(), ts_.end(), t) - ts_.begin();
   ts_.resize(keep);
-  cum_.resize(keep);
+  delta_.resize(keep);
+  while (!block_first_.empty() && block_first_.back() >= keep) {
+    block_first_.pop_back();
+    block_base_.pop_back();
+  }
+  last_ = keep ? At(keep - 1) : StateNs{};
   return ts_.empty() ? 0 : ts_.back();
 }
 
 StateNs StateSeries::Cumulative(uint64_t t) const {
+  size_t from = 0;
+  return Cumulative(t, &from);
+}
+
+StateNs StateSeries::Cumulative(uint64_t t, size_t* hint) const {
   if (ts_.empty() || t <= ts_.front())
     return StateNs{};
   if (t >= ts_.back())
-    return cum_.back();
-  const size_t k = std::upper_bound(ts_.begin(), ts_.end(), t) - ts_.begin() - 1;
-  StateNs r = cum_[k];
+    return last_;
+  // k: the last boundary at or before t, galloping from the hint (the boundary found for the
+  // previous, earlier t) and then halving: a few neighbouring reads when buckets hold few
+  // boundaries, instead of a search over the whole series for each bucket edge.
+  size_t lo = *hint < ts_.size() && ts_[*hint] <= t ? *hint : 0, hi = lo + 1, step = 1;
+  while (hi < ts_.size() && ts_[hi] <= t) {
+    lo = hi;
+    hi = lo + step;
+    step *= 2;
+  }
+  hi = std::min(hi, ts_.size());
+  const size_t k = std::upper_bound(ts_.begin() + lo, ts_.begin() + hi, t) - ts_.begin() - 1;
+  *hint = k;
+  StateNs r = At(k);
+  const StateNs next = At(k + 1);
   const unsigned __int128 num = t - ts_[k], den = ts_[k + 1] - ts_[k];
   for (int s = 0; s < kStates; ++s)
-    r[s] += static_cast<uint64_t>(num * (cum_[k + 1][s] - cum_[k][s]) / den);
+    r[s] += static_cast<uint64_t>(num * (next[s] - r[s]) / den);
   return r;
 }
 

@@ -19,8 +19,8 @@
 //    the time its two ends waited for each other as `parmon report` splits its calls' time (late
 //    sender, late receiver). The communication matrix and the process graph of a time range sum
 //    the messages sent in it (one binary search, then a pass over those messages).
-// Memory: 64 bytes per state boundary, 24 per slice, 56 per message (view_bench's 10 M-event
-// ring: peak 614 MB, 574 MB before messages carried their waits).
+// Memory: 36 bytes per state boundary (F as 32-bit offsets from a base per block of boundaries;
+// 64 before), 24 per slice, 56 per message (docs/web.md has view_bench's bytes per event).
 #ifndef PARMON_SRC_WEB_TRACE_INDEX_H_
 #define PARMON_SRC_WEB_TRACE_INDEX_H_
 
@@ -63,6 +63,8 @@ bool SliceBefore(const Slice& a, const Slice& b);
 class SliceSet {
  public:
   void Add(const Slice& s);
+  // Add of each, each class's room made first.
+  void AddAll(const std::vector<Slice>& all);
   void Finish();  // sorts; call once after the last Add
   // A growing set: adds a batch (in any order) to a finished set, merging each class's new
   // slices into place (work in the batch and the classes it touches, not the whole trace).
@@ -93,7 +95,13 @@ class StateSeries {
   void AddPiece(uint64_t begin, uint64_t end, const StateNs& rate, uint64_t total);
   // Time per state in [a, b).
   StateNs Sum(uint64_t a, uint64_t b) const;
+  void Reserve(size_t boundaries) {
+    ts_.reserve(boundaries);
+    delta_.reserve(boundaries);
+  }
   StateNs Cumulative(uint64_t t) const;
+  // The same, for a rising sequence of times: *hint (0 at first) carries the place found.
+  StateNs Cumulative(uint64_t t, size_t* hint) const;
   // A growing series: drops the boundaries after t, and returns the last one kept (the time
   // from which pieces are to be added again; 0 when none is left).
   uint64_t TruncateTo(uint64_t t);
@@ -103,8 +111,19 @@ class StateSeries {
   bool empty() const { return ts_.empty(); }
 
  private:
+  using Delta = std::array<uint32_t, kStates>;
+  // F at boundary k: its block's base plus its delta.
+  StateNs At(size_t k) const;
+  void Push(uint64_t t, const StateNs& cum);
+
+  // F is kept at each boundary as 32-bit offsets from the base of its block (a run of
+  // boundaries whose offsets fit; a new block starts where one would not, about every 4.3 s of
+  // a state's time): 8 + 28 bytes per boundary instead of 8 + 56.
   std::vector<uint64_t> ts_;
-  std::vector<StateNs> cum_;
+  std::vector<Delta> delta_;
+  std::vector<size_t> block_first_;  // the first boundary of each block
+  std::vector<StateNs> block_base_;
+  StateNs last_{};  // F at the last boundary
 };
 
 struct Message {

@@ -379,5 +379,49 @@ TEST(TraceIndexMatrix, AgreesWithTheReportsLinks) {
   }
 }
 
+// F as 32-bit offsets from a base per block (trace_index.h): a series far longer than 2^32 ns
+// in one state, with gaps and a piece of 9 s, against the sum of its pieces computed here; the
+// same after cutting it back mid-way and adding the rest again (a growing series).
+TEST(StateSeriesTest, OffsetsPastFourSecondsStayExact) {
+  struct Piece {
+    uint64_t begin, end;
+    int state;
+  };
+  std::vector<Piece> pieces;
+  uint64_t t = 1'000'000'000'000;
+  for (int i = 0; i < 40; ++i, t += 750'000'000)  // 700 ms pieces, 50 ms gaps
+    pieces.push_back({t, t + 700'000'000, i % 3 == 2 ? 2 : 0});
+  pieces.push_back({t, t + 9'000'000'000, 0});
+  const uint64_t first = pieces.front().begin, last = pieces.back().end;
+  auto oracle = [&](uint64_t at) {
+    StateNs f{};
+    for (const Piece& p : pieces)
+      if (at > p.begin)
+        f[p.state] += std::min(at, p.end) - p.begin;
+    return f;
+  };
+  StateNs one_hot[kStates] = {};
+  for (int s = 0; s < kStates; ++s)
+    one_hot[s][s] = 1;
+  StateSeries x;
+  for (const Piece& p : pieces)
+    x.AddPiece(p.begin, p.end, one_hot[p.state], 1);
+  ASSERT_GT(oracle(last)[0], uint64_t{3} << 32);  // past several blocks' reach
+  size_t hint = 0;
+  for (uint64_t at = first - 5; at <= last + 5; at += 13'000'017) {
+    ASSERT_EQ(x.Cumulative(at), oracle(at)) << at - first;
+    ASSERT_EQ(x.Cumulative(at, &hint), oracle(at)) << at - first;
+  }
+  const uint64_t cut = first + 20'123'456'789;
+  const uint64_t from = x.TruncateTo(cut);
+  ASSERT_LE(from, cut);
+  for (const Piece& p : pieces)
+    if (p.end > from)
+      x.AddPiece(std::max(p.begin, from), p.end, one_hot[p.state], 1);
+  for (uint64_t at = first; at <= last + 5; at += 7'000'003)
+    ASSERT_EQ(x.Cumulative(at), oracle(at)) << "after the cut, at " << at - first;
+  EXPECT_EQ(x.Sum(first, last), oracle(last));
+}
+
 }  // namespace
 }  // namespace parmon::web

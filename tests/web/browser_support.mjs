@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 
 export const SKIP = 77;
@@ -42,10 +43,10 @@ export function browserOrSkip(modules) {
     return skip(`playwright-core is not installed in ${modules}/node_modules (cmake runs npm ci there)`);
   }
 }
-// `parmon view TRACE --port 0`: the process, the URL of its first line (null if none came), and
-// its standard error so far.
-export async function startViewer(parmon, trace) {
-  const viewer = spawn(parmon, ['view', trace, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+// `parmon view TRACE --port 0 [EXTRA...]`: the process, the URL of its first line (null if none
+// came), and its standard error so far.
+export async function startViewer(parmon, trace, extra = []) {
+  const viewer = spawn(parmon, ['view', trace, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   const result = { viewer, url: null, err: '' };
   viewer.stderr.on('data', (d) => { result.err += d; });
   result.url = await new Promise((resolve) => {
@@ -77,4 +78,14 @@ export async function openPage(chromium, chromiumPath, url) {
   await page.goto(url, { waitUntil: 'load' });
   const state = () => page.evaluate(() => JSON.parse(JSON.stringify(window.parmonView)));
   return { browser, page, errors, state };
+}
+// The --bin directory (skipping without the programs `needs`) and the --out directory (made, a
+// temporary one named `prefix`... when not given).
+export function binAndOut(args, needs, prefix) {
+  const bin = path.resolve(args.bin || '.');
+  for (const f of needs)
+    if (!fs.existsSync(path.join(bin, f))) skip(`${f} was not built in ${bin}`);
+  const out = path.resolve(args.out || fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+  fs.mkdirSync(out, { recursive: true });
+  return { bin, out };
 }

@@ -3,6 +3,8 @@
 // client gets (oversized header and body, other methods, garbage, bad parameters, unknown paths,
 // more connections than the server takes, a client that sends half a request) — a 4xx with one
 // sentence each, and the server still answering afterwards — and that SIGTERM ends it with 0.
+// With --progressive on, the answers end byte for byte as those of an index built before serving,
+// and damage found behind the coarse level is one sentence and exit status 1.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -15,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+
+#include "format/reader.h"
 #include "live/live_support.h"
 #include "report/trace_builder.h"
 #include "support/e2e.h"
@@ -158,6 +163,78 @@ TEST(ViewCli, BadInputIsOneSentence) {
   EXPECT_NE(missing.exit_code, 0);
   RunResult port = Parmon({"view", bad, "--port", "99999"});
   EXPECT_EQ(port.exit_code, 2) << port.err;
+}
+
+// --progressive on (web/progressive_view.h): once its /api/session has no "live" object, every
+// answer is byte for byte that of --progressive off; until then every answer says it is coarse.
+TEST(ViewCli, ProgressiveEndsWithTheAnswersOfTheIndexBuiltBeforeServing) {
+  TempDir dir;
+  const std::string trace = dir.path() + "/t.ptrace";
+  BuildTrace(trace);
+  View on_view = StartView(dir, "on", {"view", trace, "--port", "0", "--progressive", "on"});
+  View off_view = StartView(dir, "off", {"view", trace, "--port", "0", "--progressive", "off"});
+  auto& on = on_view.proc;
+  auto& off = off_view.proc;
+  const int on_port = on_view.port, off_port = off_view.port;
+  ASSERT_NE(on_port, 0) << on->Err();
+  ASSERT_NE(off_port, 0) << off->Err();
+  Reply session;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        session = Get(on_port, "/api/session");
+        if (session.body.find("\"live\"") != std::string::npos) {
+          EXPECT_NE(session.body.find("\"state\":\"indexing\""), std::string::npos);
+          EXPECT_EQ(Get(on_port, "/api/timeline?px=10").body.rfind("{\"complete\":false,", 0), 0u);
+        }
+        return session.status == 200 && session.body.find("\"live\"") == std::string::npos;
+      },
+      60));
+  for (const char* t :
+       {"/api/session", "/api/timeline?px=10", "/api/timeline?t0=1000&t1=9000000&px=77",
+        "/api/cpus?px=5", "/api/messages", "/api/findings", "/api/matrix", "/api/graph?steps=3",
+        "/api/data", "/api/timeline?t0=9&t1=3"}) {
+    const Reply a = Get(on_port, t), b = Get(off_port, t);
+    EXPECT_EQ(a.status, b.status) << t;
+    EXPECT_EQ(a.body, b.body) << t;
+  }
+  EXPECT_NE(on->Err().find("coarse level (sampler streams) ready"), std::string::npos) << on->Err();
+  on->Kill(SIGTERM);
+  off->Kill(SIGTERM);
+  EXPECT_EQ(on->Wait(60), 0) << on->Err();
+  EXPECT_EQ(off->Wait(60), 0) << off->Err();
+}
+
+// A payload damaged where the open does not look (its checksum is checked as it is read): the
+// coarse level is served, the complete one finds the damage, says it in one sentence and exits 1.
+TEST(ViewCli, ProgressiveDamageFoundBehindTheCoarseLevelIsOneSentence) {
+  TempDir dir;
+  const std::string trace = dir.path() + "/t.ptrace";
+  BuildTrace(trace);
+  uint64_t at = 0;
+  {
+    auto reader = format::TraceReader::Open(trace);
+    ASSERT_TRUE(reader.ok());
+    for (const format::Stream& st : (*reader)->streams())
+      if (st.source == format::Source::kRuntime && !st.chunks.empty())
+        at = st.chunks.front().offset + sizeof(format::ChunkHeader) +
+             st.chunks.front().header.stored_size / 2;
+  }
+  ASSERT_GT(at, 0u);
+  {
+    std::fstream f(trace, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(at));
+    char c = 0;
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  RunResult r = Parmon({"view", trace, "--progressive", "on", "--port", "0"}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("parmon view: coarse level (sampler streams) ready", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("parmon view: " + trace + " is damaged"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.back(), '\n');
+  // The sentence is the last line, and there is one of it.
+  EXPECT_EQ(r.err.find("is damaged"), r.err.rfind("is damaged")) << r.err;
 }
 
 }  // namespace

@@ -4,6 +4,10 @@
 // scroll lock: a user who zoomed or panned into the past keeps their view), the whole run kept
 // whole. A badge in the header says live, ended, or what was lost. window.parmonLive is a
 // read-only summary for tests.
+//
+// The same loop serves `parmon view` of a large stored trace (progressive_view.h): its first
+// answers are a coarse level (state "indexing"), and once the complete index is served the
+// session carries no `live` object any more: the page then asks every view again, once.
 import { Finding, fmtNs, get, Session } from './api';
 import { Range } from './scope';
 
@@ -47,13 +51,15 @@ function badge(): HTMLElement {
 function show(live: LiveInfo, end: number): void {
   const b = badge();
   const colors: Record<string, string> = {
-    waiting: '#607d8b', live: '#2e9d3e', ended: '#455a64', lost: '#c0392b', failed: '#c0392b',
+    waiting: '#607d8b', live: '#2e9d3e', indexing: '#b7791f', indexed: '#455a64', ended: '#455a64', lost: '#c0392b', failed: '#c0392b',
   };
   b.style.background = colors[live.state] ?? '#455a64';
   b.dataset.state = live.state;
   const text: Record<string, string> = {
     waiting: `waiting for ${live.following}`,
     live: `● live — complete until ${fmtNs(end)}`,
+    indexing: 'indexing — coarse timeline (sampler) until the full index is built',
+    indexed: 'indexed',
     ended: `ended (${fmtNs(end)})`,
     lost: `recording lost: ${live.lost}`,
     failed: `stopped following: ${live.lost}`,
@@ -74,7 +80,11 @@ export function followLive(h: LiveHooks, periodMs = 1000): void {
     status.polls++;
     try {
       const fresh = await get<LiveSession>('/api/session');
-      const live = fresh.live!;
+      // No `live` in a stored trace's session: its complete index is served (progressive).
+      const live = fresh.live ?? {
+        following: first.live!.following, state: 'indexed', growing: false,
+        complete_until: fresh.end, refreshes: 0, lost: '', problems: [],
+      };
       if (fresh.end !== lastEnd || live.state !== lastState || fresh.rows.length !== lastRows) {
         const findings = (await get<{ findings: Finding[] }>('/api/findings')).findings;
         const range = followRange(h.range(), lastEnd, fresh.end);

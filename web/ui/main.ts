@@ -221,11 +221,12 @@ async function main(): Promise<void> {
     range: () => view.range,
     update: (fresh, findings, range) => {  // the session grew (live.ts): every view follows
       Object.assign(session, fresh);
+      if (!fresh.live) delete (session as LiveSession).live;  // a stored trace's complete index
       $('file').textContent = `${session.file} — ${session.command}`;
       fresh.rows.forEach((r) => labels.set(r.id, r.label));
       showFindings(findings);
       // The recorded matrices reach the index when the recording ends (index_publish.cc).
-      if (fresh.live && !fresh.live.growing) void dataPanel.load();
+      if (!fresh.live || !fresh.live.growing) void dataPanel.load();
       if (range) setRange(range);
       else scheduleFetch();
     },
