@@ -122,7 +122,8 @@ class LivePerRankE2e : public ::testing::Test {
 };
 
 TEST_F(LivePerRankE2e, SnapshotsArePrefixesIncrementalAndTheLastEqualsTheStoredReport) {
-  auto run = RecordRanks(dir_, c().Addr(), 10000);
+  auto run =
+      RecordRanks(dir_, c().Addr(), 25000);  // seconds: room for snapshots on a loaded machine
   std::string session;
   std::vector<json> during, metas;
   // Ask every 0.5 s while the ranks run.
