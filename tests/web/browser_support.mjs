@@ -45,6 +45,26 @@ export function browserOrSkip(modules) {
 }
 // `parmon view TRACE --port 0 [EXTRA...]`: the process, the URL of its first line (null if none
 // came), and its standard error so far.
+// A child whose stdout is matched against `re` until it matches (`first` resolves to its first
+// group), or null when it exits or after TIMEOUT_MS; its stderr kept in `err`, its exit in `ended`.
+export function startChild(argv, re) {
+  const p = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  p.err = '';
+  p.stderr.on('data', (d) => { p.err += d; });
+  p.first = new Promise((resolve) => {
+    let buf = '';
+    const timer = setTimeout(() => resolve(null), TIMEOUT_MS);
+    p.stdout.on('data', (d) => {
+      buf += d;
+      const m = buf.match(re);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    p.on('exit', () => resolve(null));
+  });
+  p.ended = new Promise((resolve) => p.on('exit', (c, s) => resolve(c ?? s)));
+  return p;
+}
+
 export async function startViewer(parmon, trace, extra = []) {
   const viewer = spawn(parmon, ['view', trace, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   const result = { viewer, url: null, err: '' };

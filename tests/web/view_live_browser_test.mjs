@@ -13,12 +13,11 @@
 //
 // usage: node view_live_browser_test.mjs --bin DIR --modules DIR [--out DIR]
 // Exit status: 0 pass, 1 fail, 77 skipped (no chromium, playwright-core, example or UI).
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { browserOrSkip, check, failures, log, openPage, parseArgs, skip, TIMEOUT_MS } from './browser_support.mjs';
+import { browserOrSkip, check, failures, log, openPage, parseArgs, skip, startChild, TIMEOUT_MS } from './browser_support.mjs';
 
 const args = parseArgs(process.argv);
 const { chromiumPath, chromium } = browserOrSkip(args.modules);
@@ -31,24 +30,7 @@ for (const f of ['live-1.png', 'live-2.png', 'ended.png']) fs.rmSync(path.join(o
 const store = path.join(out, 'live-store');
 fs.rmSync(store, { force: true, recursive: true });
 
-// A child whose first stdout line matching `re` is awaited; its stderr kept for messages.
-function start(argv, re) {
-  const p = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
-  p.err = '';
-  p.stderr.on('data', (d) => { p.err += d; });
-  p.first = new Promise((resolve) => {
-    let buf = '';
-    const timer = setTimeout(() => resolve(null), TIMEOUT_MS);
-    p.stdout.on('data', (d) => {
-      buf += d;
-      const m = buf.match(re);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    p.on('exit', () => resolve(null));
-  });
-  p.ended = new Promise((resolve) => p.on('exit', (c, s) => resolve(c ?? s)));
-  return p;
-}
+const start = startChild;
 const parmon = path.join(bin, 'parmon');
 const serve = start([parmon, 'serve', '--listen', '127.0.0.1:0', '--store', store], /^(\d+)\n/);
 const children = [serve];
