@@ -99,13 +99,18 @@ StatusOr<SwitchRecordCost> MeasureSwitchRecordCost(int rounds, int blocks) {
   uint64_t records_on = 0, records_off = 0;
   double best_on = 1e300, best_off = 1e300;
   block(false, &records_off);  // warm-up: pages, caches, the peer's first wake-ups
-  for (int i = 0; i < blocks; ++i) {
-    best_off = std::min(best_off, block(false, &records_off));
-    best_on = std::min(best_on, block(true, &records_on));
-  }
+  // The least of each over the blocks; on a loaded machine the least with records can still come
+  // out below the least without (a CI run measured 0 ns): then more blocks, at most twice.
+  int blocks_run = 0;
+  for (int attempt = 0; attempt < 3 && (attempt == 0 || best_on <= best_off); ++attempt)
+    for (int i = 0; i < blocks; ++i, ++blocks_run) {
+      best_off = std::min(best_off, block(false, &records_off));
+      best_on = std::min(best_on, block(true, &records_on));
+    }
   SwitchRecordCost out;
   out.cpu_ns = cpu() - cpu0;
-  out.records_per_round = static_cast<double>(records_on) / (static_cast<double>(rounds) * blocks);
+  out.records_per_round =
+      static_cast<double>(records_on) / (static_cast<double>(rounds) * blocks_run);
   if (out.records_per_round < 1)
     return Status::Error("no context-switch record came while measuring their cost");
   out.ns_per_record = std::max(0.0, (best_on - best_off) / out.records_per_round);
