@@ -250,40 +250,16 @@ struct Engine::Impl {
   void SwitchIn(Loc& l, uint64_t ts) {
     l.switch_timed = true;
     l.on_cpu = ts;
-    auto close = [ts](auto& spells, uint8_t& next, uint64_t& open) {
-      if (open == kNone)
-        return;
-      spells[next] = {open, std::max(ts, open)};
-      next = static_cast<uint8_t>((next + 1) % Loc::kPreemptSpells);
-      open = kNone;
-    };
-    close(l.preempt_spells, l.preempt_next, l.preempt_open);
-    close(l.block_spells, l.block_next, l.block_open);
-  }
-  // The part of [b, e) in the spells (and the open one), from the last kPreemptSpells.
-  static uint64_t SpellsWithin(
-      const std::array<std::pair<uint64_t, uint64_t>, Loc::kPreemptSpells>& spells,
-      uint64_t open,
-      uint64_t b,
-      uint64_t e) {
-    uint64_t sum = 0;
-    auto overlap = [&](uint64_t x, uint64_t y) {
-      const uint64_t lo = std::max(x, b), hi = std::min(y, e);
-      sum += hi > lo ? hi - lo : 0;
-    };
-    for (const auto& [x, y] : spells)
-      overlap(x, y);
-    if (open != kNone)
-      overlap(open, e);
-    return std::min(sum, e > b ? e - b : 0);
+    l.preempted_spells.Close(ts);
+    l.blocked_spells.Close(ts);
   }
   // The part of [b, e) the thread spent preempted (runnable, off a CPU), from its last spells.
   static uint64_t PreemptedWithin(const Loc& l, uint64_t b, uint64_t e) {
-    return SpellsWithin(l.preempt_spells, l.preempt_open, b, e);
+    return l.preempted_spells.Within(b, e);
   }
   // The part of [b, e) the thread spent blocked (off a CPU, not runnable).
   static uint64_t BlockedWithin(const Loc& l, uint64_t b, uint64_t e) {
-    return SpellsWithin(l.block_spells, l.block_open, b, e);
+    return l.blocked_spells.Within(b, e);
   }
   void SwitchOut(Loc& l, uint64_t ts) {
     if (l.on_cpu != kNone)
@@ -484,8 +460,8 @@ struct Engine::Impl {
         SwitchOut(l, e.ts);
         ++l.switches;
         l.preempted += e.args[1] != 0;
-        l.preempt_open = e.args[1] != 0 ? e.ts : kNone;
-        l.block_open = e.args[1] != 0 ? kNone : e.ts;
+        l.preempted_spells.open = e.args[1] != 0 ? e.ts : kNone;
+        l.blocked_spells.open = e.args[1] != 0 ? kNone : e.ts;
         has_sched = true;
         break;
       case Kind::kOmpRuntime:

@@ -40,6 +40,35 @@ inline State StateOfArg(int i) {
   return i >= static_cast<int>(State::kOther) ? State::kOther : static_cast<State>(i);
 }
 
+// A thread's last kSpells spells off a CPU of one kind, and the one still open (kNone: none).
+struct OffCpuSpells {
+  static constexpr size_t kSpells = 8;
+  std::array<std::pair<uint64_t, uint64_t>, kSpells> spells{};
+  uint8_t next = 0;
+  uint64_t open = kNone;
+  // The thread came back on a CPU at ts: the open spell is closed.
+  void Close(uint64_t ts) {
+    if (open == kNone)
+      return;
+    spells[next] = {open, std::max(ts, open)};
+    next = static_cast<uint8_t>((next + 1) % kSpells);
+    open = kNone;
+  }
+  // The part of [b, e) in the kept spells and the open one.
+  uint64_t Within(uint64_t b, uint64_t e) const {
+    uint64_t sum = 0;
+    auto overlap = [&](uint64_t x, uint64_t y) {
+      const uint64_t lo = std::max(x, b), hi = std::min(y, e);
+      sum += hi > lo ? hi - lo : 0;
+    };
+    for (const auto& [x, y] : spells)
+      overlap(x, y);
+    if (open != kNone)
+      overlap(open, e);
+    return std::min(sum, e > b ? e - b : 0);
+  }
+};
+
 struct RegionAgg {
   uint64_t count = 0, inclusive = 0, exclusive = 0;
 };
@@ -163,16 +192,10 @@ struct Loc {
   std::shared_ptr<Shares> shares;
   uint64_t switches = 0, preempted = 0;
   // The thread's last few spells off a CPU while runnable (a switch-out that preempted it, to
-  // its next switch-in), and the one still open: time inside a channel call spent queued for a
-  // CPU is not waiting for the channel's peer (ChanIo). The same for its spells blocked (a
-  // switch-out that did not preempt it): only those wait for the peer; running is the copy.
-  static constexpr size_t kPreemptSpells = 8;
-  std::array<std::pair<uint64_t, uint64_t>, kPreemptSpells> preempt_spells{};
-  uint8_t preempt_next = 0;
-  uint64_t preempt_open = kNone;
-  std::array<std::pair<uint64_t, uint64_t>, kPreemptSpells> block_spells{};
-  uint8_t block_next = 0;
-  uint64_t block_open = kNone;
+  // its next switch-in), and while blocked (a switch-out that did not): time inside a channel
+  // call spent queued for a CPU is not waiting for the channel's peer, and only the blocked time
+  // is (ChanIo); running in it is the copy.
+  OffCpuSpells preempted_spells, blocked_spells;
 };
 
 // A process that took a signal that ends it (FatalSignal), and what every other thread was
