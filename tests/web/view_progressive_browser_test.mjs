@@ -74,7 +74,10 @@ try {
   await until(() => window.parmonView && window.parmonView.ready && window.parmonView.drawnRuns > 0);
   const coarse = await state();
   const badge = await page.locator('#live').textContent().catch(() => '');
-  log(`first drawn ${Date.now() - started} ms after parmon view started`);
+  // The page stamps its first drawing itself (wall clock, the same machine's): the polling above
+  // and the evaluations are not in the figure.
+  log(`first drawn ${Math.round(coarse.v.firstDrawnAt - started)} ms after parmon view started`);
+  check(coarse.v.firstDrawnAt >= started, 'the page stamped its first drawing');
   check(coarse.l.state === 'indexing' && badge.includes('indexing'),
         `the first drawing is the coarse level: state ${coarse.l.state}, badge "${badge}"`);
   check(coarse.v.execRows.length === 16 && coarse.v.drawnRuns >= 16,

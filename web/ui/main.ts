@@ -18,6 +18,7 @@ interface ViewState {
   drawnSlices: number;
   drawnRuns: number;
   drawnCpuRuns: number;
+  firstDrawnAt: number;  // wall-clock ms (the page's clock) when state runs were first drawn; 0 before
   messages: number;
   selected: number[];
   findings: number;
@@ -33,7 +34,7 @@ interface ViewState {
 
 const view: ViewState = {
   ready: false, range: { t0: 0, t1: 1 }, execRows: [], cpuRows: [], drawnSlices: 0,
-  drawnRuns: 0, drawnCpuRuns: 0, messages: 0, selected: [], findings: 0, activeFinding: -1,
+  drawnRuns: 0, drawnCpuRuns: 0, firstDrawnAt: 0, messages: 0, selected: [], findings: 0, activeFinding: -1,
   tooltip: '', hover: null, query: '', requests: 0, errors: [], comm: null, data: null,
 };
 const GRAPH_STEPS = 20;
@@ -122,6 +123,7 @@ function draw(): void {
   view.execRows = session.rows.map((r) => r.id);
   view.drawnSlices = e.slices;
   view.drawnRuns = e.runs;
+  if (e.runs > 0 && !view.firstDrawnAt) view.firstDrawnAt = performance.timeOrigin + performance.now();
   view.drawnCpuRuns = drawCpus(cpuScope, cpus, session.cpus.length, labels, selected);
   view.cpuRows = cpus ? cpus.cpus.map((c) => c.cpu) : [];
   comm.draw();
@@ -142,16 +144,24 @@ async function fetchVisible(): Promise<void> {
   const q = `t0=${t0}&t1=${t1}&px=${px}`;
   try {
     view.requests += 5;
-    const [tl, cp, ms, mx, gr] = await Promise.all([
-      get<Timeline>(`/api/timeline?${q}`), get<Cpus>(`/api/cpus?${q}`),
+    const tlp = get<Timeline>(`/api/timeline?${q}`);
+    const cpp = get<Cpus>(`/api/cpus?${q}`);
+    const rest = Promise.all([
       get<Messages>(`/api/messages?t0=${t0}&t1=${t1}&limit=2000`),
       get<Matrix>(`/api/matrix?t0=${t0}&t1=${t1}`),
       get<Graph>(`/api/graph?t0=${t0}&t1=${t1}&steps=${GRAPH_STEPS}`)]);
+    rest.catch(() => undefined);  // handled below; not an unhandled rejection meanwhile
+    // The timeline and CPU rows are drawn as soon as they come; the messages, matrix and graph
+    // (slower to compute over a whole large run) when they follow.
+    const [tl, cp] = await Promise.all([tlp, cpp]);
+    if (gen !== generation) return;  // a newer range was asked for meanwhile
+    timeline = tl;
+    cpus = cp;
+    if (!view.ready) draw();
+    const [ms, mx, gr] = await rest;
     if (gen !== generation) return;  // a newer range was asked for meanwhile
     comm.set(mx, gr);
-    timeline = tl;
     view.query = q;
-    cpus = cp;
     messages = ms.messages;
     view.messages = messages.length;
     draw();
