@@ -3,8 +3,11 @@
 // until the peer closes, errs or stays silent past the timeout.
 #include "web/http_server.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <thread>
 #include <vector>
@@ -70,18 +73,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (req.method() != http::verb::get && !head)
       return Send(ErrorResponse(405, "Only GET and HEAD requests are served."), false, false);
     ApiResponse r;
+    const auto begun = std::chrono::steady_clock::now();
     try {
       r = handler_(std::string_view(req.target().data(), req.target().size()));
     } catch (const std::exception&) {  // (an allocation failure): the connection ends, not parmon
       r = ErrorResponse(500, "The server could not answer this request.");
     }
-    Send(std::move(r), req.keep_alive(), head);
+    Send(std::move(r), req.keep_alive(), head,
+         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begun)
+             .count());
   }
 
-  void Send(ApiResponse r, bool keep_alive, bool head) {
+  // handled_ms: the time the answer took to compute, sent as a Server-Timing header (the
+  // browser's resource timing shows it; bench/view_browser_bench.mjs reads it).
+  void Send(ApiResponse r, bool keep_alive, bool head, double handled_ms = -1) {
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), 11);
     res->set(http::field::server, "parmon view");
+    if (handled_ms >= 0)
+      res->set("Server-Timing", fmt::format("handle;dur={:.3f}", handled_ms));
     res->set(http::field::content_type, r.content_type);
     res->set(http::field::cache_control, "no-store");
     if (!r.location.empty())
