@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <initializer_list>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -110,11 +111,34 @@ uint64_t Edge(uint64_t t0, uint64_t t1, uint64_t px, uint64_t i) {
   return t0 + static_cast<uint64_t>(static_cast<unsigned __int128>(t1 - t0) * i / px);
 }
 
-// Answers with a row per location are written directly (fmt), not through json objects: a
-// timeline has up to ~100000 numbers per row, and building them as json values took most of
-// the request's time.
+// Answers with a row per location are written directly, not through json objects: a timeline
+// has up to ~100000 numbers per row, and building them as json values took most of the
+// request's time; so did fmt::format_to through a string's back_inserter (half of a 1 MB
+// timeline's time), hence these.
+void AppendNumber(std::string* out, uint64_t n) {
+  char digits[20];
+  out->append(digits, std::to_chars(digits, digits + sizeof digits, n).ptr);
+}
+
+// '[' a,b,... ']' (with the separator before each but the first).
+void AppendList(std::string* out, std::initializer_list<uint64_t> values) {
+  out->push_back('[');
+  for (const uint64_t* v = values.begin(); v != values.end(); ++v) {
+    if (v != values.begin())
+      out->push_back(',');
+    AppendNumber(out, *v);
+  }
+  out->push_back(']');
+}
+
 void Append(std::string* out, const StateNs& ns) {
-  fmt::format_to(std::back_inserter(*out), "[{}]", fmt::join(ns, ","));
+  out->push_back('[');
+  for (int s = 0; s < kStates; ++s) {
+    if (s)
+      out->push_back(',');
+    AppendNumber(out, ns[s]);
+  }
+  out->push_back(']');
 }
 
 // Runs of buckets with the same dominant state, as a JSON array of
@@ -140,7 +164,13 @@ void AppendStateRuns(std::string* out,
     if (acc_state >= 0) {
       if (out->size() > empty_size)
         out->push_back(',');
-      fmt::format_to(std::back_inserter(*out), "[{},{},{},", acc_begin, acc_end, acc_state);
+      out->push_back('[');
+      AppendNumber(out, acc_begin);
+      out->push_back(',');
+      AppendNumber(out, acc_end);
+      out->push_back(',');
+      AppendNumber(out, static_cast<uint64_t>(acc_state));
+      out->push_back(',');
       Append(out, acc);
       out->push_back(']');
     }
@@ -194,13 +224,12 @@ void AppendSlices(std::string* out,
         [&](const Slice& s) {
           const uint64_t b = s.begin - std::min(s.begin, origin),
                          e = s.end - std::min(s.end, origin);
+          if (out->size() > first)
+            out->push_back(',');
           if (cpu)  // [begin, end, thread, preempted]
-            fmt::format_to(std::back_inserter(*out), "{}[{},{},{},{}]",
-                           out->size() > first ? "," : "", b, e, s.name, s.depth);
+            AppendList(out, {b, e, s.name, s.depth});
           else  // [begin, end, depth, kind, name]
-            fmt::format_to(std::back_inserter(*out), "{}[{},{},{},{},{}]",
-                           out->size() > first ? "," : "", b, e, s.depth, static_cast<int>(s.kind),
-                           s.name);
+            AppendList(out, {b, e, s.depth, static_cast<uint64_t>(s.kind), s.name});
         },
         &truncated);
   fmt::format_to(std::back_inserter(*out), "],\"hidden\":{},\"truncated\":{}}}", hidden, truncated);

@@ -238,6 +238,7 @@ void IndexBuilder::FinishMessages(bool keep) {
   }
   std::sort(index_->messages_.begin(), index_->messages_.end(),
             [](const Message& a, const Message& b) { return a.send < b.send; });
+  index_->link_checkpoints_.Build(index_->messages_);
 }
 
 void IndexBuilder::AttributeWaits(std::vector<WaitPart>& parts) {

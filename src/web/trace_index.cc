@@ -236,18 +236,103 @@ std::span<const Message> TraceIndex::SentIn(uint64_t t0, uint64_t t1) const {
   return {b, e};
 }
 
-std::vector<LinkSum> TraceIndex::LinksIn(uint64_t t0, uint64_t t1) const {
-  std::map<std::pair<uint32_t, uint32_t>, LinkSum> sums;
-  for (const Message& m : SentIn(t0, t1)) {
-    LinkSum& s = sums[{m.from, m.to}];
-    s.from = m.from;
-    s.to = m.to;
-    s.Add(m);
+void LinkCheckpoints::Build(const std::vector<Message>& messages) {
+  links_.clear();
+  link_of_.clear();
+  checkpoints_.clear();
+  for (const Message& m : messages)
+    if (link_of_.emplace(uint64_t{m.from} << 32 | m.to, 0).second)
+      links_.emplace_back(m.from, m.to);
+  std::sort(links_.begin(), links_.end());
+  for (uint32_t l = 0; l < links_.size(); ++l)
+    link_of_[uint64_t{links_[l].first} << 32 | links_[l].second] = l;
+  // sizeof(LinkSum) * links / stride bytes per message: under one at 64 links per stride.
+  stride_ = std::max<size_t>(4096, 64 * links_.size());
+  std::vector<LinkSum> sums(links_.size());
+  for (uint32_t l = 0; l < links_.size(); ++l) {
+    sums[l].from = links_[l].first;
+    sums[l].to = links_[l].second;
   }
+  for (size_t b = 0;; b += stride_) {
+    checkpoints_.insert(checkpoints_.end(), sums.begin(), sums.end());
+    if (b >= messages.size())
+      break;
+    Add(messages, b, std::min(messages.size(), b + stride_), &sums);
+  }
+}
+
+uint32_t LinkCheckpoints::LinkOf(const Message& m) const {
+  return link_of_.find(uint64_t{m.from} << 32 | m.to)->second;
+}
+
+void LinkCheckpoints::Add(const std::vector<Message>& messages,
+                          size_t b,
+                          size_t e,
+                          std::vector<LinkSum>* sums) const {
+  for (size_t i = b; i < e; ++i)
+    (*sums)[LinkOf(messages[i])].Add(messages[i]);
+}
+
+void LinkCheckpoints::Before(const std::vector<Message>& messages,
+                             size_t k,
+                             std::vector<LinkSum>* sums) const {
+  const size_t n = links_.size();
+  const size_t count = n ? checkpoints_.size() / n : 0;
+  if (count == 0) {
+    sums->clear();
+    return;
+  }
+  // The nearest checkpoint, then forward (adding) or back (taking away) to k.
+  const size_t c = std::min(count - 1, (k + stride_ / 2) / stride_);
+  sums->assign(checkpoints_.begin() + static_cast<ptrdiff_t>(c * n),
+               checkpoints_.begin() + static_cast<ptrdiff_t>((c + 1) * n));
+  const size_t at = std::min(c * stride_, messages.size());  // the last covers them all
+  if (at <= k) {
+    Add(messages, at, k, sums);
+    return;
+  }
+  for (size_t i = k; i < at; ++i) {
+    LinkSum& s = (*sums)[LinkOf(messages[i])];
+    --s.messages;
+    s.bytes -= messages[i].bytes;
+    s.sender_wait_ns -= messages[i].sender_wait_ns;
+    s.receiver_wait_ns -= messages[i].receiver_wait_ns;
+  }
+}
+
+std::vector<std::vector<LinkSum>> TraceIndex::LinksBefore(
+    const std::vector<uint64_t>& edges) const {
+  std::vector<std::vector<LinkSum>> out(edges.size());
+  auto by_send = [](const Message& m, uint64_t x) { return m.send < x; };
+  auto from = messages_.begin();
+  size_t prev_k = 0;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    from = std::lower_bound(from, messages_.end(), edges[i], by_send);
+    const size_t k = static_cast<size_t>(from - messages_.begin());
+    if (i > 0 && k - prev_k <= link_checkpoints_.stride() / 2) {  // near the previous edge
+      out[i] = out[i - 1];
+      link_checkpoints_.Add(messages_, prev_k, k, &out[i]);
+    } else {
+      link_checkpoints_.Before(messages_, k, &out[i]);
+    }
+    prev_k = k;
+  }
+  return out;
+}
+
+std::vector<LinkSum> TraceIndex::LinksIn(uint64_t t0, uint64_t t1) const {
+  const auto before = LinksBefore({t0, std::max(t0, t1)});
   std::vector<LinkSum> out;
-  out.reserve(sums.size());
-  for (const auto& [key, s] : sums)
-    out.push_back(s);
+  for (size_t l = 0; l < before[1].size(); ++l) {
+    LinkSum s = before[1][l];
+    const LinkSum& a = before[0][l];
+    s.messages -= a.messages;
+    s.bytes -= a.bytes;
+    s.sender_wait_ns -= a.sender_wait_ns;
+    s.receiver_wait_ns -= a.receiver_wait_ns;
+    if (s.messages)
+      out.push_back(s);
+  }
   return out;
 }
 

@@ -18,7 +18,8 @@
 //    k-th send A->B on (comm, tag) with the k-th receive posted), sorted by send time, each with
 //    the time its two ends waited for each other as `parmon report` splits its calls' time (late
 //    sender, late receiver). The communication matrix and the process graph of a time range sum
-//    the messages sent in it (one binary search, then a pass over those messages).
+//    the messages sent in it: per-link sums kept at every stride-th message (LinkCheckpoints)
+//    make that two binary searches and two short scans, whatever the range holds.
 // Memory: 36 bytes per state boundary (F as 32-bit offsets from a base per block of boundaries;
 // 64 before), 24 per slice, 56 per message (docs/web.md has view_bench's bytes per event).
 #ifndef PARMON_SRC_WEB_TRACE_INDEX_H_
@@ -30,6 +31,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -149,6 +152,33 @@ struct LinkSum {
   }
 };
 
+// The messages' sums per directed link at every stride-th message by send time (a checkpoint),
+// so that the sums of any range of messages cost two checkpoint copies and scans of at most half
+// a stride, however many messages the range holds (the matrix and graph of a whole large run).
+// The stride grows with the number of links so that the checkpoints take under a byte per
+// message.
+class LinkCheckpoints {
+ public:
+  void Build(const std::vector<Message>& messages);
+  // The links with messages, by (from, to); sums are indexed like this list.
+  const std::vector<std::pair<uint32_t, uint32_t>>& links() const { return links_; }
+  // *sums[l] = the sums of link l over messages[0, k), for k <= messages.size().
+  void Before(const std::vector<Message>& messages, size_t k, std::vector<LinkSum>* sums) const;
+  // Adds messages[b, e) to their links' sums.
+  void Add(const std::vector<Message>& messages,
+           size_t b,
+           size_t e,
+           std::vector<LinkSum>* sums) const;
+  size_t stride() const { return stride_; }
+
+ private:
+  uint32_t LinkOf(const Message& m) const;
+  std::vector<std::pair<uint32_t, uint32_t>> links_;
+  std::unordered_map<uint64_t, uint32_t> link_of_;  // from << 32 | to -> index into links_
+  size_t stride_ = 1;
+  std::vector<LinkSum> checkpoints_;  // checkpoint c: links_.size() sums over [0, c * stride_)
+};
+
 struct IndexedLocation {
   uint32_t id = 0;
   bool cpu = false;
@@ -190,8 +220,12 @@ class TraceIndex {
   std::vector<const Message*> MessagesIn(uint64_t t0, uint64_t t1, size_t limit, bool* more) const;
   // The messages sent in [t0, t1) (session clock), by send time.
   std::span<const Message> SentIn(uint64_t t0, uint64_t t1) const;
-  // Their sums per directed pair of locations, by (from, to).
+  // Their sums per directed pair of locations, by (from, to): the links with messages in range.
   std::vector<LinkSum> LinksIn(uint64_t t0, uint64_t t1) const;
+  // The sums of each link (link_checkpoints().links() order) over the messages sent before each
+  // time of the rising sequence `edges`: out[i] for edges[i].
+  std::vector<std::vector<LinkSum>> LinksBefore(const std::vector<uint64_t>& edges) const;
+  const LinkCheckpoints& link_checkpoints() const { return link_checkpoints_; }
 
  private:
   friend class IndexBuilder;
@@ -199,6 +233,7 @@ class TraceIndex {
   std::vector<IndexedLocation> locations_;  // by id
   std::vector<CpuRow> cpus_;                // by cpu number
   std::vector<Message> messages_;
+  LinkCheckpoints link_checkpoints_;  // over messages_, rebuilt with it
   std::vector<std::string> names_;
   std::vector<std::string> hosts_;
   MatrixIndex matrices_;
