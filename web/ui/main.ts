@@ -223,13 +223,17 @@ async function main(): Promise<void> {
   $('reset').addEventListener('click', () => setRange(fullRange()));
   window.addEventListener('resize', () => { draw(); scheduleFetch(); });
   setRange(fullRange());
-  await dataPanel.load();
-  data = dataPanel;
-  showFindings((await get<{ findings: Finding[] }>('/api/findings')).findings);
+  window.clearTimeout(fetchTimer);  // the first range at once: the 30 ms debounce is for moves
+  void fetchVisible();
+  const firstFindings = get<{ findings: Finding[] }>('/api/findings');
+  let followed = false;  // a live update came: its findings are newer than the first ones
+  // Started before the rest loads, so that the live badge and state are there by the first
+  // drawing.
   followLive({
     session: () => session as LiveSession,
     range: () => view.range,
     update: (fresh, findings, range) => {  // the session grew (live.ts): every view follows
+      followed = true;
       Object.assign(session, fresh);
       if (!fresh.live) delete (session as LiveSession).live;  // a stored trace's complete index
       $('file').textContent = `${session.file} — ${session.command}`;
@@ -241,6 +245,10 @@ async function main(): Promise<void> {
       else scheduleFetch();
     },
   });
+  await dataPanel.load();
+  data = dataPanel;
+  const { findings } = await firstFindings;
+  if (!followed) showFindings(findings);
 }
 
 main().catch((e) => {
