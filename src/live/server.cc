@@ -36,7 +36,7 @@ class ExecFeeder : public std::enable_shared_from_this<ExecFeeder> {
       return;
     auto bytes = stream_->Read(offset_, 256u << 10);
     if (!bytes.ok() || bytes->empty()) {
-      if (!bytes.ok() || stream_->ended) {
+      if (!bytes.ok() || stream_->ended || stream_->lost) {
         done_ = true;
         pipe_.close();  // end of input for the consumer
         return;
@@ -228,6 +228,51 @@ void ServerImpl::LogRefusal(const std::string& line) {
     Log(line);
   else
     ++refusals_suppressed_;
+}
+
+void ServerImpl::RecorderGone(Stream* s, const std::string& why) {
+  if (s->ended || s->lost)
+    return;
+  auto& timer = grace_[s->key];
+  if (!timer)
+    timer = std::make_unique<asio::steady_timer>(io_);
+  char when[32];
+  const time_t now = time(nullptr);
+  struct tm tm;
+  strftime(when, sizeof when, "%H:%M:%S UTC", gmtime_r(&now, &tm));
+  timer->expires_after(
+      std::chrono::milliseconds(static_cast<int64_t>(options_.lost_after_s * 1000)));
+  timer->async_wait([this, s, why, when = std::string(when)](error_code ec) {
+    if (ec || s->producer || s->ended || s->lost)
+      return;  // re-armed, cancelled, or the recorder is back
+    const HeldChunks held = CountWholeChunks(s->fd, s->size);
+    std::string tail;
+    if (held.bytes < s->size)
+      tail = fmt::format(" and {} bytes of an unfinished chunk", s->size - held.bytes);
+    s->MarkLost(fmt::format(
+        "its recorder went without closing the recording: the connection closed at {} ({}) and "
+        "did not come back within {} s (killed?); the collector keeps the {} bytes it holds, "
+        "{} whole chunks{}",
+        when, why, options_.lost_after_s, s->size, held.chunks, tail));
+    Log(fmt::format("{} lost: {}", s->key, s->lost_reason));
+    analysis_->Touch(s->session, s->rank >= 0);
+  });
+}
+
+void ServerImpl::RecorderBack(Stream* s) {
+  if (auto it = grace_.find(s->key); it != grace_.end())
+    it->second->cancel();
+  if (s->lost)
+    Log(fmt::format("{} is no longer lost: a recorder took it up again", s->key));
+  s->ClearLost();
+}
+
+int ServerImpl::WorldOf(const std::string& session) {
+  int world = 0;
+  for (int k : store_.Ranks(session))
+    if (const Stream* s = store_.Find(session, k))
+      world = std::max(world, s->ranks);
+  return world;
 }
 
 void ServerImpl::FinishControl(uint64_t id, bool timed_out) {
