@@ -110,6 +110,11 @@ class ServerImpl final : public Server {
   // A recorder's connection closed without the end of its stream (why: how it closed): unless
   // the same recording reconnects within options().lost_after_s, the stream is marked lost.
   void RecorderGone(Stream* s, const std::string& why);
+  // Marks s lost in `seconds` unless a recorder takes it meanwhile; what: the sentence's start.
+  void ArmLost(Stream* s, double seconds, const std::string& what);
+  // At start: streams the store holds open (a recorder killed while no collector ran) are marked
+  // lost unless a recorder of them comes back within --lost-after plus a recorder's reconnect.
+  void ArmOpenStreams();
   // A recorder took its stream (new or reconnecting): no longer lost, nor about to be.
   void RecorderBack(Stream* s);
   // The world size of a per-rank session: the largest `ranks` its recorders said (0: unknown).

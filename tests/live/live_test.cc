@@ -227,6 +227,41 @@ TEST(LiveE2e, ARecorderBackAfterItsStreamWasMarkedLostResumes) {
   EXPECT_NE(c.Log().find("back is no longer lost"), std::string::npos) << c.Log();
 }
 
+// The collector killed, then the recorder killed while no collector runs: the collector started
+// again finds the stream open in its store and, no recorder of it coming back within --lost-after
+// plus a recorder's reconnect time (1 + 10 s here), marks it lost with what it holds.
+TEST(LiveE2e, AStreamLeftOpenByACollectorRestartIsMarkedLost) {
+  TempDir dir;
+  const std::string store = dir.File("store");
+  auto c = std::make_unique<Collector>(store, dir.File("serve1.log"));
+  const int port = c->port();
+  auto rec = Record(dir, "rec", c->Addr() + "/orphan",
+                    {BinDir() + "/duty_cycle", "--seconds", "30", "basic"});
+  ASSERT_TRUE(WaitFor([&] { return SizeOf(store + "/orphan.ptrace") > 1000; }, 30));
+  c->process().Kill(SIGKILL);
+  c->process().Wait(10);
+  rec->Kill(SIGKILL);
+  rec->Wait(10);
+  c = std::make_unique<Collector>(store, dir.File("serve2.log"),
+                                  std::vector<std::string>{"--lost-after", "1"}, port);
+  ASSERT_GT(c->port(), 0) << c->Log();
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor([&] { return Meta(store, "orphan").value("lost", false); }, 60)) << c->Log();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_GE(seconds, 10.0);
+  const std::string reason = Meta(store, "orphan").value("lost_reason", "");
+  EXPECT_NE(reason.find("was open when the collector started"), std::string::npos) << reason;
+  EXPECT_NE(reason.find(fmt::format("keeps the {} bytes", SizeOf(store + "/orphan.ptrace"))),
+            std::string::npos)
+      << reason;
+  // A follower started now ends at once with the sentence.
+  auto fetched = live::FetchSession(c->Addr(), "orphan", dir.File("copy.ptrace"), true);
+  ASSERT_TRUE(fetched.ok()) << fetched.status().message();
+  EXPECT_EQ(fetched->lost, reason);
+  EXPECT_FALSE(fetched->complete);
+}
+
 // Sends bytes on a fresh connection and expects the collector to drop it.
 void ExpectDropped(int port, const std::string& bytes) {
   int fd = testing::ConnectTo(port);

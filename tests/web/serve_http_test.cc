@@ -400,6 +400,16 @@ TEST(ServeHttp, AKilledRecordersSessionIsSaidLostWithWhatIsHeld) {
             std::string::npos)
       << r["live"].dump();
   EXPECT_GT(r["rows"].size(), 0u);
+  std::cout << "listed: " << lost << "\nremote view: " << r["live"]["lost"].get<std::string>()
+            << "\n";
+
+  // `report --follow` (the collector's live analysis) ends too, with the sentence.
+  auto followed = Parmon({"report", "--follow", addr + "/killed"}, 120);
+  EXPECT_EQ(followed.exit_code, 0) << followed.err;
+  EXPECT_NE(followed.err.find("the collector says of " + addr + "/killed: its recorder went"),
+            std::string::npos)
+      << followed.err;
+  EXPECT_NE(followed.out.find("the recording has been lost"), std::string::npos) << followed.out;
 
   // What is held reads: its intact chunks, and one sentence on the truncation.
   auto report = Parmon({"report", "--partial", file});
