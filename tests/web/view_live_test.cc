@@ -260,7 +260,7 @@ std::set<int> RanksOf(const json& session) {
 
 // `parmon view HOST:PORT/SESSION` of a per-rank MPI session whose ranks end at different times
 // (issue 15): rank 1 starts 2 s after rank 0 (so the view, started first, finds rank 0 alone)
-// and ends 3 s after it. The view shows both ranks' rows, says live (growing) after rank 0's
+// and ends 4 s after it. The view shows both ranks' rows, says live (growing) after rank 0's
 // stream ended and before rank 1's did, as the collector's sidecars say, and ended after; then
 // every answer equals `parmon view` of the session fetched from the collector after the run.
 TEST(ViewLive, PerRankSessionEndsOnlyWhenEveryRankOfTheWorldHasEnded) {
@@ -278,7 +278,7 @@ TEST(ViewLive, PerRankSessionEndsOnlyWhenEveryRankOfTheWorldHasEnded) {
   const std::string work = BinDir() + "/saturation --rounds 300 --bytes 64 --delay-us 2000";
   Process mpi(
       {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "1", "sh", "-c", record + work,
-       ":", "-np", "1", "sh", "-c", "sleep 2 && " + record + "sh -c '" + work + " && sleep 3'"},
+       ":", "-np", "1", "sh", "-c", "sleep 2 && " + record + "sh -c '" + work + " && sleep 4'"},
       dir.File("mpirun.out"), dir.File("mpirun.err"));
   // Rank 0's stream ended, rank 1's not yet: the view shows both ranks and stays live.
   ASSERT_TRUE(WaitFor([&] { return StreamEnded(store, "stagger+rank-0") || !mpi.Running(); }, 180))
