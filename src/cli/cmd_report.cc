@@ -268,12 +268,17 @@ int FollowRemoteReport(const std::string& name,
       fmt::print(stderr, "parmon report: {}: {}\n", name, snap.status().message());
       return 1;
     }
-    if (snap->ended) {
+    if (snap->ended || !snap->lost.empty()) {
       if (tty)
         fmt::print("\033[H\033[2J");
       else if (interim)
-        fmt::print("=== parmon report {}: the recording has ended ===\n", name);
+        fmt::print("=== parmon report {}: the recording has {} ===\n", name,
+                   snap->ended ? "ended" : "been lost");
       fflush(stdout);
+      if (!snap->ended)  // as a follow of a local trace whose recorder went without closing it
+        fmt::print(stderr,
+                   "parmon report: the collector says of {}: {}; the report covers what it holds\n",
+                   name, snap->lost);
       return WriteOutputOrSay("report", output, snap->body);
     }
     if (interim && snap->body != last) {

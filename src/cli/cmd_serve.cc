@@ -119,6 +119,11 @@ int RunServe(int argc, char** argv) {
                  "with --http: sessions indexed at once (the least recently used is dropped)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  app.add_option("--lost-after", o.lost_after_s,
+                 "seconds a recorder whose connection closed without the end of its recording "
+                 "has to reconnect before its stream is marked lost (it may still resume later)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   app.add_option("--idle-timeout", o.idle_timeout_s,
                  "seconds without a frame after which a recorder is dropped")
       ->check(CLI::Range(1.0, 86400.0))

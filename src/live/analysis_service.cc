@@ -13,6 +13,7 @@
 #include "analysis/json_dump.h"
 #include "analysis/views.h"
 #include "format/reader.h"
+#include "live/store_list.h"
 #include "model/merge.h"
 #include "model/session.h"
 
@@ -426,6 +427,11 @@ Snapshot AnalysisService::Answer(const Query& q) {
         q.session));
     return out;
   }
+  // The collector marked a stream lost (its recorder went without the end): nothing more comes,
+  // and this snapshot is the last there will be.
+  if (!l.final)
+    if (auto stored = FindStored(store_, q.session); stored && !stored->lost.empty())
+      meta["lost"] = stored->lost;
   if (!meta.contains("incremental")) {
     meta["ended"] = l.final.has_value();
     meta["incremental"] = true;

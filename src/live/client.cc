@@ -235,6 +235,7 @@ StatusOr<RemoteSnapshot> SnapshotClient::Ask(const std::string& session,
     out.meta = f->payload;
     auto meta = nlohmann::json::parse(out.meta, nullptr, false);
     out.ended = meta.is_object() && meta.value("ended", false);
+    out.lost = meta.is_object() ? JsonString(meta, "lost", "") : std::string();
     for (;;) {
       auto piece = channel_->Read(timeout_s);
       if (!piece.ok()) {

@@ -56,6 +56,9 @@ struct RemoteSnapshot {
   std::string meta;
   std::string body;
   bool ended = false;  // the recording has ended: this is the final report
+  // The collector marked a stream lost (its recorder went without the end): its sentence. This
+  // snapshot is then the last, of what the collector holds.
+  std::string lost;
 };
 // An answer meaning the session is not there yet (no recorder has streamed it, or nothing of it is
 // complete): a follower asks again later.

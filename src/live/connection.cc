@@ -44,8 +44,11 @@ void Connection::Close(const std::string& verb, const std::string& reason) {
     what = fmt::format(" (session {}, {} bytes held{})", stream_->key, stream_->size,
                        stream_->ended ? ", complete" : "");
   Log(fmt::format("{} {} {}: {}{}", peer_, RoleName(role_), verb, reason, what));
-  if (stream_ && stream_->producer == this)
+  if (stream_ && stream_->producer == this) {
     stream_->producer = nullptr;
+    if (!stream_->ended)  // killed, cut or dropped: lost unless it comes back in time
+      server_->RecorderGone(stream_, fmt::format("{}: {}", verb, reason));
+  }
   error_code ec;
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);
@@ -193,6 +196,7 @@ Status Connection::OnRecorderHello(const Hello& h) {
   }
   stream_ = *stream;
   stream_->producer = this;
+  server_->RecorderBack(stream_);
   if (fresh)  // a new recording under the name: the old one's analysis is stale
     server_->analysis().Forget(stream_->session);
   acked_ = stream_->size;
@@ -263,7 +267,12 @@ Status Connection::OnSubscribe() {
   if (!s && rank < 0) {
     auto ranks = server_->store().Ranks(session);
     if (!ranks.empty()) {  // a per-rank session: the consumer subscribes to each rank
-      Send(FrameType::kWelcome, nlohmann::json{{"session", session}, {"ranks", ranks}}.dump());
+      // world: how many ranks the recorders said the job has, so that a follower waits for
+      // the ranks that have not reached the collector yet.
+      Send(FrameType::kWelcome,
+           nlohmann::json{
+               {"session", session}, {"ranks", ranks}, {"world", server_->WorldOf(session)}}
+               .dump());
       Send(FrameType::kBye, "");
       closing_ = true;
       return Status::Ok();
@@ -278,9 +287,12 @@ Status Connection::OnSubscribe() {
   sub_offset_ = offset;
   Log(fmt::format("{} consumer subscribed to {} from byte {}{}", peer_, s->key, offset,
                   follow_ ? ", following" : ""));
-  Send(FrameType::kWelcome,
-       nlohmann::json{{"session", session}, {"rank", rank}, {"size", s->size}, {"ended", s->ended}}
-           .dump());
+  Send(FrameType::kWelcome, nlohmann::json{{"session", session},
+                                           {"rank", rank},
+                                           {"size", s->size},
+                                           {"ended", s->ended},
+                                           {"lost", s->lost}}
+                                .dump());
   return Status::Ok();
 }
 
@@ -374,8 +386,11 @@ bool Connection::QueueSubscriberData() {
     sub_offset_ += bytes->size();
     return true;
   }
-  if (sub_->ended || !follow_) {
-    out_.push_back(EncodeFrame(FrameType::kBye, ""));
+  if (sub_->ended || sub_->lost || !follow_) {
+    // A lost stream's BYE says so: the consumer has all there is, and it is not the whole run.
+    out_.push_back(
+        EncodeFrame(FrameType::kBye, sub_->lost ? nlohmann::json{{"lost", sub_->lost_reason}}.dump()
+                                                : std::string()));
     closing_ = true;
     sub_ = nullptr;
     return true;

@@ -8,8 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -31,6 +33,8 @@ struct One {
   bool complete = false;
   Status status;
   std::vector<int> ranks;  // the session is per rank: these
+  size_t world = 0;        // ... of a world of this many ranks (0: unknown)
+  std::string lost;        // the collector marked the stream lost: its sentence
 };
 
 // Copies one stream (rank -1: a single-process session) into path.
@@ -69,6 +73,11 @@ One FetchStream(const Endpoint& ep,
         for (auto& k : j["ranks"])
           if (k.is_number_integer())
             r.ranks.push_back(k.get<int>());
+        r.world = std::min<uint64_t>(JsonU64(j, "world", 0), kMaxFetchRanks);
+        return r;
+      }
+      if (path.empty()) {  // only the list of ranks was asked for
+        r.status = Status::Error(fmt::format("{} is no longer a per-rank session", session));
         return r;
       }
       ended = JsonBool(j, "ended", false);
@@ -96,13 +105,93 @@ One FetchStream(const Endpoint& ep,
       std::string error = PeerError(*f);
       if (!error.empty())
         r.status = Status::Error(error);
-      r.complete = error.empty() && (follow || ended);
+      auto j = nlohmann::json::parse(f->payload, nullptr, false);
+      r.lost = JsonString(j.is_object() ? j : nlohmann::json::object(), "lost", "");
+      r.complete = error.empty() && r.lost.empty() && (follow || ended);
       break;
     }
   }
   if (fd >= 0)
     close(fd);
   return r;
+}
+
+// Follows every rank of a per-rank session at once, a thread each, into out_path/rank-K.ptrace:
+// the ranks listed, then those that reach the collector later (asked for every 250 ms) until the
+// world is there. Ends when every rank followed has ended and the world is complete, or one is
+// lost (then ranks that never came are not waited for), or on *stop, or at the first failure.
+Status FollowRanks(const Endpoint& ep,
+                   const std::string& token,
+                   const std::string& session,
+                   const std::string& out_path,
+                   const One& listed,
+                   const std::atomic<bool>* stop,
+                   FetchResult* result) {
+  struct Part {
+    int rank = -1;
+    One one;
+    std::atomic<bool> finished{false};
+  };
+  std::deque<Part> parts;  // stable addresses: each thread writes its own
+  std::vector<std::thread> threads;
+  std::set<int> known;
+  std::atomic<bool> halt{false};
+  size_t world = listed.world;
+  auto add = [&](const std::vector<int>& ranks) {
+    for (int k : ranks) {
+      if (k < 0 || known.size() >= kMaxFollowRanks || !known.insert(k).second)
+        continue;
+      Part* p = &parts.emplace_back();
+      p->rank = k;
+      threads.emplace_back([&ep, &token, &session, &out_path, &halt, p] {
+        p->one = FetchStream(ep, token, session, p->rank,
+                             fmt::format("{}/rank-{}.ptrace", out_path, p->rank), true, &halt);
+        p->finished = true;
+      });
+    }
+  };
+  add(listed.ranks);
+  Status failed;
+  for (;;) {
+    size_t finished = 0;
+    bool lost = false;
+    for (const Part& p : parts) {
+      if (!p.finished)
+        continue;
+      ++finished;
+      lost |= !p.one.lost.empty();
+      if (!p.one.status.ok() && failed.ok())
+        failed = p.one.status;
+    }
+    if (!failed.ok() || (stop && stop->load()))
+      break;
+    if (finished == parts.size() && (world == 0 || known.size() >= world || lost))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (world == 0 || known.size() < world) {  // ranks that reached the collector since
+      One again = FetchStream(ep, token, session, -1, "", false, stop);
+      if (again.status.ok()) {
+        world = std::max(world, again.world);
+        add(again.ranks);
+      }
+    }
+  }
+  halt = true;  // the threads still following (a stop, or a failure)
+  for (auto& t : threads)
+    t.join();
+  if (!failed.ok())
+    return failed;
+  result->complete = world == 0 || known.size() >= world;
+  for (const Part& p : parts) {
+    result->bytes += p.one.bytes;
+    result->complete = result->complete && p.one.complete;
+    if (!p.one.lost.empty() && result->lost.empty())
+      result->lost = fmt::format("rank {}: {}", p.rank, p.one.lost);
+  }
+  if (!result->lost.empty() && world > known.size())
+    result->lost += fmt::format("; {} of the {} ranks never reached the collector",
+                                world - known.size(), world);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -123,6 +212,7 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
   if (single.ranks.empty()) {
     result.bytes = single.bytes;
     result.complete = single.complete;
+    result.lost = single.lost;
     return result;
   }
   // A per-rank session: a directory of rank files. The list comes from the collector, so it is
@@ -153,9 +243,13 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
   std::filesystem::create_directories(out_path, ec);
   if (ec)
     return Status::Error(fmt::format("cannot create the directory {}: {}", out_path, ec.message()));
+  if (follow) {
+    PARMON_RETURN_IF_ERROR(FollowRanks(ep, token, session, out_path, single, stop, &result));
+    return result;
+  }
   std::vector<One> parts(single.ranks.size());
   std::atomic<size_t> next{0};
-  const size_t workers = follow ? parts.size() : std::min<size_t>(parts.size(), kFetchWorkers);
+  const size_t workers = std::min<size_t>(parts.size(), kFetchWorkers);
   std::vector<std::thread> threads;
   for (size_t w = 0; w < workers; ++w)
     threads.emplace_back([&] {
@@ -173,6 +267,8 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
       return p.status;
     result.bytes += p.bytes;
     result.complete = result.complete && p.complete;
+    if (!p.lost.empty() && result.lost.empty())
+      result.lost = p.lost;
   }
   return result;
 }
@@ -202,6 +298,8 @@ StatusOr<std::shared_ptr<BackgroundFetch>> BackgroundFetch::Start(const std::str
     {
       std::lock_guard<std::mutex> lock(p->mu_);
       p->status_ = r.ok() ? Status::Ok() : r.status();
+      p->complete_ = r.ok() && r->complete;
+      p->lost_ = r.ok() ? r->lost : std::string();
     }
     p->done_ = true;
   });
@@ -221,6 +319,16 @@ BackgroundFetch::~BackgroundFetch() {
 Status BackgroundFetch::status() const {
   std::lock_guard<std::mutex> lock(mu_);
   return status_;
+}
+
+bool BackgroundFetch::complete() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return complete_;
+}
+
+std::string BackgroundFetch::lost() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lost_;
 }
 
 bool IsRemoteSession(const std::string& name) {

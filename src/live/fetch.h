@@ -22,12 +22,19 @@ struct FetchResult {
   bool per_rank = false;
   uint64_t bytes = 0;     // written in all
   bool complete = false;  // every stream ended (its recorder finished) and was copied whole
+  // The collector marked a stream lost (its recorder went without the end): what it said, one
+  // sentence (per-rank: of the first rank lost). Everything it held was copied.
+  std::string lost;
 };
 
 // Copies SESSION from the collector at host_port ("HOST:PORT") to out_path. follow: keep
 // copying live appends until the session ends (or *stop becomes true); else stop at what the
-// collector holds now. Blocks; run it on a thread of your own to read the file meanwhile.
-// token_file: see ReadToken (client.h).
+// collector holds now. Following a per-rank session waits for every rank of the world (the size
+// its recorders told the collector), asking the collector for the ranks that reached it since
+// about every 250 ms: it ends when every rank of the world has ended, or when every rank there
+// has ended or is lost and one is lost (the job broke: ranks missing then are not waited for).
+// Blocks; run it on a thread of your own to read the file meanwhile. token_file: see ReadToken
+// (client.h).
 StatusOr<FetchResult> FetchSession(const std::string& host_port,
                                    const std::string& session,
                                    const std::string& out_path,
@@ -36,8 +43,8 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
                                    const std::string& token_file = "");
 
 // A FetchSession(follow) running on its own thread, for followers that read the local copy
-// while it grows (live_view's LiveSource: path = path(), writer_gone = done(), keep_alive = the
-// object). The destructor stops the fetch and waits for its thread.
+// while it grows (live_view's LiveSource: path = path(), writer_gone = done(), complete = done()
+// and complete(), keep_alive = the object). The destructor stops the fetch and waits for its thread.
 class BackgroundFetch {
  public:
   // source: "HOST:PORT/SESSION"; out_path: the local file, or directory for a per-rank session
@@ -49,9 +56,13 @@ class BackgroundFetch {
                                                           const std::string& token_file = "");
   ~BackgroundFetch();
   const std::string& path() const { return path_; }
-  // The fetch has ended: the session is complete, or it failed (status() says why).
+  // The fetch has ended: the session is complete, lost, or it failed (status() says why).
   bool done() const { return done_.load(); }
   Status status() const;
+  // Once done(): whether every stream ended and was copied whole (the recording is complete).
+  bool complete() const;
+  // Once done(): FetchResult::lost (empty when nothing was lost).
+  std::string lost() const;
 
  private:
   BackgroundFetch() = default;
@@ -59,7 +70,9 @@ class BackgroundFetch {
   bool remove_at_end_ = false;
   std::atomic<bool> stop_{false}, done_{false};
   mutable std::mutex mu_;
-  Status status_;  // guarded by mu_
+  Status status_;          // guarded by mu_
+  bool complete_ = false;  // guarded by mu_
+  std::string lost_;       // guarded by mu_
   std::thread thread_;
 };
 

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -36,7 +38,7 @@ class ExecFeeder : public std::enable_shared_from_this<ExecFeeder> {
       return;
     auto bytes = stream_->Read(offset_, 256u << 10);
     if (!bytes.ok() || bytes->empty()) {
-      if (!bytes.ok() || stream_->ended) {
+      if (!bytes.ok() || stream_->ended || stream_->lost) {
         done_ = true;
         pipe_.close();  // end of input for the consumer
         return;
@@ -134,6 +136,7 @@ void ServerImpl::Run() {
     }
   });
   WaitChildren();
+  ArmOpenStreams();
   Accept();
   io_.run();
 }
@@ -228,6 +231,89 @@ void ServerImpl::LogRefusal(const std::string& line) {
     Log(line);
   else
     ++refusals_suppressed_;
+}
+
+namespace {
+
+// The time now as HH:MM:SS UTC, for the sentences of lost streams.
+std::string UtcNow() {
+  char when[32];
+  const time_t now = time(nullptr);
+  struct tm tm;
+  strftime(when, sizeof when, "%H:%M:%S UTC", gmtime_r(&now, &tm));
+  return when;
+}
+
+}  // namespace
+
+void ServerImpl::RecorderGone(Stream* s, const std::string& why) {
+  ArmLost(s, options_.lost_after_s,
+          fmt::format("its recorder went without closing the recording: the connection closed at "
+                      "{} ({}) and did not come back within {} s (killed?)",
+                      UtcNow(), why, options_.lost_after_s));
+}
+
+void ServerImpl::ArmLost(Stream* s, double seconds, const std::string& what) {
+  if (s->ended || s->lost)
+    return;
+  auto& timer = grace_[s->key];
+  if (!timer)
+    timer = std::make_unique<asio::steady_timer>(io_);
+  timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+  timer->async_wait([this, s, what](error_code ec) {
+    if (ec || s->producer || s->ended || s->lost)
+      return;  // re-armed, cancelled, or the recorder is back
+    const HeldChunks held = CountWholeChunks(s->fd, s->size);
+    std::string tail;
+    if (held.bytes < s->size)
+      tail = fmt::format(" and {} bytes of an unfinished chunk", s->size - held.bytes);
+    s->MarkLost(fmt::format("{}; the collector keeps the {} bytes it holds, {} whole chunks{}",
+                            what, s->size, held.chunks, tail));
+    Log(fmt::format("{} lost: {}", s->key, s->lost_reason));
+    analysis_->Touch(s->session, s->rank >= 0);
+  });
+}
+
+void ServerImpl::ArmOpenStreams() {
+  // A recorder reaches a restarted collector within its backoff (at most 5 s) plus one connect
+  // attempt (at most 5 s): that long is added to the grace.
+  const double seconds = options_.lost_after_s + 10;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(store_.dir() + "/.streams", ec)) {
+    if (e.path().extension() != ".meta")
+      continue;
+    std::ifstream in(e.path());
+    const auto meta = nlohmann::json::parse(in, nullptr, false, true);
+    if (!meta.is_object() || JsonBool(meta, "ended", false) || JsonBool(meta, "lost", false))
+      continue;
+    const int64_t rank = meta.contains("rank") && meta["rank"].is_number_integer()
+                             ? meta["rank"].get<int64_t>()
+                             : -1;
+    Stream* s =
+        store_.Find(JsonString(meta, "session", ""), rank < 0 ? -1 : static_cast<int>(rank));
+    if (!s)
+      continue;
+    ArmLost(s, seconds,
+            fmt::format("it was open when the collector started at {} and no recorder of it came "
+                        "back within {} s (killed while the collector was down?)",
+                        UtcNow(), seconds));
+  }
+}
+
+void ServerImpl::RecorderBack(Stream* s) {
+  if (auto it = grace_.find(s->key); it != grace_.end())
+    it->second->cancel();
+  if (s->lost)
+    Log(fmt::format("{} is no longer lost: a recorder took it up again", s->key));
+  s->ClearLost();
+}
+
+int ServerImpl::WorldOf(const std::string& session) {
+  int world = 0;
+  for (int k : store_.Ranks(session))
+    if (const Stream* s = store_.Find(session, k))
+      world = std::max(world, s->ranks);
+  return world;
 }
 
 void ServerImpl::FinishControl(uint64_t id, bool timed_out) {

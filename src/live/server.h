@@ -29,6 +29,9 @@ struct ServeOptions {
   double handshake_timeout_s = 10;  // for the first frame
   double idle_timeout_s = 60;       // a recorder silent this long is dropped
   double control_timeout_s = 5;     // a CONTROL reply from the recorders
+  // A recorder whose connection closed without its end and that has not reconnected within
+  // this long has its stream marked lost (it may still reconnect and resume afterwards).
+  double lost_after_s = 5;
 };
 
 class Server {

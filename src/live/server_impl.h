@@ -107,6 +107,18 @@ class ServerImpl final : public Server {
   void ControlReplied(uint64_t id, int rank, const std::string& reply);
   // Logs a refusal, at most kMaxRefusalLines a second.
   void LogRefusal(const std::string& line);
+  // A recorder's connection closed without the end of its stream (why: how it closed): unless
+  // the same recording reconnects within options().lost_after_s, the stream is marked lost.
+  void RecorderGone(Stream* s, const std::string& why);
+  // Marks s lost in `seconds` unless a recorder takes it meanwhile; what: the sentence's start.
+  void ArmLost(Stream* s, double seconds, const std::string& what);
+  // At start: streams the store holds open (a recorder killed while no collector ran) are marked
+  // lost unless a recorder of them comes back within --lost-after plus a recorder's reconnect.
+  void ArmOpenStreams();
+  // A recorder took its stream (new or reconnecting): no longer lost, nor about to be.
+  void RecorderBack(Stream* s);
+  // The world size of a per-rank session: the largest `ranks` its recorders said (0: unknown).
+  int WorldOf(const std::string& session);
 
  private:
   struct PendingControl {
@@ -131,6 +143,8 @@ class ServerImpl final : public Server {
   std::unique_ptr<AnalysisService> analysis_;
   std::shared_ptr<int> live_ = std::make_shared<int>(0);
   std::set<std::string> fed_;  // streams given to an --exec consumer
+  // Per stream key: the grace timer of a recorder gone without the end (RecorderGone).
+  std::map<std::string, std::unique_ptr<asio::steady_timer>> grace_;
   uint64_t next_control_ = 0;
   std::map<uint64_t, PendingControl> pending_;
   time_t refusal_second_ = 0;

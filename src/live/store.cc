@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,9 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "format/chunk.h"
+#include "format/chunk_stream.h"
 
 namespace parmon::live {
 namespace {
@@ -89,9 +93,42 @@ Status Stream::Append(uint64_t offset, std::string_view bytes) {
 
 void Stream::MarkEnded() {
   ended = true;
+  lost = false;
+  lost_reason.clear();
   // A sidecar that cannot be written only means a restarted collector sees the stream open.
   (void)WriteMeta(*this);
   Notify();
+}
+
+void Stream::MarkLost(std::string reason) {
+  lost = true;
+  lost_reason = std::move(reason);
+  (void)WriteMeta(*this);  // as MarkEnded: unwritten, a restarted collector sees it open
+  Notify();                // followers learn that nothing more comes
+}
+
+void Stream::ClearLost() {
+  if (!lost)
+    return;
+  lost = false;
+  lost_reason.clear();
+  (void)WriteMeta(*this);
+}
+
+HeldChunks CountWholeChunks(int fd, uint64_t size) {
+  HeldChunks out;
+  if (fd < 0 || size < sizeof(format::FileHeader))
+    return out;
+  uint64_t at = sizeof(format::FileHeader);
+  format::ChunkHeader h;
+  while (at + sizeof h <= size &&
+         pread(fd, &h, sizeof h, static_cast<off_t>(at)) == static_cast<ssize_t>(sizeof h) &&
+         format::ChunkHeaderValid(h) && at + sizeof h + h.stored_size <= size) {
+    at += sizeof h + h.stored_size;
+    ++out.chunks;
+  }
+  out.bytes = at;
+  return out;
 }
 
 StatusOr<std::string> Stream::Read(uint64_t offset, size_t max) const {
@@ -122,6 +159,10 @@ Status WriteMeta(const Stream& s) {
   nlohmann::json j = {{"session", s.session}, {"rank", s.rank}, {"stream_id", s.stream_id},
                       {"job", s.job},         {"host", s.host}, {"ranks", s.ranks},
                       {"ended", s.ended}};
+  if (s.lost) {
+    j["lost"] = true;
+    j["lost_reason"] = s.lost_reason;
+  }
   std::string tmp = s.meta_path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -157,6 +198,8 @@ StatusOr<Stream*> SessionStore::OpenForRecorder(const Hello& hello, bool* fresh)
     nlohmann::json meta = ReadMeta(slot->meta_path);
     slot->stream_id = JsonString(meta, "stream_id", "");
     slot->ended = JsonBool(meta, "ended", false);
+    slot->lost = JsonBool(meta, "lost", false);
+    slot->lost_reason = JsonString(meta, "lost_reason", "");
   }
   Stream* s = slot.get();
   *fresh = s->stream_id != hello.stream_id || (s->fd < 0 && !std::filesystem::exists(s->path));
@@ -199,6 +242,9 @@ Stream* SessionStore::Find(const std::string& session, int rank) {
   s->stream_id = JsonString(meta, "stream_id", "");
   // A file stored without a sidecar was not written by a live recorder: it is complete.
   s->ended = JsonBool(meta, "ended", meta.empty());
+  s->lost = JsonBool(meta, "lost", false);
+  s->lost_reason = JsonString(meta, "lost_reason", "");
+  s->ranks = static_cast<int>(std::min<uint64_t>(JsonU64(meta, "ranks", 0), 1u << 30));
   if (!OpenFile(s.get(), false).ok())
     return nullptr;
   Stream* out = s.get();

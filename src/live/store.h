@@ -9,6 +9,12 @@
 // random stream id and whether the recorder said BYE): a new recording under a used name
 // replaces the file, as `record -o` would, and a reconnecting one resumes it.
 //
+// A stream whose recorder's connection closed without its end (the recorder killed) and that
+// its recording did not take up again within the collector's grace (ServeOptions::lost_after_s)
+// is marked lost in its sidecar, with one sentence saying what the collector holds: readers
+// then know that nothing more will come. The mark is withdrawn if the same recording reconnects
+// later: it resumes at the size held, as always.
+//
 // Consumers (subscribers, --exec processes) read the file itself at their own offset, so a slow
 // consumer costs the collector no memory: Stream only keeps callbacks to run on the next append.
 #ifndef PARMON_SRC_LIVE_STORE_H_
@@ -38,6 +44,8 @@ struct Stream {
   int fd = -1;
   uint64_t size = 0;         // bytes held, the resume point
   bool ended = false;        // the recorder said BYE after its last byte
+  bool lost = false;         // its recorder went without the end and did not come back in time
+  std::string lost_reason;   // for lost: one sentence, what happened and what is held
   void* producer = nullptr;  // the connection streaming it now (owned by the server)
   // Run once at the next append or at the end (consumers waiting for bytes).
   std::vector<std::function<void()>> waiters;
@@ -46,6 +54,10 @@ struct Stream {
   // Appends bytes stated to start at offset: a repeat of held bytes is skipped, a gap refused.
   Status Append(uint64_t offset, std::string_view bytes);
   void MarkEnded();
+  // The recorder went without the end: nothing more is expected (unless it reconnects).
+  void MarkLost(std::string reason);
+  // The same recording reconnected: the stream is live again.
+  void ClearLost();
   // Up to max bytes from offset (fewer at the end of what is held).
   StatusOr<std::string> Read(uint64_t offset, size_t max) const;
   void Notify();
@@ -76,6 +88,14 @@ class SessionStore {
 
 // Writes the store's sidecar of a stream (stream id, job, host, ranks, ended).
 Status WriteMeta(const Stream& s);
+
+// The whole chunks at the start of a trace file of `size` bytes (the file header, then chunks
+// whose headers are valid and whose payload is all there): their count and where they end.
+struct HeldChunks {
+  uint64_t chunks = 0;
+  uint64_t bytes = 0;  // the file header and the whole chunks
+};
+HeldChunks CountWholeChunks(int fd, uint64_t size);
 
 }  // namespace parmon::live
 

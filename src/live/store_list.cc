@@ -33,6 +33,8 @@ bool ReadStream(const std::string& dir, const std::string& key, StoredStream* s)
   s->has_meta = meta.is_object();
   s->ended = !s->has_meta || JsonBool(meta, "ended", false);
   s->ranks = static_cast<int>(std::min<uint64_t>(JsonU64(meta, "ranks", 0), 1u << 30));
+  s->lost = s->has_meta && !s->ended && JsonBool(meta, "lost", false);
+  s->lost_reason = s->lost ? JsonString(meta, "lost_reason", "") : std::string();
   return true;
 }
 
@@ -64,7 +66,7 @@ uint64_t StoredSession::bytes() const {
 std::string StoredSession::signature() const {
   std::string out;
   for (const StoredStream& s : streams)
-    out += fmt::format("{}:{}:{}:{};", s.rank, s.size, s.mtime_ns, s.ended);
+    out += fmt::format("{}:{}:{}:{}:{};", s.rank, s.size, s.mtime_ns, s.ended, s.lost);
   return out;
 }
 
@@ -78,7 +80,9 @@ std::optional<StoredSession> FindStored(const std::string& dir, const std::strin
   if (ReadStream(dir, name, &single)) {
     out.path = single.path;
     out.streams.push_back(single);
-    out.complete = single.ended;
+    out.complete = single.ended || single.lost;
+    if (single.lost)
+      out.lost = single.lost_reason;
     return out;
   }
   out.path = fmt::format("{}/{}", dir, name);
@@ -96,9 +100,24 @@ std::optional<StoredSession> FindStored(const std::string& dir, const std::strin
   }
   if (out.streams.empty())
     return std::nullopt;
+  std::vector<int> lost_ranks;
+  for (const StoredStream& s : out.streams)
+    if (s.lost)
+      lost_ranks.push_back(s.rank);
   out.complete = std::all_of(out.streams.begin(), out.streams.end(),
-                             [](const StoredStream& s) { return s.ended; }) &&
-                 (!any_meta || static_cast<int>(out.streams.size()) >= out.ranks_expected);
+                             [](const StoredStream& s) { return s.ended || s.lost; }) &&
+                 (!any_meta || !lost_ranks.empty() ||
+                  static_cast<int>(out.streams.size()) >= out.ranks_expected);
+  if (!lost_ranks.empty()) {
+    const StoredStream& first = *std::find_if(out.streams.begin(), out.streams.end(),
+                                              [](const StoredStream& s) { return s.lost; });
+    out.lost = fmt::format("{} of {} rank(s) lost (rank {}: {})", lost_ranks.size(),
+                           std::max<size_t>(out.ranks_expected, out.streams.size()), first.rank,
+                           first.lost_reason);
+    if (out.ranks_expected > static_cast<int>(out.streams.size()))
+      out.lost += fmt::format("; {} rank(s) never reached the collector",
+                              out.ranks_expected - static_cast<int>(out.streams.size()));
+  }
   return out;
 }
 

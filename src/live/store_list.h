@@ -5,8 +5,10 @@
 // after the stream's last byte is in the store file: a sidecar read as ended means the file is
 // whole. A per-rank session is complete when as many ranks as the recorders said the world holds
 // (the sidecars' `ranks`) have ended, not when every file present is closed: ranks that have not
-// reached the collector yet have no file. A trace put in the store by hand has no sidecar and is
-// taken as complete.
+// reached the collector yet have no file. A stream the collector marked lost (its recorder went
+// without the end and did not come back in time) is done too: nothing more is expected of it, and
+// once one rank is lost the ranks that never arrived are not waited for either (the job is
+// broken). A trace put in the store by hand has no sidecar and is taken as complete.
 #ifndef PARMON_SRC_LIVE_STORE_LIST_H_
 #define PARMON_SRC_LIVE_STORE_LIST_H_
 
@@ -25,6 +27,8 @@ struct StoredStream {
   bool has_meta = false;  // written by the collector (else put in the store by hand)
   bool ended = false;     // the collector holds its last byte (the recorder said BYE)
   int ranks = 0;          // the world size its recorder said (0: unknown)
+  bool lost = false;      // the collector marked it lost (the recorder went without the end)
+  std::string lost_reason;
 };
 
 struct StoredSession {
@@ -36,6 +40,8 @@ struct StoredSession {
   // The collector says nothing more will come: every stream ended (and, per-rank, every rank of
   // the world is there).
   bool complete = false;
+  // Some stream is lost: one sentence saying which and what the collector holds (else empty).
+  std::string lost;
   uint64_t bytes() const;
   // Changes whenever any stream's file does (size or modification time).
   std::string signature() const;

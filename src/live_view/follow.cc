@@ -111,9 +111,16 @@ StatusOr<LiveSource> ResolveLiveSource(const std::string& name) {
   remote->dir = dir;
   source.path = (*fetch)->path();
   source.writer_gone = [f = remote->fetch.get()] { return f->done(); };
+  // The collector's word on the end, as for `parmon serve --http`: complete once every stream
+  // of the session (per-rank: every rank of the world) has ended and is copied, not when every
+  // file copied so far is closed (a rank's file may close before the next rank has arrived).
+  source.complete = [f = remote->fetch.get()] { return f->done() && f->complete(); };
   source.why_gone = [f = remote->fetch.get(), name] {
     const Status s = f->status();
-    return s.ok() ? std::string() : fmt::format("following {}: {}", name, s.message());
+    if (!s.ok())
+      return fmt::format("following {}: {}", name, s.message());
+    const std::string lost = f->lost();
+    return lost.empty() ? std::string() : fmt::format("the collector says of {}: {}", name, lost);
   };
   source.keep_alive = remote;
   return source;

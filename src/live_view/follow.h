@@ -47,9 +47,10 @@ struct LiveSource {
   // Whatever feeds path (a fetch running on a thread), kept alive while the follower runs.
   std::shared_ptr<void> keep_alive;
   // What writes path knows when the recording is complete (a collector's store: every stream
-  // ended and, per-rank, every rank of the world there). Null: a trace closed cleanly is complete
-  // (a per-rank directory: every file present closed, which may be before the last rank started).
-  // Asked before each read, so what it vouches for is read.
+  // ended and, per-rank, every rank of the world there; a fetch from a collector: the fetch
+  // ended with every stream, every rank of the world, copied whole). Null: a trace closed
+  // cleanly is complete (a per-rank directory: every file present closed, which may be before
+  // the last rank started). Asked before each read, so what it vouches for is read.
   std::function<bool()> complete;
   // True once the follower gives up (its owner is closing): Open stops waiting. Null: only
   // StopRequested() stops it.

@@ -101,8 +101,12 @@ struct Follower {
     // An open end of a session still arriving is no damage (as for a local trace).
     if (!snap->ended)
       problems.clear();
-    model.Update(r, snap->ended, std::move(problems));
-    ended = snap->ended;
+    // A stream the collector marked lost: this snapshot, of what it holds, is the last.
+    const bool last = snap->ended || !snap->lost.empty();
+    model.Update(r, last, std::move(problems));
+    ended = last;
+    if (!snap->ended && !snap->lost.empty())
+      ended_why = fmt::format("the collector says of {}: {}", remote_name, snap->lost);
     return Status::Ok();
   }
   // The wait before the next refresh: the period, or three times the last analysis when that is

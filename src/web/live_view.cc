@@ -163,7 +163,12 @@ void LiveView::Step() {
   const bool closed = trace_->finished();
   if (until == 0 && !closed && !trace_->abandoned())
     return;  // no stream complete anywhere yet
-  const uint64_t complete = closed ? UINT64_MAX : (until == 0 ? 0 : until - 1);
+  // Every file read is closed but the source does not vouch for the end yet (a per-rank
+  // session whose other ranks are still to come): complete up to the session's end so far.
+  const uint64_t complete = closed                ? UINT64_MAX
+                            : until == 0          ? 0
+                            : until == UINT64_MAX ? std::max(session_->end(), session_->start())
+                                                  : until - 1;
   // A long stretch not yet fed (a view started late, a recorder faster than the view) is fed
   // in slices of session time, each published, so that the page shows it growing meanwhile.
   const uint64_t from = published_bound_ >= UINT64_MAX - 1 ? session_->start() : published_bound_;

@@ -77,7 +77,10 @@ live_view::LiveSource StoreSource(const std::string& store, const std::string& n
   // The collector's word, not the recorder's pid: a recorder exits once the collector holds
   // every byte, which may be before the collector has marked the stream ended.
   source.writer_gone = source.complete;
-  source.why_gone = [name] {
+  source.why_gone = [store, name] {
+    auto now = live::FindStored(store, name);
+    if (now && !now->lost.empty())  // the collector's own sentence
+      return fmt::format("the collector says of {}: {}", name, now->lost);
     return fmt::format("the collector holds all of {}, but it was not closed cleanly", name);
   };
   return source;
@@ -283,13 +286,16 @@ ApiResponse SessionHost::SessionsJson() {
     const bool damaged = s.complete && (!l.readable || !l.closed || !l.problems.empty());
     json j = {{"name", s.name},
               {"kind", s.per_rank ? "ranks" : "file"},
-              {"state", !s.complete ? "live"
-                        : damaged   ? "damaged"
-                                    : "ended"},
+              {"state", !s.complete       ? "live"
+                        : !s.lost.empty() ? "lost"
+                        : damaged         ? "damaged"
+                                          : "ended"},
               {"bytes", s.bytes()},
               {"url", "s/" + s.name + "/"},
               {"indexed", held},
               {"problems", l.problems}};
+    if (!s.lost.empty())
+      j["lost"] = s.lost;
     if (l.readable)
       j["events"] = l.events;
     if (l.start_realtime_ns) {
@@ -319,6 +325,9 @@ ApiResponse SessionHost::SessionsHtml() {
     if (s["kind"] == "ranks" && s["ranks_expected"].get<int>() > 0)
       kind += fmt::format(" of {}", s["ranks_expected"].get<int>());
     std::string problems;
+    if (s.contains("lost"))
+      problems +=
+          "<div class=\"problem\">" + analysis::HtmlEscape(s["lost"].get<std::string>()) + "</div>";
     for (const json& p : s["problems"])
       problems += "<div class=\"problem\">" + analysis::HtmlEscape(p.get<std::string>()) + "</div>";
     rows += fmt::format(
@@ -337,7 +346,8 @@ ApiResponse SessionHost::SessionsHtml() {
       "sessions</title><link rel=\"icon\" href=\"data:,\"><style>body{{font:14px sans-serif;"
       "margin:1em}}table{{border-collapse:collapse}}td,th{{padding:3px 10px;border-bottom:1px "
       "solid #ddd;text-align:left;vertical-align:top}}.live{{color:#2e9d3e;font-weight:bold}}"
-      ".damaged{{color:#c0392b}}.problem{{font-size:12px;max-width:50em}}</style></head><body>"
+      ".damaged,.lost{{color:#c0392b}}.problem{{font-size:12px;max-width:50em}}</style></"
+      "head><body>"
       "<h1>Sessions</h1><p>{} sessions in the store {}; each is indexed when first opened, at "
       "most {} at once (<a href=\"api/sessions\">api/sessions</a>). Reload for the current "
       "states.</p><table id=\"sessions\"><thead><tr><th>session</th><th>kind</th><th>state</th>"

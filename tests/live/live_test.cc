@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "live/client.h"
@@ -175,6 +176,90 @@ TEST(LiveE2e, NetworkCutIsSpooledAndResent) {
   ASSERT_EQ(rec->Wait(120), 0) << rec->Err();
   EXPECT_NE(rec->Err().find("reached again"), std::string::npos) << rec->Err();
   ExpectSameSession(dir.File("store/cut.ptrace"), dir.File("local.ptrace"));
+}
+
+// The sidecar of a stored stream, as JSON (an empty object when there is none).
+nlohmann::json Meta(const std::string& store, const std::string& key) {
+  auto j = nlohmann::json::parse(ReadFile(store + "/.streams/" + key + ".meta"), nullptr, false);
+  return j.is_object() ? j : nlohmann::json::object();
+}
+
+// A cut longer than the collector's grace (--lost-after 1): the stream is marked lost in its
+// sidecar (a follower is told and ends), then the recorder, still alive, reconnects, resumes at
+// the byte the collector holds, and the stream ends whole and no longer lost (docs/live.md).
+TEST(LiveE2e, ARecorderBackAfterItsStreamWasMarkedLostResumes) {
+  TempDir dir;
+  const std::string store = dir.File("store");
+  Collector c(store, dir.File("serve.log"), {"--lost-after", "1"});
+  testing::Relay relay(c.port());
+  auto rec = Record(dir, "rec", "127.0.0.1:" + std::to_string(relay.port()) + "/back",
+                    {BinDir() + "/duty_cycle", "--seconds", "8", "basic"},
+                    {"-o", dir.File("local.ptrace")});
+  ASSERT_TRUE(WaitFor([&] { return SizeOf(store + "/back.ptrace") > 1000; }, 30));
+  // A follower: it ends when the stream is marked lost, with the collector's sentence.
+  std::atomic<bool> stop{false}, done{false};
+  StatusOr<live::FetchResult> followed = Status::Error("not run");
+  std::thread follower([&] {
+    followed = live::FetchSession(c.Addr(), "back", dir.File("followed.ptrace"), true, &stop);
+    done = true;
+  });
+  relay.Cut();
+  ASSERT_TRUE(WaitFor([&] { return Meta(store, "back").value("lost", false); }, 30)) << c.Log();
+  const std::string reason = Meta(store, "back").value("lost_reason", "");
+  EXPECT_NE(reason.find("did not come back within 1 s"), std::string::npos) << reason;
+  EXPECT_NE(reason.find(fmt::format("keeps the {} bytes", SizeOf(store + "/back.ptrace"))),
+            std::string::npos)
+      << reason;
+  const bool ended = WaitFor([&] { return done.load(); }, 30);
+  stop = true;
+  follower.join();
+  ASSERT_TRUE(ended) << "the follower did not end when the stream was marked lost";
+  ASSERT_TRUE(followed.ok()) << followed.status().message();
+  EXPECT_FALSE(followed->complete);
+  EXPECT_EQ(followed->lost, reason);
+  EXPECT_EQ(SizeOf(dir.File("followed.ptrace")), SizeOf(store + "/back.ptrace"));
+  relay.Restore();
+  ASSERT_EQ(rec->Wait(120), 0) << rec->Err();
+  EXPECT_NE(rec->Err().find("reached again"), std::string::npos) << rec->Err();
+  ExpectSameSession(store + "/back.ptrace", dir.File("local.ptrace"));
+  ASSERT_TRUE(WaitFor([&] { return Meta(store, "back").value("ended", false); }, 30));
+  EXPECT_FALSE(Meta(store, "back").value("lost", false)) << Meta(store, "back").dump();
+  EXPECT_NE(c.Log().find("back is no longer lost"), std::string::npos) << c.Log();
+}
+
+// The collector killed, then the recorder killed while no collector runs: the collector started
+// again finds the stream open in its store and, no recorder of it coming back within --lost-after
+// plus a recorder's reconnect time (1 + 10 s here), marks it lost with what it holds.
+TEST(LiveE2e, AStreamLeftOpenByACollectorRestartIsMarkedLost) {
+  TempDir dir;
+  const std::string store = dir.File("store");
+  auto c = std::make_unique<Collector>(store, dir.File("serve1.log"));
+  const int port = c->port();
+  auto rec = Record(dir, "rec", c->Addr() + "/orphan",
+                    {BinDir() + "/duty_cycle", "--seconds", "30", "basic"});
+  ASSERT_TRUE(WaitFor([&] { return SizeOf(store + "/orphan.ptrace") > 1000; }, 30));
+  c->process().Kill(SIGKILL);
+  c->process().Wait(10);
+  rec->Kill(SIGKILL);
+  rec->Wait(10);
+  c = std::make_unique<Collector>(store, dir.File("serve2.log"),
+                                  std::vector<std::string>{"--lost-after", "1"}, port);
+  ASSERT_GT(c->port(), 0) << c->Log();
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor([&] { return Meta(store, "orphan").value("lost", false); }, 60)) << c->Log();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_GE(seconds, 10.0);
+  const std::string reason = Meta(store, "orphan").value("lost_reason", "");
+  EXPECT_NE(reason.find("was open when the collector started"), std::string::npos) << reason;
+  EXPECT_NE(reason.find(fmt::format("keeps the {} bytes", SizeOf(store + "/orphan.ptrace"))),
+            std::string::npos)
+      << reason;
+  // A follower started now ends at once with the sentence.
+  auto fetched = live::FetchSession(c->Addr(), "orphan", dir.File("copy.ptrace"), true);
+  ASSERT_TRUE(fetched.ok()) << fetched.status().message();
+  EXPECT_EQ(fetched->lost, reason);
+  EXPECT_FALSE(fetched->complete);
 }
 
 // Sends bytes on a fresh connection and expects the collector to drop it.

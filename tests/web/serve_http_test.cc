@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -321,6 +322,102 @@ TEST(ServeHttp, PerRankSessionEndsWhenTheCollectorHasEveryRank) {
   ASSERT_EQ(j["live"]["state"], "ended") << j.dump();
   EXPECT_EQ(StateOf(s.http, "half"), "ended");
   ExpectSameAnswers(s.http, "half", oracle.port);
+}
+
+// A recorder killed mid-run (SIGKILL, issue 15): its connection closes without the end, and once
+// it has not come back within the collector's grace (--lost-after, 5 s by default) the list says
+// `lost` with the collector's sentence (the exact bytes it holds, which the stored file has), the
+// session's page and a `parmon view HOST:PORT/SESSION` following it stop saying live and say the
+// same, and the stored file reads with `parmon report --partial`, which names the truncation.
+TEST(ServeHttp, AKilledRecordersSessionIsSaidLostWithWhatIsHeld) {
+  signal(SIGPIPE, SIG_IGN);
+  TempDir dir;
+  Serve s = StartServe(dir, {});
+  ASSERT_GT(s.http, 0) << s.collector->Log();
+  const std::string addr = s.collector->Addr();
+  auto rec =
+      Record(dir, "rec", addr + "/killed", {BinDir() + "/duty_cycle", "--seconds", "60", "basic"});
+  const std::string file = s.store + "/killed.ptrace";
+  ASSERT_TRUE(WaitFor([&] { return SizeOf(file) > 4000; }, 60)) << rec->Err();
+  ASSERT_EQ(StateOf(s.http, "killed"), "live");
+  // The page, followed while live; and a remote view following the session.
+  ASSERT_EQ(WaitForPage(s.http, "killed", "live")["live"]["state"], "live");
+  View remote =
+      StartView(dir, "remote", {"view", "--period", "0.2", "--port", "0", addr + "/killed"});
+  ASSERT_GT(remote.port, 0) << remote.proc->Err();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json j = GetJson(remote.port, "/api/session");
+        return j.is_object() && j["live"]["state"] == "live";
+      },
+      60));
+  rec->Kill(SIGKILL);
+  rec->Wait(10);
+  const auto killed = std::chrono::steady_clock::now();
+  json listed;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        listed = Listed(s.http, "killed");
+        return listed.is_object() && listed["state"] != "live";
+      },
+      60))
+      << s.collector->Log();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::cout << "killed recorder said lost " << seconds << " s after the kill\n";
+  EXPECT_GE(seconds, 4.0);  // not before the grace (5 s from the close the collector saw)
+  EXPECT_LT(seconds, 30.0);
+  ASSERT_EQ(listed["state"], "lost") << listed.dump();
+  const std::string lost = listed["lost"];
+  const uint64_t held = SizeOf(file);
+  EXPECT_NE(lost.find(fmt::format("keeps the {} bytes it holds", held)), std::string::npos)
+      << lost << " vs " << held;
+  EXPECT_NE(lost.find("did not come back within 5 s"), std::string::npos) << lost;
+  EXPECT_NE(lost.find("whole chunks"), std::string::npos) << lost;
+  EXPECT_EQ(lost.find('\n'), std::string::npos);
+  EXPECT_NE(s.collector->Log().find("killed lost:"), std::string::npos) << s.collector->Log();
+  // The list page says it too.
+  const Reply page = Get(s.http, "/");
+  EXPECT_NE(page.body.find("data-state=\"lost\""), std::string::npos) << page.body;
+
+  // The followed page and the remote view: lost, with the collector's sentence.
+  const json j = WaitForPage(s.http, "killed", "lost");
+  ASSERT_EQ(j["live"]["state"], "lost") << j["live"].dump();
+  EXPECT_FALSE(j["live"]["growing"].get<bool>());
+  EXPECT_NE(j["live"]["lost"].get<std::string>().find("the collector says of killed"),
+            std::string::npos)
+      << j["live"].dump();
+  json r;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        r = GetJson(remote.port, "/api/session");
+        return r.is_object() && r["live"]["state"] != "live";
+      },
+      60))
+      << r.dump();
+  EXPECT_EQ(r["live"]["state"], "lost") << r["live"].dump();
+  EXPECT_NE(r["live"]["lost"].get<std::string>().find("did not come back within"),
+            std::string::npos)
+      << r["live"].dump();
+  EXPECT_GT(r["rows"].size(), 0u);
+  std::cout << "listed: " << lost << "\nremote view: " << r["live"]["lost"].get<std::string>()
+            << "\n";
+
+  // `report --follow` (the collector's live analysis) ends too, with the sentence.
+  auto followed = Parmon({"report", "--follow", addr + "/killed"}, 120);
+  EXPECT_EQ(followed.exit_code, 0) << followed.err;
+  EXPECT_NE(followed.err.find("the collector says of " + addr + "/killed: its recorder went"),
+            std::string::npos)
+      << followed.err;
+  EXPECT_NE(followed.out.find("the recording has been lost"), std::string::npos) << followed.out;
+
+  // What is held reads: its intact chunks, and one sentence on the truncation.
+  auto report = Parmon({"report", "--partial", file});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE((report.out + report.err).find("not closed"), std::string::npos)
+      << report.out << report.err;
+  auto info = Parmon({"info", file});
+  EXPECT_NE(info.out.find("events"), std::string::npos) << info.out << info.err;
 }
 
 // Memory stays bounded by --http-sessions: with 1, three sessions of 2 M indexed events opened

@@ -19,6 +19,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +60,18 @@ std::string State(const json& session) {
   return session.is_object() && session.contains("live")
              ? session["live"]["state"].get<std::string>()
              : "";
+}
+
+// Waits up to timeout_s for a view's /api/session to say ended; its last answer.
+json WaitForEnded(const View& v, double timeout_s) {
+  json s;
+  WaitFor(
+      [&] {
+        s = GetJson(v.port, "/api/session");
+        return State(s) == "ended";
+      },
+      timeout_s);
+  return s;
 }
 
 // The slices of a timeline answer as (row, begin, end, depth, kind, name) tuples.
@@ -116,14 +129,8 @@ TEST(ViewLive, FollowsACollectorSessionAndEndsEqualToTheStoredFile) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   ASSERT_EQ(rec->Wait(60), 0) << rec->Err();
-  json final_session;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        final_session = GetJson(live.port, "/api/session");
-        return State(final_session) == "ended";
-      },
-      60))
-      << final_session.dump() << live.proc->Err();
+  const json final_session = WaitForEnded(live, 60);
+  ASSERT_EQ(State(final_session), "ended") << final_session.dump() << live.proc->Err();
   EXPECT_FALSE(final_session["live"]["growing"].get<bool>());
 
   // It was followed: at least three different ends seen, never going back.
@@ -230,6 +237,105 @@ TEST(ViewLive, FollowsACollectorSessionAndEndsEqualToTheStoredFile) {
     ASSERT_TRUE(a.is_object() && b.is_object()) << q;
     EXPECT_EQ(a, b) << q;
   }
+}
+
+// The sidecar of a stored stream says it ended (the collector holds its last byte).
+bool StreamEnded(const std::string& store, const std::string& key) {
+  std::ifstream in(store + "/.streams/" + key + ".meta");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json meta = json::parse(text.str(), nullptr, false);
+  return meta.is_object() && meta.value("ended", false);
+}
+
+// The ranks of the rows of a /api/session answer (rows outside MPI, rank -1, left out: the
+// shell and the sleep that rank 1 runs after the program).
+std::set<int> RanksOf(const json& session) {
+  std::set<int> out;
+  for (const json& r : session["rows"])
+    if (r.contains("rank") && r["rank"].is_number_integer() && r["rank"].get<int>() >= 0)
+      out.insert(r["rank"].get<int>());
+  return out;
+}
+
+// `parmon view HOST:PORT/SESSION` of a per-rank MPI session whose ranks end at different times
+// (issue 15): rank 1 starts 2 s after rank 0 (so the view, started first, finds rank 0 alone)
+// and ends 4 s after it. The view shows both ranks' rows, says live (growing) after rank 0's
+// stream ended and before rank 1's did, as the collector's sidecars say, and ended after; then
+// every answer equals `parmon view` of the session fetched from the collector after the run.
+TEST(ViewLive, PerRankSessionEndsOnlyWhenEveryRankOfTheWorldHasEnded) {
+  signal(SIGPIPE, SIG_IGN);
+  if (access((BinDir() + "/saturation").c_str(), X_OK) != 0 || access("/usr/bin/mpirun", X_OK) != 0)
+    GTEST_SKIP() << "no MPI example or no mpirun";
+  TempDir dir;
+  const std::string store = dir.File("store");
+  Collector c(store, dir.File("serve.log"));
+  ASSERT_GT(c.port(), 0);
+  View v =
+      StartView(dir, "view", {"view", "--period", "0.2", "--port", "0", c.Addr() + "/stagger"});
+  ASSERT_GT(v.port, 0) << v.proc->Err();
+  const std::string record = ParmonBin() + " record -q --to " + c.Addr() + "/stagger -- ";
+  const std::string work = BinDir() + "/saturation --rounds 300 --bytes 64 --delay-us 2000";
+  Process mpi(
+      {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "1", "sh", "-c", record + work,
+       ":", "-np", "1", "sh", "-c", "sleep 2 && " + record + "sh -c '" + work + " && sleep 4'"},
+      dir.File("mpirun.out"), dir.File("mpirun.err"));
+  // Rank 0's stream ended, rank 1's not yet: the view shows both ranks and stays live.
+  ASSERT_TRUE(WaitFor([&] { return StreamEnded(store, "stagger+rank-0") || !mpi.Running(); }, 180))
+      << mpi.Err() << c.Log();
+  ASSERT_FALSE(StreamEnded(store, "stagger+rank-1")) << "rank 1 ended with rank 0: " << c.Log();
+  json s = GetJson(v.port, "/api/session");
+  const uint64_t refreshes = s.is_object() ? s["live"]["refreshes"].get<uint64_t>() : 0;
+  size_t looked = 0, polls = 0;
+  std::string states;
+  while (!StreamEnded(store, "stagger+rank-1")) {
+    s = GetJson(v.port, "/api/session");
+    ASSERT_TRUE(s.is_object()) << v.proc->Err();
+    if (StreamEnded(store, "stagger+rank-1"))
+      break;  // the answer may be after rank 1's end
+    states += State(s) + " ";
+    ++polls;
+    EXPECT_NE(State(s), "ended") << "ended while rank 1 was still streaming: " << s["live"].dump();
+    EXPECT_TRUE(s["live"]["growing"].get<bool>()) << s["live"].dump();
+    if (s["live"]["refreshes"].get<uint64_t>() > refreshes) {
+      EXPECT_EQ(RanksOf(s), (std::set<int>{0, 1})) << s["rows"].dump();
+      ++looked;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_GE(looked, 2u) << "the view was not seen refreshed between the two ends: " << states;
+  ASSERT_EQ(mpi.Wait(120), 0) << mpi.Err();
+  const json final_session = WaitForEnded(v, 120);
+  ASSERT_EQ(State(final_session), "ended") << final_session.dump() << v.proc->Err();
+  EXPECT_FALSE(final_session["live"]["growing"].get<bool>());
+  EXPECT_EQ(RanksOf(final_session), (std::set<int>{0, 1}));
+
+  // The oracle: the session fetched from the collector after the run, viewed post mortem.
+  auto fetched = Parmon({"fetch", c.Addr() + "/stagger", "-o", dir.File("fetched")});
+  ASSERT_EQ(fetched.exit_code, 0) << fetched.err;
+  View post = StartView(dir, "post", {"view", "--port", "0", dir.File("fetched")});
+  ASSERT_GT(post.port, 0) << post.proc->Err();
+  json post_session = GetJson(post.port, "/api/session");
+  ASSERT_TRUE(post_session.is_object());
+  json live_session = final_session;
+  live_session.erase("live");
+  for (json& r : live_session["rows"])
+    r.erase("states_until");
+  for (json* x : {&live_session, &post_session})
+    x->erase("file");
+  EXPECT_EQ(live_session, post_session);
+  const uint64_t end = post_session["end"];
+  const std::string range = "t0=0&t1=" + std::to_string(end);
+  for (const std::string& q :
+       {"/api/timeline?" + range + "&px=500", "/api/cpus?" + range + "&px=500",
+        "/api/messages?" + range + "&limit=2000", std::string("/api/findings"),
+        "/api/matrix?" + range, "/api/graph?" + range + "&steps=10"}) {
+    const json a = GetJson(v.port, q), b = GetJson(post.port, q);
+    ASSERT_TRUE(a.is_object() && b.is_object()) << q;
+    EXPECT_EQ(a, b) << q;
+  }
+  std::cout << "per-rank follow: " << looked << " live answers with both ranks between the ends ("
+            << polls << " polls), final end " << end / 1e6 << " ms\n";
 }
 
 // A view that cannot be: one sentence and a non-zero status, at once.
