@@ -321,8 +321,21 @@ std::vector<std::vector<LinkSum>> TraceIndex::LinksBefore(
 }
 
 std::vector<LinkSum> TraceIndex::LinksIn(uint64_t t0, uint64_t t1) const {
-  const auto before = LinksBefore({t0, std::max(t0, t1)});
   std::vector<LinkSum> out;
+  const std::span<const Message> sent = SentIn(t0, t1);
+  if (sent.size() <= link_checkpoints_.stride()) {  // a pass over them costs less
+    std::map<std::pair<uint32_t, uint32_t>, LinkSum> sums;
+    for (const Message& m : sent) {
+      LinkSum& s = sums[{m.from, m.to}];
+      s.from = m.from;
+      s.to = m.to;
+      s.Add(m);
+    }
+    for (const auto& [key, s] : sums)
+      out.push_back(s);
+    return out;
+  }
+  const auto before = LinksBefore({t0, std::max(t0, t1)});
   for (size_t l = 0; l < before[1].size(); ++l) {
     LinkSum s = before[1][l];
     const LinkSum& a = before[0][l];
