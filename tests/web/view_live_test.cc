@@ -248,6 +248,16 @@ bool StreamEnded(const std::string& store, const std::string& key) {
   return meta.is_object() && meta.value("ended", false);
 }
 
+// A /api/session answer without what only a followed view has (live, states_until) and the
+// file's name: what a post-mortem view of the same session answers.
+json AsPostMortem(json s) {
+  s.erase("live");
+  s.erase("file");
+  for (json& r : s["rows"])
+    r.erase("states_until");
+  return s;
+}
+
 // The ranks of the rows of a /api/session answer (rows outside MPI, rank -1, left out: the
 // shell and the sleep that rank 1 runs after the program).
 std::set<int> RanksOf(const json& session) {
@@ -317,13 +327,7 @@ TEST(ViewLive, PerRankSessionEndsOnlyWhenEveryRankOfTheWorldHasEnded) {
   ASSERT_GT(post.port, 0) << post.proc->Err();
   json post_session = GetJson(post.port, "/api/session");
   ASSERT_TRUE(post_session.is_object());
-  json live_session = final_session;
-  live_session.erase("live");
-  for (json& r : live_session["rows"])
-    r.erase("states_until");
-  for (json* x : {&live_session, &post_session})
-    x->erase("file");
-  EXPECT_EQ(live_session, post_session);
+  EXPECT_EQ(AsPostMortem(final_session), AsPostMortem(post_session));
   const uint64_t end = post_session["end"];
   const std::string range = "t0=0&t1=" + std::to_string(end);
   for (const std::string& q :
@@ -336,6 +340,40 @@ TEST(ViewLive, PerRankSessionEndsOnlyWhenEveryRankOfTheWorldHasEnded) {
   }
   std::cout << "per-rank follow: " << looked << " live answers with both ranks between the ends ("
             << polls << " polls), final end " << end / 1e6 << " ms\n";
+}
+
+// `parmon view --follow DIR` of a per-rank session recorded into a local directory (no
+// collector): rank 1's recorder starts 3 s after launch, when rank 0's file (a 0.3 s program)
+// has long been closed. The view must not take "every file there is closed" for the end: it
+// waits for a file of each rank of the world (mpi_size), and its final answers have both ranks'
+// rows and equal `parmon view` of the directory after the run. (Before, it ended with rank 0's
+// rows alone.)
+TEST(ViewLive, LocalPerRankDirectoryEndsOnlyWithEveryRanksFile) {
+  signal(SIGPIPE, SIG_IGN);
+  if (access("/usr/bin/mpirun", X_OK) != 0)
+    GTEST_SKIP() << "no mpirun";
+  TempDir dir;
+  const std::string run = dir.File("run");
+  const std::string record = ParmonBin() + " record -q -o " + run + " -- sleep 0.3";
+  Process mpi({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "1", "sh", "-c", record,
+               ":", "-np", "1", "sh", "-c", "sleep 3 && " + record},
+              dir.File("mpirun.out"), dir.File("mpirun.err"));
+  // The view refuses a path that is not there: started once rank 0's file is.
+  ASSERT_TRUE(
+      WaitFor([&] { return testing::Exists(run + "/rank-0.ptrace") || !mpi.Running(); }, 120))
+      << mpi.Err();
+  View v = StartView(dir, "view", {"view", "--follow", "--period", "0.2", "--port", "0", run});
+  ASSERT_GT(v.port, 0) << v.proc->Err();
+  ASSERT_EQ(mpi.Wait(180), 0) << mpi.Err();
+  const json final_session = WaitForEnded(v, 120);
+  ASSERT_EQ(State(final_session), "ended") << final_session.dump() << v.proc->Err();
+  View post = StartView(dir, "post", {"view", "--port", "0", run});
+  ASSERT_GT(post.port, 0) << post.proc->Err();
+  json post_session = GetJson(post.port, "/api/session");
+  ASSERT_TRUE(post_session.is_object());
+  ASSERT_GE(post_session["rows"].size(), 2u) << post_session.dump();
+  EXPECT_EQ(final_session["rows"].size(), post_session["rows"].size()) << final_session.dump();
+  EXPECT_EQ(AsPostMortem(final_session), AsPostMortem(post_session));
 }
 
 // A view that cannot be: one sentence and a non-zero status, at once.
