@@ -44,7 +44,8 @@ StatusOr<FetchResult> FetchSession(const std::string& host_port,
 
 // A FetchSession(follow) running on its own thread, for followers that read the local copy
 // while it grows (live_view's LiveSource: path = path(), writer_gone = done(), complete = done()
-// and complete(), keep_alive = the object). The destructor stops the fetch and waits for its thread.
+// and complete(), keep_alive = the object). The destructor stops the fetch and waits for its
+// thread.
 class BackgroundFetch {
  public:
   // source: "HOST:PORT/SESSION"; out_path: the local file, or directory for a per-rank session
