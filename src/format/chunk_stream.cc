@@ -20,6 +20,23 @@ bool ChunkHeaderValid(const ChunkHeader& h) {
          h.stored_size <= kMaxChunkPayload && h.raw_size <= kMaxChunkPayload;
 }
 
+uint64_t WholeChunksEnd(int fd, uint64_t at, uint64_t size, uint64_t* chunks) {
+  if (at == 0) {
+    if (size < sizeof(FileHeader))
+      return 0;
+    at = sizeof(FileHeader);
+  }
+  ChunkHeader h;
+  while (at + sizeof h <= size &&
+         pread(fd, &h, sizeof h, static_cast<off_t>(at)) == static_cast<ssize_t>(sizeof h) &&
+         ChunkHeaderValid(h) && at + sizeof h + h.stored_size <= size) {
+    at += sizeof h + h.stored_size;
+    if (chunks)
+      ++*chunks;
+  }
+  return at;
+}
+
 ChunkStream::ChunkStream(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
 
 bool ChunkStream::Fill(size_t n) {

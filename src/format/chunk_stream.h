@@ -59,6 +59,12 @@ class ChunkStream {
 // The header passes its checksum and declares sizes a reader accepts.
 bool ChunkHeaderValid(const ChunkHeader& h);
 
+// Walks the whole chunks of a trace file of `size` bytes read through fd from `at` (a chunk
+// boundary; 0: the start, the file header skipped): returns the end of the last chunk whose
+// header is valid and whose payload is all there (at, or 0 for a file shorter than its header,
+// when there is none); *chunks, when given, grows by their count.
+uint64_t WholeChunksEnd(int fd, uint64_t at, uint64_t size, uint64_t* chunks = nullptr);
+
 }  // namespace parmon::format
 
 #endif  // PARMON_SRC_FORMAT_CHUNK_STREAM_H_

@@ -18,7 +18,6 @@
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
 
-#include "format/chunk.h"
 #include "format/chunk_stream.h"
 
 namespace parmon::live {
@@ -83,16 +82,7 @@ struct Forwarder::Impl {
       scan = final_size;
       return;
     }
-    if (scan == 0) {
-      if (size < sizeof(format::FileHeader))
-        return;
-      scan = sizeof(format::FileHeader);
-    }
-    format::ChunkHeader h;
-    while (scan + sizeof h <= size &&
-           pread(fd, &h, sizeof h, static_cast<off_t>(scan)) == static_cast<ssize_t>(sizeof h) &&
-           format::ChunkHeaderValid(h) && scan + sizeof h + h.stored_size <= size)
-      scan += sizeof h + h.stored_size;
+    scan = format::WholeChunksEnd(fd, scan, size);
   }
 
   void Say(const std::string& line) { fmt::print(stderr, "parmon record: {}\n", line); }

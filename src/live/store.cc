@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "format/chunk.h"
 #include "format/chunk_stream.h"
 
 namespace parmon::live {
@@ -117,17 +116,8 @@ void Stream::ClearLost() {
 
 HeldChunks CountWholeChunks(int fd, uint64_t size) {
   HeldChunks out;
-  if (fd < 0 || size < sizeof(format::FileHeader))
-    return out;
-  uint64_t at = sizeof(format::FileHeader);
-  format::ChunkHeader h;
-  while (at + sizeof h <= size &&
-         pread(fd, &h, sizeof h, static_cast<off_t>(at)) == static_cast<ssize_t>(sizeof h) &&
-         format::ChunkHeaderValid(h) && at + sizeof h + h.stored_size <= size) {
-    at += sizeof h + h.stored_size;
-    ++out.chunks;
-  }
-  out.bytes = at;
+  if (fd >= 0)
+    out.bytes = format::WholeChunksEnd(fd, 0, size, &out.chunks);
   return out;
 }
 

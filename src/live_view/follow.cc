@@ -36,18 +36,6 @@ bool NotWrittenYet(const std::string& path) {
   return S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) < sizeof(format::FileHeader);
 }
 
-// The trace files of a per-rank session directory (the .ptrace files its reader reads), each at
-// least a header long.
-uint32_t RankFiles(const std::string& dir) {
-  uint32_t n = 0;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (entry.path().extension() == ".ptrace" && entry.is_regular_file(ec) &&
-        !NotWrittenYet(entry.path().string()))
-      ++n;
-  return n;
-}
-
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -149,10 +137,7 @@ StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Open(LiveSource source) {
     if (!NotWrittenYet(path)) {
       t->directory_ = IsDirectory(path);
       t->complete_ = !t->source_.complete || t->source_.complete();
-      const uint32_t files = t->directory_ ? RankFiles(path) : 0;
       s = t->OpenNow();
-      if (s.ok() && t->directory_ && !t->source_.complete)  // as in Refresh
-        t->complete_ = files >= t->reader_->metadata().session.mpi_size;
       if (s.ok()) {
         t->WatchLocalRecorder();
         return t;
@@ -208,7 +193,15 @@ Status LiveTrace::OpenNow() {
   session_ = std::move(*session);
   reader_ = std::move(*reader);
   ++generation_;
+  complete_ = complete_ && EveryRankRead();
   return Status::Ok();
+}
+
+bool LiveTrace::EveryRankRead() const {
+  if (!directory_ || source_.complete)
+    return true;  // a single file, or a collector's session: the source says
+  const format::SessionInfo& s = reader_->metadata().session;
+  return s.session_files >= s.mpi_size;
 }
 
 Status LiveTrace::Refresh() {
@@ -218,17 +211,12 @@ Status LiveTrace::Refresh() {
   const bool gone = source_.writer_gone && source_.writer_gone();
   complete_ = !source_.complete || source_.complete();
   if (directory_) {
-    // Counted before reading, so that every file counted is read.
-    const uint32_t files = RankFiles(path_);
     // Keep what was read when a rank's file is mid-write and the directory cannot be read now.
     Status s = OpenNow();
     if (!s.ok() && !reader_)
       return s;
-    // Followed here, with no collector to say when the session is whole: not before a file of
-    // every rank of the world is there (their SESSION's mpi_size). Without this, a rank whose
-    // file is not there yet while every file there is closed read as the end of the run.
-    if (!source_.complete)
-      complete_ = files >= reader_->metadata().session.mpi_size;
+    if (!s.ok())  // (OpenNow checks a directory it has read)
+      complete_ = complete_ && EveryRankRead();
   } else {
     PARMON_RETURN_IF_ERROR(reader_->Refresh());
   }

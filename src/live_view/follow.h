@@ -109,12 +109,17 @@ class LiveTrace {
   // (pid on this host) is watched, so a killed recorder ends the follow instead of leaving it
   // waiting (per-rank directories are not watched: each file has its own recorder).
   void WatchLocalRecorder();
+  // A per-rank directory followed here, with no collector to say when the session is whole:
+  // whether the reader has read a file of every rank of the world (their SESSION's mpi_size).
+  // Without this, a rank whose file was not there yet, every file there being closed, read as
+  // the end of the run.
+  bool EveryRankRead() const;
 
   LiveSource source_;
   std::string path_;
   bool directory_ = false;
   bool abandoned_ = false;
-  bool complete_ = true;  // source_.complete's answer before the last read
+  bool complete_ = true;  // source_.complete's answer before the last read, and EveryRankRead()
   std::unique_ptr<format::TraceReader> reader_;
   std::unique_ptr<model::Session> session_;
   uint64_t generation_ = 0;
