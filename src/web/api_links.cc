@@ -141,10 +141,10 @@ ApiResponse Api::Graph(const Params& p) const {
         continue;  // none in the range
       StepSums& k = step_sums(before[0][l].from, before[0][l].to);
       for (uint64_t i = 0; i < steps; ++i) {
-        const LinkSum &a = before[i][l], &b = before[i + 1][l];
-        k.messages[i] = b.messages - a.messages;
-        k.bytes[i] = b.bytes - a.bytes;
-        k.wait[i] = b.sender_wait_ns + b.receiver_wait_ns - a.sender_wait_ns - a.receiver_wait_ns;
+        const LinkSum d = before[i + 1][l].Since(before[i][l]);
+        k.messages[i] = d.messages;
+        k.bytes[i] = d.bytes;
+        k.wait[i] = d.sender_wait_ns + d.receiver_wait_ns;
       }
     }
   }

@@ -291,13 +291,8 @@ void LinkCheckpoints::Before(const std::vector<Message>& messages,
     Add(messages, at, k, sums);
     return;
   }
-  for (size_t i = k; i < at; ++i) {
-    LinkSum& s = (*sums)[LinkOf(messages[i])];
-    --s.messages;
-    s.bytes -= messages[i].bytes;
-    s.sender_wait_ns -= messages[i].sender_wait_ns;
-    s.receiver_wait_ns -= messages[i].receiver_wait_ns;
-  }
+  for (size_t i = k; i < at; ++i)
+    (*sums)[LinkOf(messages[i])].Remove(messages[i]);
 }
 
 std::vector<std::vector<LinkSum>> TraceIndex::LinksBefore(
@@ -337,12 +332,7 @@ std::vector<LinkSum> TraceIndex::LinksIn(uint64_t t0, uint64_t t1) const {
   }
   const auto before = LinksBefore({t0, std::max(t0, t1)});
   for (size_t l = 0; l < before[1].size(); ++l) {
-    LinkSum s = before[1][l];
-    const LinkSum& a = before[0][l];
-    s.messages -= a.messages;
-    s.bytes -= a.bytes;
-    s.sender_wait_ns -= a.sender_wait_ns;
-    s.receiver_wait_ns -= a.receiver_wait_ns;
+    const LinkSum s = before[1][l].Since(before[0][l]);
     if (s.messages)
       out.push_back(s);
   }

@@ -150,6 +150,21 @@ struct LinkSum {
     sender_wait_ns += m.sender_wait_ns;
     receiver_wait_ns += m.receiver_wait_ns;
   }
+  void Remove(const Message& m) {
+    --messages;
+    bytes -= m.bytes;
+    sender_wait_ns -= m.sender_wait_ns;
+    receiver_wait_ns -= m.receiver_wait_ns;
+  }
+  // The sums of the messages in this and not in `before` (sums of a prefix of them).
+  LinkSum Since(const LinkSum& before) const {
+    return {from,
+            to,
+            messages - before.messages,
+            bytes - before.bytes,
+            sender_wait_ns - before.sender_wait_ns,
+            receiver_wait_ns - before.receiver_wait_ns};
+  }
 };
 
 // The messages' sums per directed link at every stride-th message by send time (a checkpoint),
