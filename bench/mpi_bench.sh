@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What `parmon record` adds to MPI calls end to end (issue 11, item 7; docs/mpi.md): bench/mpi_calls
-# run plain and under the real `parmon record -- mpirun ...` in trace mode, in periodic mode and in
-# trace mode without context-switch records and in periodic mode without them, interleaved round by round so every variant sees the
-# same machine load. Two programs: a 0-byte ping-pong on 2 ranks (added ns per MPI call; targets
+# run plain and under the real `parmon record -- mpirun ...`: trace mode, periodic mode (no switch
+# records, its default), trace mode --no-switches, periodic mode --switches, and trace mode with the
+# recorder at the normal scheduling policy (PARMON_RECORDER_SCHED=normal: how it ran before it
+# stepped aside as SCHED_BATCH), interleaved round by round so every variant sees the same load. Two programs: a 0-byte ping-pong on 2 ranks (added ns per MPI call; targets
 # <= 100 ns in trace mode, <= 50 ns in periodic mode) and an MPI_Barrier loop on 4 ranks (added
 # share of a barrier; target <= 10%).
 # usage: bench/mpi_bench.sh [BUILD_DIR] [ROUNDS]
@@ -28,12 +29,13 @@ run() {
     trace) out=$("$parmon" record -q -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
     periodic) out=$("$parmon" record -q --mode periodic -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
     noswitch) out=$("$parmon" record -q --no-switches -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
-    periodic-noswitch) out=$("$parmon" record -q --mode periodic --no-switches -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
+    periodic-switches) out=$("$parmon" record -q --mode periodic --switches -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
+    trace-normal) out=$(PARMON_RECORDER_SCHED=normal "$parmon" record -q -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
   esac
   awk -v t="$test" '$1 == t {print $2}' <<<"$out" >>"$tmp/$test.$variant"
 }
 
-variants=(plain trace periodic noswitch periodic-noswitch)
+variants=(plain trace periodic noswitch periodic-switches trace-normal)
 load0=$(cut -d' ' -f1 /proc/loadavg)
 for r in $(seq "$rounds"); do
   for v in "${variants[@]}"; do run "$v" pingpong 2; done
@@ -46,7 +48,7 @@ printf "%-9s %-8s %-17s %10s %10s %10s %8s\n" test stat variant plain recorded a
 for test in pingpong barrier; do
   for stat in least median; do
     p=$($stat <"$tmp/$test.plain")
-    for v in trace periodic noswitch periodic-noswitch; do
+    for v in trace periodic noswitch periodic-switches trace-normal; do
       x=$($stat <"$tmp/$test.$v")
       awk -v t="$test" -v s="$stat" -v v="$v" -v p="$p" -v x="$x" 'BEGIN {
         printf "%-9s %-8s %-17s %10.1f %10.1f %10.1f %7.2fx\n", t, s, v, p, x, x - p, x / p }'

@@ -50,6 +50,7 @@ struct RecordArgs {
   std::string buffer_size, overflow = "block", flight_size, window, flush;
   std::string period = "10ms", mode = "trace", duration, threads;
   bool no_switches = false;
+  bool switches = false;   // periodic mode's switch records (off by default there)
   bool libomp = false;     // --libomp: preload LLVM's libomp (docs/openmp.md)
   bool pid_given = false;  // -p appeared (0 is then an error, not "no -p")
   std::vector<std::string> command;
@@ -85,7 +86,11 @@ void DeclareOptions(CLI::App& app, RecordArgs& a) {
   app.add_option("-p,--pid", a.options.attach_pid, "monitor this running process (no command)");
   app.add_option("--duration", a.duration, "with -p: stop after this long, e.g. 10s");
   app.add_option("--threads", a.threads, "monitor only these thread ids, e.g. 1234,1240");
-  app.add_flag("--no-switches", a.no_switches, "do not record context switches (sampling only)");
+  app.add_flag("--no-switches", a.no_switches,
+               "trace mode: do not record context switches (sampling only)");
+  app.add_flag("--switches", a.switches,
+               "periodic mode: count context switches from switch records too (they cost the "
+               "program's threads about 1 us a switch)");
   app.add_flag("--libomp", a.libomp,
                "run the program's OpenMP on LLVM's libomp, whose OMPT parmon records (GCC's "
                "libgomp has none)");
@@ -173,13 +178,20 @@ bool ParseValues(RecordArgs& a, sched::SchedOptions* sched_options) {
 
 // The mode, the session values and the preload families; false after printing an error.
 bool Configure(RecordArgs& a, sched::SchedOptions* sched_options) {
+  if (a.switches && a.no_switches) {
+    fmt::print(stderr, "parmon record: --switches and --no-switches contradict each other\n");
+    return false;
+  }
   sched_options->periodic = a.mode == "periodic";
   // The preload families (libparmon_mpi's per-interval aggregates) read the mode and the period
   // from the session's shared-memory header.
   a.options.run_mode = sched_options->periodic ? shm::RunMode::kPeriodic : shm::RunMode::kTrace;
   a.options.period_ns = sched_options->period_ns;
   sched_options->attached = a.options.attach_pid > 0;
-  sched_options->switches = !a.no_switches;
+  // Periodic mode keeps no single switch, only per-interval counts, which cost the program as much
+  // as the trace mode's records (two kernel records per switch, written on its own threads): it
+  // records them only when asked. Its states come from the sampler either way.
+  sched_options->switches = sched_options->periodic ? a.switches : !a.no_switches;
   a.options.extra_session.emplace_back("sample_period_ns",
                                        std::to_string(sched_options->period_ns));
   a.options.extra_session.emplace_back("mode", a.mode);

@@ -1,6 +1,8 @@
 #include "recorder/recorder.h"
 
+#include <dirent.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -13,6 +15,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -418,6 +422,37 @@ RecordResult Recorder::Finish() {
   return result;
 }
 
+namespace {
+
+// The recorder's threads run as SCHED_BATCH, at the nice value parmon was started with: the
+// kernel then does not let their wake-ups preempt a running thread of the program. They still get
+// their fair share of the CPUs (a drain that falls behind is not starved), but they take it when a
+// CPU is free or a time slice ends instead of cutting into one. On 2 CPUs full of spinning MPI
+// ranks this is most of what the recorder's CPU costs them (bench/mpi_bench.sh, docs/comm.md).
+// Called after the command was forked (it keeps parmon's own policy); threads made later inherit
+// it. Nothing when parmon runs under a real-time or idle policy, or with PARMON_RECORDER_SCHED=
+// normal (for A/B measurements).
+void StepAsideForTheProgram() {
+  if (const char* e = getenv("PARMON_RECORDER_SCHED"); e && std::string_view(e) == "normal")
+    return;
+  if (sched_getscheduler(0) != SCHED_OTHER)
+    return;
+  sched_param none{};
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) {
+    sched_setscheduler(0, SCHED_BATCH, &none);
+    return;
+  }
+  while (dirent* ent = readdir(d)) {
+    const long tid = strtol(ent->d_name, nullptr, 10);
+    if (tid > 0)
+      sched_setscheduler(static_cast<pid_t>(tid), SCHED_BATCH, &none);
+  }
+  closedir(d);
+}
+
+}  // namespace
+
 StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
   if (argv.empty() && options_.attach_pid <= 0)
     return Status::Error("no command given: parmon record [options] -- CMD ARGS");
@@ -435,6 +470,7 @@ StatusOr<RecordResult> Recorder::Run(const std::vector<std::string>& argv) {
     return s;
   }
 
+  StepAsideForTheProgram();
   SessionFacts facts;
   facts.argv = argv;
   if (options_.attach_pid > 0) {

@@ -272,6 +272,8 @@ void SwitchRecorder::ReadBuffers() {
       ReadBuffer(b);
       if (runs.empty() || runs.back() != options_.activity->changes_.size())
         runs.push_back(options_.activity->changes_.size());
+      if (pending_run_ends_.empty() || pending_run_ends_.back() != pending_.size())
+        pending_run_ends_.push_back(pending_.size());
     }
 }
 
@@ -281,13 +283,30 @@ void SwitchRecorder::Drain(recorder::SourceSink* recorder, uint64_t until_ns) {
     // Handled outside the lock: the sampler's thread waits on it only for the buffer reading.
     std::lock_guard<std::mutex> lock(options_.activity->mu_);
     ReadBuffers();
-    std::stable_sort(pending_.begin(), pending_.end(),
-                     [](const Record& x, const Record& y) { return x.ts < y.ts; });
+    // pending_ is the sorted records held back from the last drain, then one run per buffer read
+    // since, each in time order: merged run by run, so the held-back ones are not sorted again at
+    // every drain (a full sort of them was the recorder's dearest step on a switch-heavy program).
+    auto by_ts = [](const Record& x, const Record& y) { return x.ts < y.ts; };
+    size_t sorted = pending_sorted_;
+    for (size_t end : pending_run_ends_) {
+      if (end <= sorted)
+        continue;
+      const auto b = pending_.begin();
+      if (!std::is_sorted(b + static_cast<ptrdiff_t>(sorted), b + static_cast<ptrdiff_t>(end),
+                          by_ts))
+        std::stable_sort(b + static_cast<ptrdiff_t>(sorted), b + static_cast<ptrdiff_t>(end),
+                         by_ts);
+      std::inplace_merge(b, b + static_cast<ptrdiff_t>(sorted), b + static_cast<ptrdiff_t>(end),
+                         by_ts);
+      sorted = end;
+    }
+    pending_run_ends_.clear();
     size_t n = 0;
     while (n < pending_.size() && pending_[n].ts < until_ns)
       ++n;
     ready.assign(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(n));
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(n));
+    pending_sorted_ = pending_.size();
   }
   for (const Record& r : ready)
     Handle(recorder, r);

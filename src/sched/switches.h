@@ -97,7 +97,11 @@ class SwitchRecorder : public recorder::RecorderSource {
   SwitchOptions options_;
   std::vector<Buffer> buffers_;
   std::vector<int> fds_;
-  std::vector<Record> pending_;  // guarded by options_.activity->mu_
+  // Guarded by options_.activity->mu_: records read and not yet handled; the first
+  // pending_sorted_ are in time order, and each of pending_run_ends_ ends one buffer's read.
+  std::vector<Record> pending_;
+  size_t pending_sorted_ = 0;
+  std::vector<size_t> pending_run_ends_;
   std::map<uint32_t, ThreadTrack> threads_;
   uint64_t interval_start_ = 0;
   std::atomic<uint64_t> records_{0};  // counted on whichever thread reads the buffers

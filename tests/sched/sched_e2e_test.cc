@@ -514,9 +514,28 @@ TEST(SchedE2E, OverheadLineCountsTheSwitchRecordsTheProgramPaid) {
   EXPECT_NE(text.find("cost to the program ~"), std::string::npos) << text;
 }
 
+// Periodic mode records context switches only when asked (--switches): they cost the program's
+// threads two kernel records a switch and give it nothing but counts.
+TEST(SchedE2E, PeriodicModeRecordsNoSwitchesUnlessAsked) {
+  TempDir dir;
+  Recorded r = RecordDuty(dir, {"-t", "20ms", "--mode", "periodic"}, {"--seconds", "1", "basic"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.truth.size(), 5u);
+  EXPECT_EQ(r.trace.CountAll(Kind::kSwitchCounts), 0u);
+  EXPECT_EQ(r.trace.CountAll(Kind::kSwitchOut), 0u);
+  EXPECT_GT(r.trace.CountAll(Kind::kThreadStates), 5u * 25);
+  EXPECT_EQ(r.trace.session.count("switch_records"), 0u) << "no switch source ran";
+  RunResult both = Parmon({"record", "-q", "--mode", "periodic", "--switches", "--no-switches",
+                           "-o", dir.File("x.ptrace"), "--", "true"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--switches and --no-switches contradict each other"), std::string::npos)
+      << both.err;
+}
+
 TEST(SchedE2E, PeriodicModeKeepsOnlyAggregates) {
   TempDir dir;
-  Recorded r = RecordDuty(dir, {"-t", "20ms", "--mode", "periodic"}, {"--seconds", "2", "basic"});
+  Recorded r = RecordDuty(dir, {"-t", "20ms", "--mode", "periodic", "--switches"},
+                          {"--seconds", "2", "basic"});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   ASSERT_EQ(r.truth.size(), 5u);
   EXPECT_EQ(r.trace.CountAll(Kind::kSwitchIn), 0u);
