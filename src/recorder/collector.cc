@@ -396,8 +396,8 @@ void Collector::RetireRing(uint32_t index) {
     const uint64_t n = dropped - cur.lost_reported;
     ledger_.Add(cur.location, n);
     if (options_.overflow == shm::Overflow::kOverwrite) {
-      // A flight recorder might evict this report with its chunk: it joins the final RingLost.
-      flight_.NoteLateLoss(cur.location, Source::kRuntime, n);
+      // A flight recorder might evict this report with its chunk: it is written at the end.
+      flight_.NoteLateLoss(cur.location, Source::kRuntime, n, clock_.NowNs());
     } else {
       Event e;
       e.kind = static_cast<uint16_t>(Kind::kRingLost);
@@ -462,16 +462,23 @@ void Collector::WriteFlightRecorder(uint64_t start_ns) {
   }
   for (const auto& [key, loss] : flight_.losses()) {
     const auto [loc, source] = key;
-    Event e;
-    e.kind = static_cast<uint16_t>(Kind::kRingLost);
-    e.nargs = 2;
-    e.args[0] = loss.overwritten + loss.lost_counts;
-    e.args[1] = 0;
-    e.ts = start_ns;
     // Losses of the program's own events go to the recorder's stream of the location, those of
-    // the recorder's sources (sampler, switches) to that source's stream.
+    // the recorder's sources (sampler, switches) to that source's stream: what the window evicted
+    // at its start, what a thread lost as it ended when that happened.
     format::StreamEncoder enc(loc, source == Source::kRuntime ? Source::kRecorder : source);
-    enc.Append(e);
+    auto ring_lost = [&](uint64_t n, uint64_t ts) {
+      Event e;
+      e.kind = static_cast<uint16_t>(Kind::kRingLost);
+      e.nargs = 2;
+      e.args[0] = n;
+      e.args[1] = 0;
+      e.ts = ts;
+      enc.Append(e);
+    };
+    if (loss.overwritten + loss.lost_counts > 0)
+      ring_lost(loss.overwritten + loss.lost_counts, start_ns);
+    if (loss.late > 0)
+      ring_lost(loss.late, std::max(loss.late_ts, start_ns));
     if (!write_failed_) {
       Status s = writer_.Flush(&enc);
       if (!s.ok())

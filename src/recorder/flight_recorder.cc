@@ -21,8 +21,13 @@ void FlightRecorder::Hold(HeldChunk chunk, LossLedger* ledger) {
   }
 }
 
-void FlightRecorder::NoteLateLoss(uint32_t location, format::Source source, uint64_t n) {
-  losses_[{location, source}].lost_counts += n;
+void FlightRecorder::NoteLateLoss(uint32_t location,
+                                  format::Source source,
+                                  uint64_t n,
+                                  uint64_t ts) {
+  StreamLoss& loss = losses_[{location, source}];
+  loss.late += n;
+  loss.late_ts = std::max(loss.late_ts, ts);
 }
 
 uint64_t FlightRecorder::overwritten_total() const {

@@ -33,7 +33,11 @@ class FlightRecorder {
  public:
   struct StreamLoss {
     uint64_t overwritten = 0;  // program events evicted
-    uint64_t lost_counts = 0;  // counts of the evicted Lost events (and late loss reports)
+    uint64_t lost_counts = 0;  // counts of the evicted Lost events
+    // Late loss reports (NoteLateLoss): losses at a thread's end, after every chunk the window may
+    // keep, so their RingLost is stamped then (late_ts, the newest), not at the session's start.
+    uint64_t late = 0;
+    uint64_t late_ts = 0;
   };
   using StreamKey = std::pair<uint32_t, format::Source>;
 
@@ -42,9 +46,9 @@ class FlightRecorder {
   // Keeps a chunk, then evicts the earliest-starting chunks until the held bytes fit the budget
   // (the newest chunk always stays). Evicted program events go to `ledger` too.
   void Hold(HeldChunk chunk, LossLedger* ledger);
-  // A loss reported outside any chunk (a thread that ended while dropping): it joins the stream's
-  // final RingLost, so the stream gets one even if nothing was evicted.
-  void NoteLateLoss(uint32_t location, format::Source source, uint64_t n);
+  // A loss reported outside any chunk (a thread that ended while dropping, at `ts`): the stream
+  // gets a RingLost of its own for it at the end, even if nothing was evicted.
+  void NoteLateLoss(uint32_t location, format::Source source, uint64_t n, uint64_t ts);
 
   const std::vector<HeldChunk>& held() const { return held_; }
   uint64_t held_bytes() const { return held_bytes_; }

@@ -80,10 +80,15 @@ TEST(FlightRecorder, NewestChunkStaysEvenAboveBudget) {
 
 TEST(FlightRecorder, LateLossMakesAStreamEntryWithoutOverwrites) {
   FlightRecorder fr(100);
-  fr.NoteLateLoss(4, Source::kRuntime, 9);
+  fr.NoteLateLoss(4, Source::kRuntime, 9, 700);
+  fr.NoteLateLoss(4, Source::kRuntime, 2, 650);
   const auto& loss = fr.losses().at({4, Source::kRuntime});
   EXPECT_EQ(loss.overwritten, 0u);
-  EXPECT_EQ(loss.lost_counts, 9u);
+  EXPECT_EQ(loss.lost_counts, 0u);
+  // Kept apart from the window's evictions, with the time of the newest report: its RingLost
+  // comes after every chunk the window kept, not at the session's start.
+  EXPECT_EQ(loss.late, 11u);
+  EXPECT_EQ(loss.late_ts, 700u);
   EXPECT_EQ(fr.overwritten_total(), 0u);
 }
 

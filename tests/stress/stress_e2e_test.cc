@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -164,6 +165,58 @@ TEST(Stress, ForkExecStormEveryProcessIsInTheTrace) {
 // The flight recorder at full rate for ~24 s with an 8 MiB window: the recorder's memory does not
 // grow after warm-up, the file holds the newest window (a suffix of each thread's stream), and
 // every event the program emitted is kept or counted lost, exactly.
+// A thread that ends while its ring is full and dropping cannot report its last losses itself;
+// the recorder does, when it finds the ring retired. With a flight recorder that report must come
+// after the events the window kept (it once went into the final RingLost, stamped at the session's
+// start, so a reader saw losses that happened after the window's events as if before them). The
+// recorder is stopped (SIGSTOP) from mid-run until the program's thread has ended, so the thread
+// surely ends dropping.
+TEST(Stress, FlightRecorderReportsAThreadsLastLossesAfterTheWindow) {
+  TempDir dir;
+  const std::string trace = dir.File("t.ptrace"), side = dir.File("side");
+  bool stopped = false, resumed = false;
+  std::chrono::steady_clock::time_point child_seen{};
+  WatchedRun w = RunWatched(
+      {"record", "-q", "--overflow", "overwrite", "--flight-size", "8M", "--buffer-size", "64K",
+       "-o", trace, "--", Prog("seq_emitter"), "1", "1.0", side},
+      dir.path(), 120, 10, [&](int pid) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!stopped) {
+          // The program runs (its process is the recorder's child): stop the recorder 0.3 s later.
+          std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                                 "/children");
+          std::string child;
+          if (child_seen == std::chrono::steady_clock::time_point{} && (children >> child))
+            child_seen = now;
+          if (child_seen != std::chrono::steady_clock::time_point{} &&
+              now - child_seen > std::chrono::milliseconds(300)) {
+            kill(pid, SIGSTOP);
+            stopped = true;
+          }
+        } else if (!resumed && std::filesystem::exists(side)) {
+          // The side file is written after the thread was joined: it has ended.
+          kill(pid, SIGCONT);
+          resumed = true;
+        }
+      });
+  ASSERT_TRUE(stopped && resumed) << w.err;
+  ASSERT_FALSE(w.timed_out) << w.err;
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  auto kv = SideValues(side);
+  TraceCensus c = TakeCensus(trace);
+  ASSERT_TRUE(c.ok) << c.error;
+  const ThreadCensus* t = ThreadNamed(c, "seq-0");
+  ASSERT_NE(t, nullptr);
+  const long n = kv["seq-0"];
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(t->program_events + t->lost, static_cast<uint64_t>(n) + 2);
+  EXPECT_EQ(t->markers, 0u) << "the marker after the loop came while the ring was full";
+  ASSERT_GE(t->first_counter, 0);
+  // Every value from the first kept one on is kept or counted in a loss that follows it.
+  EXPECT_EQ(t->counters + t->markers + t->lost_after_first_counter,
+            static_cast<uint64_t>(n - t->first_counter) + 1);
+}
+
 TEST(Stress, FlightRecorderWrapsManyTimesWithMemoryFlat) {
   TempDir dir;
   const double seconds = 24 * Scale();
