@@ -27,6 +27,24 @@ namespace {
 
 constexpr uint64_t kPollNs = 50'000'000;
 
+// How long a followed per-rank directory may hold fewer rank files than its world, every one of
+// them closed, before the follow ends without the rest (a rank whose recorder never started):
+// 20 s, or PARMON_FOLLOW_RANK_WAIT seconds.
+uint64_t MissingRankWaitNs() {
+  const char* e = getenv("PARMON_FOLLOW_RANK_WAIT");
+  char* end = nullptr;
+  const double s = e && *e ? strtod(e, &end) : 20;
+  return e && *e && (end == e || *end != '\0' || !(s >= 0 && s < 1e6))
+             ? 20'000'000'000ull
+             : static_cast<uint64_t>(s * 1e9);
+}
+
+uint64_t SteadyNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 // Whether a path is not a trace yet but may become one: absent, or a regular file shorter than
 // its header (the recorder created it and has not written the header yet).
 bool NotWrittenYet(const std::string& path) {
@@ -178,6 +196,8 @@ void LiveTrace::WatchLocalRecorder() {
 }
 
 std::string LiveTrace::WhyAbandoned() const {
+  if (!ranks_missing_.empty())
+    return ranks_missing_;
   const std::string why = source_.why_gone ? source_.why_gone() : std::string();
   return why.empty() ? fmt::format("the recording ended without closing {} (killed?)", path_) : why;
 }
@@ -220,8 +240,31 @@ Status LiveTrace::Refresh() {
   } else {
     PARMON_RETURN_IF_ERROR(reader_->Refresh());
   }
-  abandoned_ = gone && !finished();
+  abandoned_ = (gone || RanksNeverCame()) && !finished();
   return Status::Ok();
+}
+
+bool LiveTrace::RanksNeverCame() {
+  if (!directory_ || source_.complete || !reader_->closed_cleanly() || EveryRankRead()) {
+    missing_since_ns_ = 0;
+    return false;
+  }
+  // Every rank file there is closed and some rank's is not there: wait a while for it (a rank
+  // that starts late), then end with what there is.
+  const format::SessionInfo& s = reader_->metadata().session;
+  const uint64_t now = SteadyNs();
+  if (missing_since_ns_ == 0 || s.session_files != files_when_missing_) {
+    missing_since_ns_ = now;
+    files_when_missing_ = s.session_files;
+  }
+  const uint64_t wait = MissingRankWaitNs();
+  if (now - missing_since_ns_ < wait)
+    return false;
+  ranks_missing_ = fmt::format(
+      "{} holds the files of {} of the {} ranks, every one closed, and no other came in {:.0f} s "
+      "(a rank whose recorder never started?)",
+      path_, s.session_files, s.mpi_size, static_cast<double>(wait) / 1e9);
+  return true;
 }
 
 std::optional<uint64_t> LiveTrace::complete() const {

@@ -114,6 +114,11 @@ class LiveTrace {
   // Without this, a rank whose file was not there yet, every file there being closed, read as
   // the end of the run.
   bool EveryRankRead() const;
+  // A local per-rank directory whose files are all closed while some rank's never came, for
+  // longer than the wait (20 s; PARMON_FOLLOW_RANK_WAIT seconds): the follow ends with what
+  // there is (abandoned(), WhyAbandoned() says which ranks' files are there) instead of waiting
+  // for ever.
+  bool RanksNeverCame();
 
   LiveSource source_;
   std::string path_;
@@ -123,6 +128,9 @@ class LiveTrace {
   std::unique_ptr<format::TraceReader> reader_;
   std::unique_ptr<model::Session> session_;
   uint64_t generation_ = 0;
+  uint64_t missing_since_ns_ = 0;  // RanksNeverCame: since when, with how many files
+  uint32_t files_when_missing_ = 0;
+  std::string ranks_missing_;
 };
 
 // Ctrl-C (SIGINT) and SIGTERM set a flag instead of killing the process, so that a follower

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <string>
 #include <thread>
@@ -131,6 +132,42 @@ TEST(FollowE2E, ReportFollowEndsWithThePostMortemReport) {
   // The post-mortem report names the serialised ring (the text view's wording of the
   // serialised-cycle finding); so, being equal, did the followed one's final report.
   EXPECT_NE(Unwrapped(post.out).find("one item at a time"), std::string::npos) << post.out;
+}
+
+// A per-rank directory where one rank's recorder never started (rank 1 runs `true` under
+// mpirun, not `parmon record`): once the files there are closed and no other comes for the wait
+// (PARMON_FOLLOW_RANK_WAIT, 2 s here), report, dump and top end with what there is and say which
+// ranks' files they had, instead of waiting for ever.
+TEST(FollowE2E, APerRankDirectoryMissingARankEndsAfterTheWait) {
+  if (access("/usr/bin/mpirun", X_OK) != 0)
+    GTEST_SKIP() << "no mpirun";
+  TempDir dir;
+  const std::string run = dir.File("run");
+  RunResult mpi =
+      testing::Run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "1", ParmonBin(),
+                    "record", "-q", "-o", run, "--", "sleep", "0.2", ":", "-np", "1", "true"},
+                   {}, 180);
+  ASSERT_EQ(mpi.exit_code, 0) << mpi.err;
+  ASSERT_TRUE(Exists(run + "/rank-0.ptrace"));
+  ASSERT_FALSE(Exists(run + "/rank-1.ptrace"));
+  const std::string said =
+      "holds the files of 1 of the 2 ranks, every one closed, and no other "
+      "came in 2 s";
+  const auto start = std::chrono::steady_clock::now();
+  RunResult report = testing::Run({ParmonBin(), "report", "--follow", "--period", "200ms", run},
+                                  {"PARMON_FOLLOW_RANK_WAIT=2"}, 120);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(report.exit_code, 128 + SIGKILL) << "still waiting after 120 s";
+  EXPECT_NE(report.err.find(said), std::string::npos) << report.err;
+  EXPECT_NE(report.out.find("command    sleep 0.2"), std::string::npos)
+      << report.out.substr(0, 2000);
+  EXPECT_GE(waited, 2.0);
+  RunResult dump =
+      testing::Run({ParmonBin(), "dump", "--follow", run}, {"PARMON_FOLLOW_RANK_WAIT=2"}, 120);
+  EXPECT_EQ(dump.exit_code, 3) << dump.err;
+  EXPECT_NE(dump.err.find(said), std::string::npos) << dump.err;
+  EXPECT_NE(dump.out.find("ProcessBegin"), std::string::npos) << dump.out.substr(0, 2000);
 }
 
 // (b) dump --follow, started while the recording runs, prints every event the dump of the
