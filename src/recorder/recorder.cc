@@ -427,8 +427,9 @@ namespace {
 // The recorder's threads run as SCHED_BATCH, at the nice value parmon was started with: the
 // kernel then does not let their wake-ups preempt a running thread of the program. They still get
 // their fair share of the CPUs (a drain that falls behind is not starved), but they take it when a
-// CPU is free or a time slice ends instead of cutting into one. On 2 CPUs full of spinning MPI
-// ranks this is most of what the recorder's CPU costs them (bench/mpi_bench.sh, docs/comm.md).
+// CPU is free or a time slice ends instead of cutting into one. With other work on the 2 CPUs a
+// traced ping-pong paid 314 instead of 423 ns per call for it; on a quiet machine the difference
+// was within the noise (bench/mpi_bench.sh's trace-normal variant, docs/comm.md).
 // Called after the command was forked (it keeps parmon's own policy); threads made later inherit
 // it. Nothing when parmon runs under a real-time or idle policy, or with PARMON_RECORDER_SCHED=
 // normal (for A/B measurements).
