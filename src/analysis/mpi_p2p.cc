@@ -115,7 +115,7 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
   fam.ns += d;
   AddFuncTime(l.mpi_time, l.mpi_func, 1, d);
   if (l.mpi_site && f.family != MpiFamilyId::kInit) {
-    MpiFuncAgg& at = l.mpi_time.by_site[(uint64_t{l.mpi_site} << 32) | l.mpi_func];
+    MpiFuncAgg& at = l.mpi_time.SiteAgg((uint64_t{l.mpi_site} << 32) | l.mpi_func);
     ++at.calls;
     at.ns += d;
   }
