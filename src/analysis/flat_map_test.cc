@@ -42,8 +42,9 @@ void AgainstOracle(uint64_t key_range, int steps) {
         const uint32_t* held = map.Find(key);
         auto it = oracle.find(key);
         ASSERT_EQ(held != nullptr, it != oracle.end()) << step;
-        if (held)
+        if (held) {
           ASSERT_EQ(*held, it->second) << step;
+        }
       }
     }
     ASSERT_EQ(map.size(), oracle.size()) << step;
