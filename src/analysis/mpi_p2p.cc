@@ -115,7 +115,7 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
   fam.ns += d;
   AddFuncTime(l.mpi_time, l.mpi_func, 1, d);
   if (l.mpi_site && f.family != MpiFamilyId::kInit) {
-    MpiFuncAgg& at = l.mpi_time.by_site[(uint64_t{l.mpi_site} << 32) | l.mpi_func];
+    MpiFuncAgg& at = l.mpi_time.SiteAgg((uint64_t{l.mpi_site} << 32) | l.mpi_func);
     ++at.calls;
     at.ns += d;
   }
@@ -241,7 +241,7 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
   l.bytes_sent += e.args[3];
   ++l.mpi_messages_sent;
   l.mpi_bytes_sent += e.args[3];
-  Queue& q = in_flight[MatchKey{rank, peer, e.args[2], e.args[1]}];
+  Queue& q = *in_flight.TryEmplace(MatchKey{rank, peer, e.args[2], e.args[1]}, Queue{}).first;
   if (q.tail == kNoIndex)
     q.head = si;
   else
@@ -256,12 +256,13 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
     ++s.refs;
     l.call_sends.push_back(si);
   } else if (!s.blocking) {
-    auto [it, inserted] = open_sends.try_emplace(RequestKey{l.pid, e.args[4]}, si);
+    const RequestKey request{l.pid, e.args[4]};
+    auto [held, inserted] = open_sends.TryEmplace(request, si);
     if (!inserted)
-      ReleaseSend(it->second);  // the same request id again: the older send is replaced
-    it->second = si;
+      ReleaseSend(*held);  // the same request id again: the older send is replaced
+    *held = si;
     ++s.refs;
-    open_order.emplace_back(it->first, si);
+    open_order.emplace_back(request, si);
     if (open_sends.size() > kMaxOpenSends || open_order.size() > 2 * kMaxOpenSends)
       DropOldestOpenSends();
   }
@@ -289,15 +290,15 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
 // open_sends_dropped), and forgets order entries of sends completed since.
 void Engine::Impl::DropOldestOpenSends() {
   auto live = [&](const std::pair<RequestKey, uint32_t>& o) {
-    auto it = open_sends.find(o.first);
-    return it != open_sends.end() && it->second == o.second;
+    const uint32_t* held = open_sends.Find(o.first);
+    return held && *held == o.second;
   };
   while (open_sends.size() > kMaxOpenSends && !open_order.empty()) {
     auto o = open_order.front();
     open_order.pop_front();
     if (!live(o))
       continue;
-    open_sends.erase(o.first);
+    open_sends.Erase(o.first);
     ReleaseSend(o.second);
     ++open_sends_dropped;
   }
@@ -312,11 +313,12 @@ void Engine::Impl::DropOldestOpenSends() {
 
 // A nonblocking send (or collective, RMA request: not in open_sends) completed in this call.
 void Engine::Impl::MpiRequestDone(Loc& l, const Event& e) {
-  auto it = open_sends.find(RequestKey{l.pid, e.args[0]});
-  if (it == open_sends.end())
+  const RequestKey request{l.pid, e.args[0]};
+  const uint32_t* held = open_sends.Find(request);
+  if (!held)
     return;
-  uint32_t si = it->second;
-  open_sends.erase(it);
+  uint32_t si = *held;
+  open_sends.Erase(request);
   if (!l.in_mpi) {
     ReleaseSend(si);
     return;
@@ -351,8 +353,8 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
   const MatchKey key{peer, rank, e.args[2], e.args[1]};
   if (l.in_mpi)  // the call's time is this link's too, whether its send is seen or not
     CurrentCall(l).members.push_back(MpiLink(peer, rank));
-  auto it = in_flight.find(key);
-  if (it == in_flight.end() || it->second.head == kNoIndex) {
+  Queue* queue = in_flight.Find(key);
+  if (!queue || queue->head == kNoIndex) {
     if (ws != session_start)
       return;  // its send is outside the window
     // Its send may come next on rank 0's clock (EarlyReceive): wait for it.
@@ -367,12 +369,12 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
     waiting.push_back(r);
     return;
   }
-  uint32_t si = it->second.head;
-  it->second.head = sends[si].next;
-  if (it->second.head == kNoIndex) {
-    it->second.tail = kNoIndex;
+  uint32_t si = queue->head;
+  queue->head = sends[si].next;
+  if (queue->head == kNoIndex) {
+    queue->tail = kNoIndex;
     if (in_flight.size() > 4096)
-      in_flight.erase(it);
+      in_flight.Erase(key);
   }
   if (l.in_mpi) {
     CurrentCall(l);
@@ -448,9 +450,10 @@ void Engine::Impl::FlushOpenCalls() {
       call.leave = locs[call.loc].last;
     FinishCall(call);
   };
-  for (auto& [key, queue] : in_flight)
+  in_flight.ForEach([&](const MatchKey&, const Queue& queue) {
     for (uint32_t s = queue.head; s != kNoIndex; s = sends[s].next)
       flush(sends[s].call);
+  });
   for (auto& l : locs)
     flush(l.call_waits);
   for (auto& [key, waiting] : early_receives)

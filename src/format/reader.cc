@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -519,7 +520,24 @@ void TraceReader::DecodeMetadata() {
 Status TraceReader::ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) const {
   const ChunkHeader& h = ref.header;
   const int fd = part_readers_.empty() ? fd_ : part_readers_.at(ref.file)->fd_;
-  std::vector<uint8_t> stored(h.stored_size);
+  // A compressed payload is read into a buffer kept per thread, not into a new vector zeroed
+  // for each chunk (that zeroing was 4% of `parmon report`'s cycles on a recorded MPI trace);
+  // a raw one into the vector handed out.
+  const bool raw = h.codec == static_cast<uint16_t>(Codec::kRaw);
+  std::vector<uint8_t> stored_raw;
+  thread_local std::unique_ptr<uint8_t[]> scratch;
+  thread_local size_t scratch_size = 0;
+  uint8_t* stored = nullptr;
+  if (raw) {
+    stored_raw.resize(h.stored_size);
+    stored = stored_raw.data();
+  } else {
+    if (scratch_size < h.stored_size) {
+      scratch_size = std::max<size_t>(h.stored_size, 2 * scratch_size);
+      scratch.reset(new uint8_t[scratch_size]);
+    }
+    stored = scratch.get();
+  }
   auto fail = [&](const std::string& why) {
     bool events = h.type == static_cast<uint16_t>(ChunkType::kEvents) &&
                   h.source != static_cast<uint8_t>(Source::kDefinitions);
@@ -536,18 +554,17 @@ Status TraceReader::ReadPayload(const ChunkRef& ref, std::vector<uint8_t>* out) 
     AddProblem(std::move(p), ref.file);
     return Status::Error(msg);
   };
-  if (!PreadAll(fd, stored.data(), stored.size(), ref.offset + sizeof(ChunkHeader)))
+  if (!PreadAll(fd, stored, h.stored_size, ref.offset + sizeof(ChunkHeader)))
     return fail("cannot read payload");
-  if (Crc32c(stored.data(), stored.size()) != h.payload_crc)
+  if (Crc32c(stored, h.stored_size) != h.payload_crc)
     return fail("payload checksum mismatch");
-  if (h.codec == static_cast<uint16_t>(Codec::kRaw)) {
-    *out = std::move(stored);
+  if (raw) {
+    *out = std::move(stored_raw);
   } else if (h.codec == static_cast<uint16_t>(Codec::kZstd)) {
     out->resize(h.raw_size);
     ZSTD_DCtx* ctx = DecompressionContext();
-    size_t n =
-        ctx ? ZSTD_decompressDCtx(ctx, out->data(), out->size(), stored.data(), stored.size())
-            : ZSTD_decompress(out->data(), out->size(), stored.data(), stored.size());
+    size_t n = ctx ? ZSTD_decompressDCtx(ctx, out->data(), out->size(), stored, h.stored_size)
+                   : ZSTD_decompress(out->data(), out->size(), stored, h.stored_size);
     if (ZSTD_isError(n) || n != h.raw_size)
       return fail(fmt::format("cannot decompress ({})",
                               ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));
