@@ -6,12 +6,13 @@ pkgs=(build-essential cmake ninja-build pkg-config libzstd-dev libfmt-dev libcli
       libseccomp-dev linux-perf python3 mpich libmpich-dev
       libopen-trace-format2-dev otf2-tools python3-otf2 libdw-dev
       libprotobuf-dev protobuf-compiler libboost1.81-dev
-      tmux libomp-dev clang iproute2 pigz)
+      tmux libomp-dev clang iproute2 pigz libabsl-dev)
 # OTF2 (`parmon export --format otf2`) links Debian's libotf2; its tests read archives back with
 # otf2-print and the python3-otf2 bindings. Perfetto export (`--format perfetto`) writes its
 # protobuf with Debian's libprotobuf (protoc generates the code). The collector (`parmon serve`)
 # and `record --to` use Boost.Asio (header-only) from libboost1.81-dev. `parmon top`'s terminal
 # test runs it in tmux (send-keys, capture-pane).
+# The report engine's per-message hash tables are Abseil's flat_hash_map (libabsl-dev).
 # `parmon report` resolves MPI call sites to file and line with elfutils' libdw (libdw-dev).
 # OpenMP (docs/openmp.md): libomp-dev gives LLVM's libomp and OMPT's header omp-tools.h; clang
 # builds examples/openmp against it.

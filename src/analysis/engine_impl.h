@@ -26,8 +26,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "analysis/engine_state.h"
-#include "analysis/flat_map.h"
 #include "analysis/omp_analyzer.h"
 #include "model/merge.h"
 #include "model/session.h"
@@ -81,7 +82,7 @@ struct Engine::Impl {
   struct Queue {
     uint32_t head = kNoIndex, tail = kNoIndex;
   };
-  FlatMap<MatchKey, Queue, MatchKeyHash> in_flight;
+  absl::flat_hash_map<MatchKey, Queue> in_flight;
   // Receives seen before their send: on rank 0's clock a receive can come before its send when a
   // rank's clock offset is known only to within more than the message's latency (per-rank
   // recorders on hosts whose clocks differ). MPI's non-overtaking rule pairs the k-th send with
@@ -100,7 +101,7 @@ struct Engine::Impl {
   // Nonblocking sends not completed yet, by (pid, request id) -> PendingSend index; in
   // open_order oldest first (entries already completed are skipped lazily), so that beyond
   // kMaxOpenSends the oldest is dropped.
-  FlatMap<RequestKey, uint32_t, RequestKeyHash> open_sends;
+  absl::flat_hash_map<RequestKey, uint32_t> open_sends;
   std::deque<std::pair<RequestKey, uint32_t>> open_order;
   uint64_t open_sends_dropped = 0;
   std::map<std::pair<int64_t, int64_t>, size_t> mpi_link_index;

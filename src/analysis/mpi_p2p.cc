@@ -241,7 +241,7 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
   l.bytes_sent += e.args[3];
   ++l.mpi_messages_sent;
   l.mpi_bytes_sent += e.args[3];
-  Queue& q = *in_flight.TryEmplace(MatchKey{rank, peer, e.args[2], e.args[1]}, Queue{}).first;
+  Queue& q = in_flight.try_emplace(MatchKey{rank, peer, e.args[2], e.args[1]}).first->second;
   if (q.tail == kNoIndex)
     q.head = si;
   else
@@ -257,10 +257,10 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
     l.call_sends.push_back(si);
   } else if (!s.blocking) {
     const RequestKey request{l.pid, e.args[4]};
-    auto [held, inserted] = open_sends.TryEmplace(request, si);
+    auto [held, inserted] = open_sends.try_emplace(request, si);
     if (!inserted)
-      ReleaseSend(*held);  // the same request id again: the older send is replaced
-    *held = si;
+      ReleaseSend(held->second);  // the same request id again: the older send is replaced
+    held->second = si;
     ++s.refs;
     open_order.emplace_back(request, si);
     if (open_sends.size() > kMaxOpenSends || open_order.size() > 2 * kMaxOpenSends)
@@ -290,15 +290,15 @@ void Engine::Impl::MpiSend(Loc& l, const Event& e) {
 // open_sends_dropped), and forgets order entries of sends completed since.
 void Engine::Impl::DropOldestOpenSends() {
   auto live = [&](const std::pair<RequestKey, uint32_t>& o) {
-    const uint32_t* held = open_sends.Find(o.first);
-    return held && *held == o.second;
+    auto held = open_sends.find(o.first);
+    return held != open_sends.end() && held->second == o.second;
   };
   while (open_sends.size() > kMaxOpenSends && !open_order.empty()) {
     auto o = open_order.front();
     open_order.pop_front();
     if (!live(o))
       continue;
-    open_sends.Erase(o.first);
+    open_sends.erase(o.first);
     ReleaseSend(o.second);
     ++open_sends_dropped;
   }
@@ -314,11 +314,11 @@ void Engine::Impl::DropOldestOpenSends() {
 // A nonblocking send (or collective, RMA request: not in open_sends) completed in this call.
 void Engine::Impl::MpiRequestDone(Loc& l, const Event& e) {
   const RequestKey request{l.pid, e.args[0]};
-  const uint32_t* held = open_sends.Find(request);
-  if (!held)
+  auto held = open_sends.find(request);
+  if (held == open_sends.end())
     return;
-  uint32_t si = *held;
-  open_sends.Erase(request);
+  uint32_t si = held->second;
+  open_sends.erase(held);
   if (!l.in_mpi) {
     ReleaseSend(si);
     return;
@@ -353,7 +353,8 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
   const MatchKey key{peer, rank, e.args[2], e.args[1]};
   if (l.in_mpi)  // the call's time is this link's too, whether its send is seen or not
     CurrentCall(l).members.push_back(MpiLink(peer, rank));
-  Queue* queue = in_flight.Find(key);
+  auto found = in_flight.find(key);
+  Queue* queue = found == in_flight.end() ? nullptr : &found->second;
   if (!queue || queue->head == kNoIndex) {
     if (ws != session_start)
       return;  // its send is outside the window
@@ -374,7 +375,7 @@ void Engine::Impl::MpiRecv(Loc& l, const Event& e) {
   if (queue->head == kNoIndex) {
     queue->tail = kNoIndex;
     if (in_flight.size() > 4096)
-      in_flight.Erase(key);
+      in_flight.erase(found);
   }
   if (l.in_mpi) {
     CurrentCall(l);
@@ -450,10 +451,9 @@ void Engine::Impl::FlushOpenCalls() {
       call.leave = locs[call.loc].last;
     FinishCall(call);
   };
-  in_flight.ForEach([&](const MatchKey&, const Queue& queue) {
+  for (const auto& [key, queue] : in_flight)
     for (uint32_t s = queue.head; s != kNoIndex; s = sends[s].next)
       flush(sends[s].call);
-  });
   for (auto& l : locs)
     flush(l.call_waits);
   for (auto& [key, waiting] : early_receives)

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace parmon::analysis {
@@ -34,6 +35,11 @@ struct MatchKey {
   int64_t src, dst;
   uint64_t comm, tag;
   bool operator==(const MatchKey&) const = default;
+  // absl::Hash (the engine's absl::flat_hash_maps mix every bit; a hash of our own would have to).
+  template <typename H>
+  friend H AbslHashValue(H h, const MatchKey& k) {
+    return H::combine(std::move(h), k.src, k.dst, k.comm, k.tag);
+  }
 };
 struct MatchKeyHash {
   size_t operator()(const MatchKey& k) const {
@@ -49,12 +55,9 @@ struct RequestKey {
   uint32_t pid;
   uint64_t request;
   bool operator==(const RequestKey&) const = default;
-};
-struct RequestKeyHash {
-  size_t operator()(const RequestKey& k) const {
-    // Request ids count up per process: consecutive ids land in consecutive buckets, so the
-    // few requests open at a time stay in cache even when a table holds many stale ones.
-    return static_cast<size_t>(k.request + static_cast<uint64_t>(k.pid) * 0x9E3779B97F4A7C15ULL);
+  template <typename H>
+  friend H AbslHashValue(H h, const RequestKey& k) {
+    return H::combine(std::move(h), k.pid, k.request);
   }
 };
 // Nonblocking sends whose completion is never seen (a lost event, or a request handle the MPI
