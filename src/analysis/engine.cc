@@ -163,29 +163,21 @@ void Engine::Impl::DefinitionsBeforeWindow() {
 // An MpiEnter's call site: its own, remembered for the thread and function, or, when it carries
 // none (0), the one last remembered (docs/events.md, MpiEnter).
 uint32_t Engine::Impl::MpiSite(Loc& l, uint32_t func, uint32_t site) {
-  uint32_t* known = nullptr;  // the thread's site for func (0: none yet)
-  if (func < Loc::kDenseFuncs) {
-    if (func >= l.site_of_func.size())
-      l.site_of_func.resize(std::max<size_t>(func + 1, 2 * l.site_of_func.size()), 0);
-    known = &l.site_of_func[func];
-  } else {
-    for (auto& [f, s] : l.mpi_sites)
-      if (f == func)
-        known = &s;
-    if (!known)
-      known = &l.mpi_sites.emplace_back(func, 0).second;
-  }
-  if (*known != 0) {
+  const uint32_t i = FuncIndex(func);
+  if (i >= l.site_of_func.size())
+    l.site_of_func.resize(func_list.size(), 0);
+  uint32_t& known = l.site_of_func[i];  // the thread's site for func (0: none yet)
+  if (known != 0) {
     if (site != 0)
-      *known = site;
-    return *known;
+      known = site;
+    return known;
   }
   if (site == 0 && !sites_before_window.empty()) {
     auto it = sites_before_window.find(uint64_t{l.id} << 32 | func);
     if (it != sites_before_window.end())
       site = it->second;
   }
-  *known = site;
+  known = site;
   return site;
 }
 

@@ -72,6 +72,7 @@ struct Engine::Impl {
   std::unordered_map<uint32_t, MpiFunc> funcs;  // by function string id
   // The same, dense by string id (ids are small): the hot path's lookup (FuncOf).
   std::vector<int32_t> func_slot;  // index in func_list, -1 not looked up yet
+  std::unordered_map<uint32_t, uint32_t> func_slot_large;  // the same for ids beyond func_slot's
   std::vector<MpiFunc> func_list;
 
   Pool<PendingSend> sends;
@@ -169,12 +170,15 @@ struct Engine::Impl {
   int32_t LocFor(uint32_t id);
   Loc* Resolve(uint32_t id) { return &locs[static_cast<size_t>(LocFor(id))]; }
   const MpiFunc& Func(uint32_t id);
-  const MpiFunc& FuncOf(uint32_t id) {
+  // The MPI function of a string id, and its dense index in func_list (per-thread tables by
+  // function use it). References into func_list last until the next new function.
+  const MpiFunc& FuncOf(uint32_t id) { return func_list[FuncIndex(id)]; }
+  uint32_t FuncIndex(uint32_t id) {
     if (id < func_slot.size() && func_slot[id] >= 0)
-      return func_list[static_cast<size_t>(func_slot[id])];
-    return FuncSlow(id);
+      return static_cast<uint32_t>(func_slot[id]);
+    return FuncIndexSlow(id);
   }
-  const MpiFunc& FuncSlow(uint32_t id);
+  uint32_t FuncIndexSlow(uint32_t id);
   uint32_t IndexOf(const Loc& l) const { return static_cast<uint32_t>(&l - locs.data()); }
 
   // --- interval binning (binning.h) ------------------------------------------------------------

@@ -151,11 +151,8 @@ struct Loc {
   uint32_t mpi_site = 0;  // the open call's call site (string id; 0: not recorded)
   // The site of this thread's last MpiEnter of each function that carried one: an MpiEnter with
   // site 0 was made at that site (docs/events.md: the wrapper writes a site only when it changes).
-  // By function string id (ids are small and dense; 0: none yet), and (func, site) pairs for
-  // ids from kDenseFuncs on.
-  static constexpr uint32_t kDenseFuncs = 1u << 16;
+  // By the function's index in the engine's func_list (FuncIndex; 0: none yet).
   std::vector<uint32_t> site_of_func;
-  std::vector<std::pair<uint32_t, uint32_t>> mpi_sites;
   uint64_t mpi_ns = 0, mpi_calls = 0;  // mpi_ns: outside MPI_Init/Init_thread/Finalize
   uint64_t mpi_startup_ns = 0, mpi_shutdown_ns = 0;
   MpiTime mpi_time;  // time inside MPI against the sampled states (mpi_time.cc)

@@ -44,16 +44,22 @@ void Engine::Impl::AddWaitCall(WaitPattern pattern,
   w.ns += ns;
 }
 
-// The MPI function of a string id: cached densely by id (FuncOf) when the id is small.
-const MpiFunc& Engine::Impl::FuncSlow(uint32_t id) {
+// A function's first look-up: it gets the next index in func_list, found again by id through
+// func_slot when the id is small (string ids are dense), else through func_slot_large.
+uint32_t Engine::Impl::FuncIndexSlow(uint32_t id) {
   constexpr uint32_t kMaxDenseId = 1u << 20;
-  if (id >= kMaxDenseId)
-    return Func(id);
-  if (id >= func_slot.size())
-    func_slot.resize(std::max<size_t>(id + 1, func_slot.size() * 2), -1);
-  func_slot[id] = static_cast<int32_t>(func_list.size());
+  const auto index = static_cast<uint32_t>(func_list.size());
+  if (id >= kMaxDenseId) {
+    auto [it, added] = func_slot_large.try_emplace(id, index);
+    if (!added)
+      return it->second;
+  } else {
+    if (id >= func_slot.size())
+      func_slot.resize(std::max<size_t>(id + 1, func_slot.size() * 2), -1);
+    func_slot[id] = static_cast<int32_t>(index);
+  }
   func_list.push_back(Func(id));
-  return func_list.back();
+  return index;
 }
 
 // Links between ranks are also kept in a dense grid (MpiLink) once the world size is known.
@@ -115,7 +121,7 @@ void Engine::Impl::MpiLeave(Loc& l, const Event& e) {
   fam.ns += d;
   AddFuncTime(l.mpi_time, l.mpi_func, 1, d);
   if (l.mpi_site && f.family != MpiFamilyId::kInit) {
-    MpiFuncAgg& at = l.mpi_time.SiteAgg((uint64_t{l.mpi_site} << 32) | l.mpi_func);
+    MpiFuncAgg& at = l.mpi_time.by_site[(uint64_t{l.mpi_site} << 32) | l.mpi_func];
     ++at.calls;
     at.ns += d;
   }

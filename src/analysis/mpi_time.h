@@ -14,12 +14,12 @@
 #define PARMON_SRC_ANALYSIS_MPI_TIME_H_
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <unordered_map>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "analysis/results.h"
 #include "format/thread_state.h"
@@ -63,28 +63,8 @@ struct MpiTime {
   std::deque<MpiCell> cells;
   uint64_t flush_from = 0, flush_to = 0, init_end = 0, release_to = 0;
   std::vector<MpiFuncAgg> by_func;  // calls and time per function string id
-  // Trace mode: calls and time per call site and function, keyed (site string id << 32 |
-  // function), in the order first called. A thread calls from few sites, often two in turn (a
-  // halo's two MPI_Irecv): a small direct-mapped cache of rows by key finds them without a hash
-  // table's lookup (3% of the report's time on bench/report_bench's halo trace).
-  std::vector<std::pair<uint64_t, MpiFuncAgg>> by_site;
-  std::unordered_map<uint64_t, uint32_t> site_rows;  // key -> row in by_site
-  struct SiteCache {
-    uint64_t key = UINT64_MAX;
-    uint32_t row = 0;
-  };
-  std::array<SiteCache, 8> site_cache;
-  // The row of key, added when it has none.
-  MpiFuncAgg& SiteAgg(uint64_t key) {
-    SiteCache& c = site_cache[(key * 0x9E3779B97F4A7C15ull) >> 61];
-    if (c.key != key) [[unlikely]] {
-      auto [it, added] = site_rows.try_emplace(key, static_cast<uint32_t>(by_site.size()));
-      if (added)
-        by_site.push_back({key, {}});
-      c = {key, it->second};
-    }
-    return by_site[c.row].second;
-  }
+  // Trace mode: calls and time per call site and function, by (site string id << 32 | function).
+  absl::flat_hash_map<uint64_t, MpiFuncAgg> by_site;
 };
 
 // Counts calls and time of the function with string id `func` (ids are small and dense).

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "base/clock.h"
 #include "format/chunk.h"
 #include "live/fetch.h"
 
@@ -37,12 +38,6 @@ uint64_t MissingRankWaitNs() {
   return e && *e && (end == e || *end != '\0' || !(s >= 0 && s < 1e6))
              ? 20'000'000'000ull
              : static_cast<uint64_t>(s * 1e9);
-}
-
-uint64_t SteadyNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // Whether a path is not a trace yet but may become one: absent, or a regular file shorter than
@@ -252,12 +247,12 @@ bool LiveTrace::RanksNeverCame() {
   // Every rank file there is closed and some rank's is not there: wait a while for it (a rank
   // that starts late), then end with what there is.
   const format::SessionInfo& s = reader_->metadata().session;
-  const uint64_t now = SteadyNs();
+  const uint64_t now = MonotonicNs();
   if (missing_since_ns_ == 0 || s.session_files != files_when_missing_) {
     missing_since_ns_ = now;
     files_when_missing_ = s.session_files;
   }
-  const uint64_t wait = MissingRankWaitNs();
+  static const uint64_t wait = MissingRankWaitNs();  // the environment's, read once
   if (now - missing_since_ns_ < wait)
     return false;
   ranks_missing_ = fmt::format(

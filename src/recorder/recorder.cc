@@ -430,9 +430,9 @@ namespace {
 // CPU is free or a time slice ends instead of cutting into one. With other work on the 2 CPUs a
 // traced ping-pong paid 314 instead of 423 ns per call for it; on a quiet machine the difference
 // was within the noise (bench/mpi_bench.sh's trace-normal variant, docs/comm.md).
-// Called after the command was forked (it keeps parmon's own policy); threads made later inherit
-// it. Nothing when parmon runs under a real-time or idle policy, or with PARMON_RECORDER_SCHED=
-// normal (for A/B measurements).
+// Called after the command was forked (it keeps parmon's own policy), for every thread there is
+// (`--to`'s forwarder already runs); threads made later inherit it. Nothing when parmon runs under
+// a real-time or idle policy, or with PARMON_RECORDER_SCHED= normal (for A/B measurements).
 void StepAsideForTheProgram() {
   if (const char* e = getenv("PARMON_RECORDER_SCHED"); e && std::string_view(e) == "normal")
     return;
