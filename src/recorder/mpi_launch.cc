@@ -1,17 +1,86 @@
 #include "recorder/mpi_launch.h"
 
+#include <elf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "format/string_ids.h"
 
 namespace parmon::recorder {
+namespace {
+
+// Reads exactly n bytes at off; false on a short read (a truncated or unreadable file).
+bool ReadAt(int fd, uint64_t off, void* out, size_t n) {
+  return pread(fd, out, n, static_cast<off_t>(off)) == static_cast<ssize_t>(n);
+}
+
+// Whether the 64-bit ELF file at path has a DT_NEEDED entry containing `name`. Reads the ELF and
+// program headers, the dynamic segment and its string table only (a few kilobytes), not the
+// whole program; anything that is not a well-formed 64-bit ELF with a dynamic segment is "no".
+bool NeedsLibrary(const std::string& path, const char* name) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  Elf64_Ehdr eh;
+  if (!ReadAt(fd, 0, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      eh.e_phnum == 0 || eh.e_phnum > 4096)
+    return false;
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  if (!ReadAt(fd, eh.e_phoff, ph.data(), ph.size() * sizeof(Elf64_Phdr)))
+    return false;
+  const Elf64_Phdr* dynamic = nullptr;
+  for (const auto& p : ph)
+    if (p.p_type == PT_DYNAMIC)
+      dynamic = &p;
+  constexpr uint64_t kMaxBytes = 4u << 20;
+  if (dynamic == nullptr || dynamic->p_filesz > kMaxBytes)
+    return false;
+  std::vector<Elf64_Dyn> dyn(dynamic->p_filesz / sizeof(Elf64_Dyn));
+  if (!ReadAt(fd, dynamic->p_offset, dyn.data(), dyn.size() * sizeof(Elf64_Dyn)))
+    return false;
+  uint64_t strtab = 0, strsz = 0;
+  std::vector<uint64_t> needed;
+  for (const auto& d : dyn) {
+    if (d.d_tag == DT_NULL)
+      break;
+    if (d.d_tag == DT_STRTAB)
+      strtab = d.d_un.d_ptr;
+    else if (d.d_tag == DT_STRSZ)
+      strsz = d.d_un.d_val;
+    else if (d.d_tag == DT_NEEDED)
+      needed.push_back(d.d_un.d_val);
+  }
+  // DT_STRTAB is an address: the file offset is where the loadable segment holding it starts.
+  uint64_t str_off = UINT64_MAX;
+  for (const auto& p : ph)
+    if (p.p_type == PT_LOAD && strtab >= p.p_vaddr && strtab - p.p_vaddr < p.p_filesz)
+      str_off = p.p_offset + (strtab - p.p_vaddr);
+  if (needed.empty() || str_off == UINT64_MAX || strsz == 0 || strsz > kMaxBytes)
+    return false;
+  std::string strings(strsz, '\0');
+  if (!ReadAt(fd, str_off, strings.data(), strsz))
+    return false;
+  for (uint64_t at : needed)
+    if (at < strsz && std::strstr(strings.c_str() + at, name) != nullptr)
+      return true;
+  return false;
+}
+
+}  // namespace
 
 std::optional<LaunchedRank> RankFromLauncher() {
   auto env = [](const char* name) -> std::string {
@@ -116,17 +185,10 @@ std::string MpiWrapperLibrary(const std::vector<std::string>& command) {
   std::string name = std::filesystem::path(real).filename().string();
   if (name.find("mpich") != std::string::npos || name.find("hydra") != std::string::npos)
     return "libparmon_mpi_mpich.so";
-  // A program linked with MPICH names libmpich.so.N in its dynamic section, near the start.
-  if (FILE* f = fopen(real.c_str(), "rb")) {
-    std::string head(4u << 20, '\0');
-    head.resize(fread(head.data(), 1, head.size(), f));
-    fclose(f);
-    if (head.compare(0, 4,
-                     "\x7f"
-                     "ELF") == 0 &&
-        head.find("libmpich.so") != std::string::npos)
-      return "libparmon_mpi_mpich.so";
-  }
+  // A program linked with MPICH needs libmpich.so.N (C) or libmpichfort.so.N (Fortran, which
+  // needs libmpich itself).
+  if (NeedsLibrary(real, "libmpich"))
+    return "libparmon_mpi_mpich.so";
   return "libparmon_mpi.so";
 }
 

@@ -24,7 +24,7 @@ struct CommSlot {
   std::atomic<CommInfo*> info;
 };
 constexpr uint32_t kCommSlots = 4096;
-CommSlot g_comms[kCommSlots];
+constinit CommSlot g_comms[kCommSlots]{};  // constant: no start-up code touches its pages
 
 CommInfo* BuildInfo(MPI_Comm comm) {
   auto* info = static_cast<CommInfo*>(calloc(1, sizeof(CommInfo)));
@@ -163,7 +163,7 @@ void OnCommFree(MPI_Comm comm) {
 // ---- requests --------------------------------------------------------------------------------
 namespace {
 constexpr uint32_t kReqSlots = 1u << 15;
-ReqSlot g_reqs[kReqSlots];
+constinit ReqSlot g_reqs[kReqSlots]{};  // 2 MiB: constant, so no start-up code touches it
 std::atomic<uint64_t> g_untracked{0};
 
 ReqSlot* ClaimReq(uint64_t key) {
@@ -251,7 +251,7 @@ struct MsgSlot {
   MPI_Comm comm;
 };
 constexpr uint32_t kMsgSlots = 1024;
-MsgSlot g_msgs[kMsgSlots];
+constinit MsgSlot g_msgs[kMsgSlots]{};
 }  // namespace
 
 void OnMessage(MPI_Message msg, MPI_Comm comm) {

@@ -18,7 +18,7 @@ struct WinSlot {
   CommInfo* info;  // the window's group as world ranks (id = window id)
 };
 constexpr uint32_t kWinSlots = 512;
-WinSlot g_wins[kWinSlots];
+constinit WinSlot g_wins[kWinSlots]{};
 
 CommInfo* WinInfo(MPI_Win win) {
   uint64_t key = Key(win);
