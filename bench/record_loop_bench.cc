@@ -3,8 +3,9 @@
 // options, on 1 thread and on 2, round after round. Prints from the same runs: ns per event against
 // one rdtsc (1 thread; target <= 1.1x), total events/s (2 threads; target >= 120 M), the events
 // lost (block mode: 0), bytes per event of the trace, and the recorder's drain rate per core: the
-// events it wrote over its own CPU time (the parmon process's rusage less the program's, which
-// parmon waited for; target >= 150 M/s).
+// ring events it drained over the CPU time of its drains and flushes (END values drain_cpu_ns and
+// ring_events; target >= 150 M/s), beside the recorder's whole CPU time (the parmon process's
+// rusage less the program's, which parmon waited for) per event.
 //
 //   record_loop_bench [iterations=20000000] [rounds=5] [--parmon=PATH ...]
 //
@@ -32,7 +33,8 @@ namespace {
 struct Run {
   double rdtsc_ns = 0, event_ns = 0;  // thread 0's
   double events_per_s = 0;            // all threads, over the region loop's wall time
-  double drain_per_core = 0;          // trace events / recorder CPU s
+  double drain_per_core = 0;          // ring events / CPU s of the recorder's drains
+  double recorder_per_event_ns = 0;   // the recorder's whole CPU (start-up, sampler, ...) / event
   double recorder_cpu_s = 0;
   uint64_t events = 0, lost = 0;
   double bytes_per_event = 0;
@@ -103,7 +105,13 @@ Run RecordOnce(const std::string& parmon,
   r.lost = std::strtoull((*reader)->SessionValue("lost_events", "0").c_str(), nullptr, 10);
   r.bytes_per_event = static_cast<double>(std::filesystem::file_size(trace)) /
                       static_cast<double>(std::max<uint64_t>(r.events, 1));
-  r.drain_per_core = static_cast<double>(r.events) / std::max(r.recorder_cpu_s, 1e-6);
+  const double drain_cpu_s =
+      std::strtod((*reader)->SessionValue("drain_cpu_ns", "0").c_str(), nullptr) * 1e-9;
+  const double ring_events =
+      std::strtod((*reader)->SessionValue("ring_events", "0").c_str(), nullptr);
+  r.drain_per_core = ring_events / std::max(drain_cpu_s, 1e-9);
+  r.recorder_per_event_ns =
+      r.recorder_cpu_s * 1e9 / static_cast<double>(std::max<uint64_t>(r.events, 1));
   std::filesystem::remove(trace);
   return r;
 }
@@ -154,10 +162,11 @@ int main(int argc, char** argv) {
     for (int threads : {1, 2})
       for (size_t p = 0; p < parmons.size(); ++p)
         runs[{p, threads}].push_back(RecordOnce(parmons[p], prog, threads, iterations, trace));
-  std::printf("%-3s %-2s %8s %8s %6s %10s %9s %10s %6s %8s  (medians)\n", "bin", "th", "rdtsc ns",
-              "event ns", "ratio", "M ev/s", "B/event", "drain M/s", "lost", "rec cpu");
+  std::printf("%-3s %-2s %8s %8s %6s %10s %9s %10s %6s %8s %9s  (medians)\n", "bin", "th",
+              "rdtsc ns", "event ns", "ratio", "M ev/s", "B/event", "drain M/s", "lost", "rec cpu",
+              "rec ns/ev");
   for (const auto& [key, v] : runs) {
-    std::printf("%-3c %-2d %8.2f %8.2f %5.2fx %10.1f %9.3f %10.1f %6.0f %7.3fs\n",
+    std::printf("%-3c %-2d %8.2f %8.2f %5.2fx %10.1f %9.3f %10.1f %6.0f %7.3fs %9.2f\n",
                 static_cast<char>('A' + key.first), key.second,
                 Median(v, [](const Run& r) { return r.rdtsc_ns; }),
                 Median(v, [](const Run& r) { return r.event_ns; }),
@@ -166,13 +175,17 @@ int main(int argc, char** argv) {
                 Median(v, [](const Run& r) { return r.bytes_per_event; }),
                 Median(v, [](const Run& r) { return r.drain_per_core / 1e6; }),
                 Median(v, [](const Run& r) { return static_cast<double>(r.lost); }),
-                Median(v, [](const Run& r) { return r.recorder_cpu_s; }));
+                Median(v, [](const Run& r) { return r.recorder_cpu_s; }),
+                Median(v, [](const Run& r) { return r.recorder_per_event_ns; }));
   }
   for (size_t p = 0; p < parmons.size(); ++p)
     std::printf("%c = %s\n", static_cast<char>('A' + p), parmons[p].c_str());
   std::printf(
       "targets: ratio <= 1.1x (1 thread), >= 120 M events/s (2 threads), 0 lost, "
-      "drain >= 150 M/s per core; load now %s\n",
+      "drain >= 150 M/s per core; load now %s\n"
+      "drain M/s: ring events over the CPU time of the recorder's drains and flushes (END "
+      "values drain_cpu_ns, ring_events); rec cpu: the parmon process's whole CPU time less the "
+      "program's (start-up, sampler, switch records, calibration included), rec ns/ev per event\n",
       LoadAverage().c_str());
   return 0;
 }

@@ -14,8 +14,15 @@
 namespace parmon::format {
 
 constexpr char kFileMagic[8] = {'P', 'A', 'R', 'M', 'O', 'N', 'T', 'R'};
-constexpr uint16_t kVersionMajor = 1;
-constexpr uint16_t kVersionMinor = 1;  // 1.1 added the WATERMARK chunk
+// What this parmon writes. 1.1 added the WATERMARK chunk; 2.0 the REPEAT RUN inside EVENTS
+// payloads (codec.h), which a 1.x reader cannot decode, hence the major version.
+constexpr uint16_t kVersionMajor = 2;
+constexpr uint16_t kVersionMinor = 0;
+// It reads every major version from this one up to kVersionMajor (1.x payloads hold no runs).
+constexpr uint16_t kOldestReadableMajor = 1;
+inline bool ReadableMajor(uint16_t major) {
+  return major >= kOldestReadableMajor && major <= kVersionMajor;
+}
 
 struct FileHeader {
   char magic[8];
@@ -77,9 +84,9 @@ constexpr uint32_t kMaxChunkPayload = 64u << 20;
 // table. Recorders number locations densely from 1, so 2^24 leaves room for any real session.
 constexpr uint32_t kMaxLocationId = (1u << 24) - 1;
 
-// Smallest encoded event (a kind varint and a time-delta varint): an EVENTS chunk declaring more
-// events than raw_size / kMinEventBytes is damaged.
-constexpr uint32_t kMinEventBytes = 2;
+// Smallest encoded event (a repeat run's code byte; else a kind varint and a time-delta varint):
+// an EVENTS chunk declaring more events than raw_size / kMinEventBytes is damaged.
+constexpr uint32_t kMinEventBytes = 1;
 
 }  // namespace parmon::format
 

@@ -77,7 +77,7 @@ Status ChunkStream::ReadFileHeader(FileHeader* out) {
   if (std::memcmp(out->magic, kFileMagic, sizeof out->magic) != 0)
     return Status::Error(fmt::format(
         "{} is not a parmon trace (it does not start with the parmon trace signature)", name_));
-  if (out->version_major != kVersionMajor)
+  if (!ReadableMajor(out->version_major))
     return Status::Error(
         fmt::format("{} is a parmon trace of format version {}.{}, which this "
                     "parmon (format {}.{}) cannot read",

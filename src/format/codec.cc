@@ -7,6 +7,7 @@
 namespace parmon::format {
 
 void StreamEncoder::Append(const Event& e) {
+  EndRun();
   // As many args as the kind has (the decoder reads that many): an event made with fewer, such as
   // an MpiEnter without the site it gained later, gets zeros.
   const KindInfo& info = GetKindInfo(e.kind);

@@ -2,6 +2,15 @@
 //   varint kind, zigzag varint (ts - previous ts), nargs varints, [varint length, payload bytes]
 // The number of args and whether a payload follows come from the kind table (the file's SCHEMA
 // chunk for files written by another version).
+//
+// Since format 1.2, a REPEAT RUN (kind 0, never a real kind) packs one-arg events that repeat one
+// of the two events before them, each in one byte (a tight loop of region enters and leaves):
+//   varint 0, count (3-byte varint, 1 .. 2^21-1), varint kind2, varint arg2, varint kind1,
+//   varint arg1, then count code bytes.
+// (kind2, arg2) and (kind1, arg1) are the events two back and one back when the run begins, both
+// of one-arg kinds without payload. Code byte c: bit 7 clear repeats the event two back, set the
+// event one back; bits 0-6 are the time since the previous event (0-127 ns). Each repeated event
+// becomes the one back, and the one back the two back, as with any event.
 #ifndef PARMON_SRC_FORMAT_CODEC_H_
 #define PARMON_SRC_FORMAT_CODEC_H_
 
@@ -56,6 +65,7 @@ class StreamEncoder {
   void Append(const Event& e);
   // The common case of the runtime's hot path: one arg, no payload.
   void AppendOneArg(uint16_t kind, uint64_t ts, uint64_t arg) {
+    EndRun();
     uint8_t* p = buf_.Reserve(3 * kMaxVarintBytes);
     p = PutVarint(p, kind);
     p = PutVarint(p, ZigZag(static_cast<int64_t>(ts - prev_ts_)));
@@ -74,6 +84,7 @@ class StreamEncoder {
   // Starts a new chunk (after the writer wrote this one).
   void Reset() {
     buf_.Clear();
+    EndRun();
     count_ = 0;
     prev_ts_ = 0;
     first_ts_ = 0;
@@ -88,6 +99,12 @@ class StreamEncoder {
 
  private:
   friend class OneArgAppender;
+  // Events appended outside an OneArgAppender end its repeat run, and neither they nor the events
+  // before them are repeated by a later run (its header names the two it starts from).
+  void EndRun() {
+    run_count_ = 0;
+    history_ = 0;
+  }
   void Note(uint64_t ts) {
     if (count_ == 0)
       first_ts_ = ts;
@@ -104,31 +121,72 @@ class StreamEncoder {
   uint64_t prev_ts_ = 0;
   uint64_t first_ts_ = 0;
   uint64_t last_ts_ = 0;
+  // OneArgAppender's state between its runs: the last two one-arg events it put (kind1/arg1 the
+  // last; history_ of them valid), and the repeat run still open at the buffer's end (its count
+  // field's offset, and count; 0: none).
+  uint16_t kind1_ = 0, kind2_ = 0;
+  uint64_t arg1_ = 0, arg2_ = 0;
+  int history_ = 0;
+  size_t run_at_ = 0;
+  uint32_t run_count_ = 0;
 };
 
 // Appends a run of one-arg events to a StreamEncoder with the encoder's bookkeeping (buffer room,
 // count, first and last time) done once per run instead of once per event: the recorder's drain of
-// a busy ring (bench/record_loop_bench). The bytes are those AppendOneArg writes. At most
-// `max_events` may be put; Done() commits them (the destructor does not).
+// a busy ring (bench/record_loop_bench). An event that repeats one of the two before it within
+// 127 ns goes into a repeat run (one byte, see the top of this file); any other is written as
+// AppendOneArg writes it. At most `max_events` may be put; Done() commits them (the destructor
+// does not).
 class OneArgAppender {
  public:
   OneArgAppender(StreamEncoder* encoder, size_t max_events)
       : encoder_(encoder),
         p_(encoder->buf_.Reserve(max_events * kMaxBytes)),
+        base_(p_ - encoder->buf_.size()),
         prev_ts_(encoder->prev_ts_),
-        last_ts_(encoder->last_ts_) {}
+        last_ts_(encoder->last_ts_),
+        arg1_(encoder->arg1_),
+        arg2_(encoder->arg2_),
+        kind1_(encoder->kind1_),
+        kind2_(encoder->kind2_),
+        history_(encoder->history_),
+        run_count_(encoder->run_count_),
+        run_at_(encoder->run_at_) {}
   void Put(uint16_t kind, uint64_t ts, uint64_t arg) {
     if (n_ == 0)
       first_ts_ = ts;
-    uint8_t* p = PutVarint(p_, kind);
-    p = PutVarint(p, ZigZag(static_cast<int64_t>(ts - prev_ts_)));
-    p_ = PutVarint(p, arg);
+    const uint64_t delta = ts - prev_ts_;
+    ++n_;
     prev_ts_ = ts;
     last_ts_ = std::max(last_ts_, ts);
-    ++n_;
+    if (delta < 128 && history_ == 2) [[likely]] {
+      if (kind == kind2_ && arg == arg2_) {
+        Repeat(static_cast<uint8_t>(delta));
+        std::swap(kind1_, kind2_);
+        std::swap(arg1_, arg2_);
+        return;
+      }
+      if (kind == kind1_ && arg == arg1_) {
+        Repeat(static_cast<uint8_t>(0x80 | delta));
+        kind2_ = kind1_;
+        arg2_ = arg1_;
+        return;
+      }
+    }
+    EndRun();
+    uint8_t* p = PutVarint(p_, kind);
+    p = PutVarint(p, ZigZag(static_cast<int64_t>(delta)));
+    p_ = PutVarint(p, arg);
+    kind2_ = kind1_;
+    arg2_ = arg1_;
+    kind1_ = kind;
+    arg1_ = arg;
+    history_ = std::min(history_ + 1, 2);
   }
-  // Commits the run; returns the number of events put.
+  // Commits the run; returns the number of events put. A repeat run stays open for the next
+  // appender of this encoder, its count so far written.
   uint32_t Done() {
+    WriteRunCount();
     StreamEncoder& e = *encoder_;
     e.buf_.Commit(p_);
     if (n_ > 0) {
@@ -138,14 +196,59 @@ class OneArgAppender {
       e.last_ts_ = last_ts_;
       e.count_ += n_;
     }
+    e.kind1_ = kind1_;
+    e.kind2_ = kind2_;
+    e.arg1_ = arg1_;
+    e.arg2_ = arg2_;
+    e.history_ = history_;
+    e.run_count_ = run_count_;
+    e.run_at_ = run_at_;
     return n_;
   }
 
  private:
-  static constexpr size_t kMaxBytes = 3 * kMaxVarintBytes;
+  // A normal event's three varints, or a run's header and first code byte.
+  static constexpr size_t kMaxBytes = 32;
+  static constexpr uint32_t kMaxRun = (1u << 21) - 1;  // what a 3-byte varint holds
+
+  void Repeat(uint8_t code) {
+    if (run_count_ == 0 || run_count_ == kMaxRun) [[unlikely]]
+      BeginRun();
+    *p_++ = code;
+    ++run_count_;
+  }
+  void BeginRun() {
+    EndRun();
+    *p_++ = 0;  // the REPEAT RUN kind
+    run_at_ = static_cast<size_t>(p_ - base_);
+    p_ += 3;  // the count, written when the run ends or Done() is called
+    p_ = PutVarint(p_, kind2_);
+    p_ = PutVarint(p_, arg2_);
+    p_ = PutVarint(p_, kind1_);
+    p_ = PutVarint(p_, arg1_);
+  }
+  void EndRun() {
+    WriteRunCount();
+    run_count_ = 0;
+  }
+  void WriteRunCount() {
+    if (run_count_ == 0)
+      return;
+    uint8_t* c = base_ + run_at_;
+    c[0] = static_cast<uint8_t>(0x80 | (run_count_ & 0x7f));
+    c[1] = static_cast<uint8_t>(0x80 | ((run_count_ >> 7) & 0x7f));
+    c[2] = static_cast<uint8_t>(run_count_ >> 14);
+  }
+
   StreamEncoder* encoder_;
   uint8_t* p_;
+  uint8_t* base_;  // the encoder's buffer start (stable while this appender lives)
   uint64_t prev_ts_, last_ts_, first_ts_ = 0;
+  uint64_t arg1_, arg2_;
+  uint16_t kind1_, kind2_;
+  int history_;
+  uint32_t run_count_;
+  size_t run_at_;
   uint32_t n_ = 0;
 };
 
@@ -212,6 +315,8 @@ class EventDecoder {
   // The next event into *e, or false at the end of the payload or when it is malformed (then
   // error() says why and where).
   bool Next(Event* e) {
+    if (run_left_ > 0)
+      return Repeated(e);
     // Away from the payload's end every varint of the event is readable without bound checks.
     if (end_ - p_ >= kFastBytes) [[likely]]
       return Decode<true>(e);
@@ -253,6 +358,8 @@ class EventDecoder {
     const uint8_t* start = p_;
     uint64_t kind, delta;
     const uint8_t* p = Get<kUnchecked>(p_, &kind);
+    if (p && kind == 0)
+      return BeginRun<kUnchecked>(p, start, e);
     if (!p || !(p = Get<kUnchecked>(p, &delta)))
       return Fail("event header truncated", start);
     const uint8_t brief = kind > 0xffff ? 0 : schema_->brief(static_cast<uint16_t>(kind));
@@ -279,6 +386,50 @@ class EventDecoder {
     p_ = p;
     return true;
   }
+  // A REPEAT RUN's header (codec.h's top), then its first event.
+  template <bool kUnchecked>
+  bool BeginRun(const uint8_t* p, const uint8_t* start, Event* e) {
+    uint64_t count = 0, k2 = 0, a2 = 0, k1 = 0, a1 = 0;
+    if (!(p = Get<kUnchecked>(p, &count)) || !(p = Get<kUnchecked>(p, &k2)) ||
+        !(p = Get<kUnchecked>(p, &a2)) || !(p = Get<kUnchecked>(p, &k1)) ||
+        !(p = Get<kUnchecked>(p, &a1)))
+      return Fail("repeat run header truncated", start);
+    if (count == 0 || count > static_cast<uint64_t>(end_ - p))
+      return Fail("repeat run of " + std::to_string(count) + " events in " +
+                      std::to_string(end_ - p) + " bytes",
+                  start);
+    for (uint64_t k : {k1, k2})
+      if (k > 0xffff || schema_->brief(static_cast<uint16_t>(k)) != (KindSchema::kBriefKnown | 1))
+        return Fail("repeat run of kind " + std::to_string(k) + ", not a one-arg kind", start);
+    kind1_ = static_cast<uint16_t>(k1);
+    kind2_ = static_cast<uint16_t>(k2);
+    arg1_ = a1;
+    arg2_ = a2;
+    run_left_ = static_cast<uint32_t>(count);
+    p_ = p;
+    return Repeated(e);
+  }
+  // The next event of the open repeat run: one byte.
+  bool Repeated(Event* e) {
+    const uint8_t code = *p_++;
+    --run_left_;
+    e->location = location_;
+    e->source = source_;
+    e->ts = prev_ts_ + (code & 0x7f);
+    e->nargs = 1;
+    e->payload = {};
+    if (code & 0x80) {
+      kind2_ = kind1_;
+      arg2_ = arg1_;
+    } else {
+      std::swap(kind1_, kind2_);
+      std::swap(arg1_, arg2_);
+    }
+    e->kind = kind1_;
+    e->args[0] = arg1_;
+    prev_ts_ = e->ts;
+    return true;
+  }
   bool Fail(const std::string& what, const uint8_t* at) {
     error_ = what + " at byte " + std::to_string(at - begin_);
     p_ = end_;
@@ -288,6 +439,10 @@ class EventDecoder {
   const uint8_t* p_ = nullptr;
   const uint8_t* end_ = nullptr;
   uint64_t prev_ts_ = 0;
+  // The open repeat run's last two events (set by its header), and its events still to come.
+  uint64_t arg1_ = 0, arg2_ = 0;
+  uint16_t kind1_ = 0, kind2_ = 0;
+  uint32_t run_left_ = 0;
   uint32_t location_ = 0;
   Source source_ = Source::kRuntime;
   const KindSchema* schema_ = nullptr;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "format/kinds.h"
@@ -101,37 +102,180 @@ TEST(EventDecoder, PayloadLongerThanTheChunkFailsOnTheFastPath) {
 namespace parmon::format {
 namespace {
 
-// The recorder's runs of compact events (OneArgAppender) must write exactly what AppendOneArg
-// writes, with the same count and first/last times, across runs, an event appended between them
-// and a time that goes backwards.
-TEST(OneArgAppender, WritesWhatAppendOneArgWrites) {
-  StreamEncoder one(7, Source::kRuntime), runs(7, Source::kRuntime);
-  const uint16_t enter = static_cast<uint16_t>(Kind::kRegionEnter);
-  const uint16_t leave = static_cast<uint16_t>(Kind::kRegionLeave);
-  uint64_t ts = 5000;
-  for (int r = 0; r < 3; ++r) {
-    OneArgAppender run(&runs, 100);
-    for (int i = 0; i < 100; ++i) {
-      ts += (i == 50 && r == 1) ? -3000 : (i % 9) * 1000 + 1;
-      const uint64_t arg = i % 2 ? 1 : uint64_t{1} << (i % 33);
-      one.AppendOneArg(i % 2 ? leave : enter, ts, arg);
-      run.Put(i % 2 ? leave : enter, ts, arg);
+// What one encoder's bytes decode to (every event exactly), and the decoder's error if any.
+std::vector<Event> DecodeAll(const StreamEncoder& enc, std::string* error = nullptr) {
+  KindSchema schema;
+  std::vector<Event> out;
+  std::string err;
+  DecodeEvents(enc.bytes().data(), enc.bytes().size(), enc.location(), enc.source(), schema, &out,
+               &err);
+  if (error)
+    *error = err;
+  else
+    EXPECT_TRUE(err.empty()) << err;
+  return out;
+}
+
+void ExpectSameEvents(const std::vector<Event>& got, const std::vector<Event>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    bool same = got[i].kind == want[i].kind && got[i].ts == want[i].ts &&
+                got[i].nargs == want[i].nargs && got[i].payload == want[i].payload;
+    for (int a = 0; same && a < want[i].nargs; ++a)
+      same = got[i].args[a] == want[i].args[a];
+    if (!same) {
+      ADD_FAILURE() << "event " << i << ": got " << DescribeEvent(got[i]) << ", want "
+                    << DescribeEvent(want[i]);
+      return;
     }
-    EXPECT_EQ(run.Done(), 100u);
+  }
+}
+
+Event OneArg(Kind kind, uint64_t ts, uint64_t arg) {
+  Event e;
+  e.kind = static_cast<uint16_t>(kind);
+  e.ts = ts;
+  e.nargs = 1;
+  e.args[0] = arg;
+  return e;
+}
+
+// The recorder's runs of compact events (OneArgAppender) decode to exactly the events put, with
+// the same count and first/last times as AppendOneArg gives: alternating enters and leaves and a
+// repeated marker (repeat runs, one byte each), gaps of 127 and 128 ns, a time that goes
+// backwards, large args, runs that continue from one appender to the next, and events appended
+// between them.
+TEST(OneArgAppender, DecodesToEveryEventPut) {
+  StreamEncoder one(7, Source::kRuntime), runs(7, Source::kRuntime);
+  std::vector<Event> want;
+  uint64_t ts = 5000;
+  for (int r = 0; r < 4; ++r) {
+    OneArgAppender run(&runs, 300);
+    for (int i = 0; i < 300; ++i) {
+      const int phase = i / 100;  // enter/leave pairs, a marker repeated, then varied
+      uint64_t gap = phase == 2 ? (i % 9) * 40 + 1 : 10 + (i % 3);
+      if (i == 37)
+        gap = 127;
+      if (i == 38)
+        gap = 128;
+      if (i == 250 && r == 1)
+        gap = uint64_t(-3000);  // backwards
+      ts += gap;
+      const Kind kind =
+          phase == 1 ? Kind::kMarker : (i % 2 ? Kind::kRegionLeave : Kind::kRegionEnter);
+      const uint64_t arg = phase == 2 ? (uint64_t{1} << (i % 50)) : 3 + r % 2;
+      want.push_back(OneArg(kind, ts, arg));
+      one.AppendOneArg(static_cast<uint16_t>(kind), ts, arg);
+      run.Put(static_cast<uint16_t>(kind), ts, arg);
+    }
+    EXPECT_EQ(run.Done(), 300u);
+    if (r == 2) {  // r = 3's runs continue r = 2's: no event between them
+      continue;
+    }
     Event e;
     e.kind = static_cast<uint16_t>(Kind::kThreadStates);
     e.ts = ts;
     e.nargs = GetKindInfo(e.kind).nargs;
     one.Append(e);
     runs.Append(e);
+    want.push_back(e);
   }
   OneArgAppender empty(&runs, 10);
   EXPECT_EQ(empty.Done(), 0u);
-  ASSERT_EQ(one.raw_size(), runs.raw_size());
-  EXPECT_EQ(0, std::memcmp(one.bytes().data(), runs.bytes().data(), one.raw_size()));
+  ExpectSameEvents(DecodeAll(runs), want);
+  ExpectSameEvents(DecodeAll(one), want);
   EXPECT_EQ(one.count(), runs.count());
   EXPECT_EQ(one.first_ts(), runs.first_ts());
   EXPECT_EQ(one.last_ts(), runs.last_ts());
+  // Two thirds of the events (800) repeat one of the two before them within 127 ns: one byte
+  // each instead of three.
+  EXPECT_GE(one.raw_size(), runs.raw_size() + 800 * 18 / 10) << runs.raw_size();
+}
+
+// A tight loop's enters and leaves take a byte each, across a chunk's flush (Reset) and past the
+// largest count a run holds (2^21 - 1), and each chunk decodes alone.
+TEST(OneArgAppender, LongRunsAndChunkCutsDecodeExactly) {
+  StreamEncoder enc(2, Source::kRuntime);
+  // The i-th event of the loop, and its time after `ts`.
+  auto kind_of = [](uint32_t i) { return i % 2 ? Kind::kRegionLeave : Kind::kRegionEnter; };
+  auto gap_of = [](uint32_t i) { return uint64_t{9} + (i % 5 == 0); };
+  const uint32_t kEvents = (1u << 21) + 1000;
+  uint64_t ts = 1;
+  for (uint32_t done = 0; done < kEvents;) {
+    OneArgAppender run(&enc, 1024);
+    for (int i = 0; i < 1024 && done < kEvents; ++i, ++done) {
+      ts += gap_of(done);
+      run.Put(static_cast<uint16_t>(kind_of(done)), ts, 42);
+    }
+    run.Done();
+  }
+  EXPECT_LT(enc.raw_size(), size_t{kEvents} + 64);
+  KindSchema schema;
+  EventDecoder d(enc.bytes().data(), enc.bytes().size(), 2, Source::kRuntime, &schema);
+  Event e;
+  uint32_t n = 0;
+  uint64_t want_ts = 1;
+  for (; d.Next(&e); ++n) {
+    want_ts += gap_of(n);
+    if (e.kind != static_cast<uint16_t>(kind_of(n)) || e.ts != want_ts || e.nargs != 1 ||
+        e.args[0] != 42) {
+      ADD_FAILURE() << "event " << n << ": " << DescribeEvent(e);
+      break;
+    }
+  }
+  EXPECT_TRUE(d.error().empty()) << d.error();
+  EXPECT_EQ(n, kEvents);
+  // A chunk cut: what follows decodes alone, from its own first event.
+  enc.Reset();
+  std::vector<Event> want;
+  for (int r = 0; r < 3; ++r) {
+    OneArgAppender run(&enc, 100);
+    for (int i = 0; i < 100; ++i) {
+      ts += 12;
+      const Kind kind = i % 2 ? Kind::kRegionLeave : Kind::kRegionEnter;
+      run.Put(static_cast<uint16_t>(kind), ts, 7);
+      want.push_back(OneArg(kind, ts, 7));
+    }
+    run.Done();
+  }
+  ExpectSameEvents(DecodeAll(enc), want);
+  EXPECT_EQ(enc.count(), 300u);
+}
+
+// Crafted repeat runs give one sentence each, and the events before them are kept.
+TEST(EventDecoder, CraftedRepeatRunsFailWithOneSentence) {
+  const uint8_t enter = static_cast<uint8_t>(Kind::kRegionEnter);
+  const uint8_t counter = static_cast<uint8_t>(Kind::kCounterInt);  // two args
+  const uint8_t defstr = static_cast<uint8_t>(Kind::kDefString);    // has a payload
+  struct Case {
+    std::vector<uint8_t> run;  // after one good event
+    const char* error;
+  };
+  const Case cases[] = {
+      {{0, 0x80, 0x80, 0x00, enter, 1, enter, 2, 5}, "repeat run of 0 events"},
+      {{0, 0x85, 0x80, 0x00, enter, 1, enter, 2, 5}, "repeat run of 5 events in 1 bytes"},
+      {{0, 0x81, 0x80, 0x00, counter, 1, enter, 2, 5}, "not a one-arg kind"},
+      {{0, 0x81, 0x80, 0x00, enter, 1, defstr, 2, 5}, "not a one-arg kind"},
+      {{0, 0x81, 0x80, 0x00, enter, 1, 0x7e, 2, 5}, "not a one-arg kind"},
+      {{0, 0x81, 0x80}, "repeat run header truncated"},
+  };
+  KindSchema schema;
+  for (const Case& c : cases) {
+    for (size_t pad : {size_t{0}, size_t{200}}) {  // the checked path, then the fast one
+      std::vector<uint8_t> raw = {enter, 2, 9};
+      raw.insert(raw.end(), c.run.begin(), c.run.end());
+      std::vector<uint8_t> padded = raw;
+      if (pad > 0 && c.run.size() > 3 && std::string(c.error).find("bytes") == std::string::npos)
+        padded.insert(padded.end(), pad, 0x0a);
+      std::vector<Event> out;
+      std::string error;
+      EXPECT_FALSE(
+          DecodeEvents(padded.data(), padded.size(), 1, Source::kRuntime, schema, &out, &error));
+      EXPECT_NE(error.find(c.error), std::string::npos) << error;
+      ASSERT_EQ(out.size(), 1u) << error;
+      EXPECT_EQ(out[0].args[0], 9u);
+    }
+  }
 }
 
 // An idle stream's buffer is given back (the recorder keeps an encoder per thread that ever ran)

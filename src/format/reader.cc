@@ -227,7 +227,7 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path
                     name));
   r->version_major_ = fh.version_major;
   r->version_minor_ = fh.version_minor;
-  if (fh.version_major != kVersionMajor)
+  if (!ReadableMajor(fh.version_major))
     return Status::Error(fmt::format(
         "{} is a parmon trace of format version {}.{}, which this parmon (format {}.{}) cannot "
         "read; use a parmon that matches the recorder's version",

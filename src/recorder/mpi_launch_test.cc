@@ -39,8 +39,9 @@ TEST(MpiWrapperLibrary, ProgramsLinkedWithMpichGetMpichsWrappers) {
   if (access(Prog("mpi_patterns_mpich").c_str(), X_OK) != 0)
     GTEST_SKIP() << "MPICH is not installed";
   EXPECT_EQ(MpiWrapperLibrary({Prog("mpi_patterns_mpich")}), "libparmon_mpi_mpich.so");
-  if (access(Prog("mpi_patterns_f_mpich").c_str(), X_OK) == 0)  // needs libmpichfort only
+  if (access(Prog("mpi_patterns_f_mpich").c_str(), X_OK) == 0) {  // needs libmpichfort only
     EXPECT_EQ(MpiWrapperLibrary({Prog("mpi_patterns_f_mpich"), "x"}), "libparmon_mpi_mpich.so");
+  }
   EXPECT_EQ(MpiWrapperLibrary({"mpirun.mpich", "-np", "2", "x"}), "libparmon_mpi_mpich.so");
 }
 

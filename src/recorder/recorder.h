@@ -130,6 +130,7 @@ class Recorder final : public SourceSink {
   std::unique_ptr<ControlSocket> control_socket_;
   std::string control_payload_;  // the payload of the ControlSelect being appended
   std::vector<std::pair<std::string, std::string>> end_values_;
+  uint64_t drain_cpu_ns_ = 0;  // this thread's CPU time in ring drains and encoder flushes
   pid_t child_pid_ = -1;
   int child_status_ = 0;
   bool child_exited_ = false;
