@@ -47,10 +47,10 @@ struct TickConversion {
   uint32_t mult = 1;
   uint32_t shift = 0;
 
+  // zero + ticks * mult / 2^shift, rounded down: one 64 x 32-bit multiply into 128 bits (the
+  // product stays below 2^96), the same value as splitting ticks at the shift.
   uint64_t ToNs(uint64_t ticks) const {
-    uint64_t quot = ticks >> shift;
-    uint64_t rem = ticks & ((uint64_t{1} << shift) - 1);
-    return zero + quot * mult + ((rem * mult) >> shift);
+    return zero + static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * mult) >> shift);
   }
   // Nanoseconds of the base clock now.
   uint64_t NowNs() const { return ticks_are_tsc ? ToNs(ReadTsc()) : MonotonicNs(); }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -59,6 +60,8 @@ class RingDrainer {
   // checks its chunk size after each run.
   static constexpr uint64_t kRunSlots = 1024;
   static constexpr uint64_t kPrefetchSlots = 64;  // 16 cache lines ahead
+  // No ring word: its slot count is 0, which a drain counts as a corruption, never as an event.
+  static constexpr uint64_t kNoWord = 0;
   struct RingKind {  // what the drain loop needs of a kind, for the 256 kinds a ring can carry
     uint8_t nargs;
     bool compact_only;  // one arg, no payload: OnCompact
@@ -93,16 +96,33 @@ size_t RingDrainer::Drain(uint32_t index,
       // Copies the loop keeps in registers (stores of encoded bytes could alias the originals).
       const TickConversion conv = clock;
       const RingKind* const kinds = kinds_;
+      // The ring words of the last two events put (kNoWord: not yet), so that an event repeating
+      // one of them (a loop entering and leaving one region) is known by one comparison.
+      uint64_t word1 = kNoWord, word2 = kNoWord;
       for (; tail < end; ++tail) {
         // The slots were written on the producer's CPU: ask for them well before they are read.
         __builtin_prefetch(&slots[(tail + kPrefetchSlots) & mask]);
         const shm::Slot& s = slots[tail & mask];
         const uint64_t word = s.word;
+        const uint64_t ts = conv.ToNs(s.tsc);
+        if (word == word2) [[likely]] {
+          if (word2 != kNoWord && run.PutTwoBackAgain(ts)) {
+            std::swap(word1, word2);
+            continue;
+          }
+        } else if (word == word1 && word1 != kNoWord) {
+          if (run.PutOneBackAgain(ts)) {
+            word2 = word1;
+            continue;
+          }
+        }
         const uint8_t kind = shm::WordKind(word);
         if (shm::WordSlots(word) != 1 || (shm::WordFlags(word) & shm::kFlagGeneral) != 0 ||
             !kinds[kind].compact_only) [[unlikely]]
           break;
-        run.Put(kind, conv.ToNs(s.tsc), shm::WordField(word));
+        run.Put(kind, ts, shm::WordField(word));
+        word2 = word1;
+        word1 = word;
       }
       n += run.Done();
       sink.AfterRun();
