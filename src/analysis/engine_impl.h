@@ -512,6 +512,8 @@ struct Engine::Impl {
     constexpr int kRun = static_cast<int>(State::kRunning);
     if (args[kRun] && total)
       l.kernel_running += WindowPart(args[kRun], e.ts > total ? e.ts - total : 0, e.ts, total);
+    if (l.switch_timed)
+      l.run_at_sample = RunClock(l, e.ts);
     if (periodic_session && !l.cpu)
       return HoldSample(l, e.ts, total, args);  // until the MPI time of its span is known
     if (l.mpi_time.active)

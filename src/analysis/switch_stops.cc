@@ -63,10 +63,12 @@ void Engine::Impl::StopSwitchTiming(Loc& l, uint64_t t) {
   l.preempted_spells.Close(t);
   l.blocked_spells.Close(t);
   l.switch_timed = false;
-  // From here Accrue spends the running its samples book: what they booked so far went on the
-  // path by the running clock already.
+  // From here Accrue spends the running its samples book. What they booked so far, and the
+  // running since its latest sample (which the next sample will book), went on the path by the
+  // running clock already.
   uint64_t run = l.sampled_states[static_cast<int>(State::kRunning)];
-  l.cp_spent = run - std::min(run, l.spin_ns);
+  run -= std::min(run, l.spin_ns);
+  l.cp_spent = run + (l.run_clock - std::min(l.run_clock, l.run_at_sample));
 }
 
 void Engine::Impl::BuildSwitchStops(Results* res) const {
