@@ -336,7 +336,7 @@ struct Summary {
     int32_t rank = -1;  // the recorder's rank in a per-rank session
     uint64_t records = 0;
     double rate_per_s = 0;  // in the window that went over the budget
-    double share = 0;       // of the program's CPU capacity, in that window
+    double share = 0;       // of the program's CPU time, in that window
     double budget = 0;
     double cost_ns = 0;  // per record, as the recorder assumed
   };

@@ -138,7 +138,7 @@ std::string SwitchStopSentence(const Summary& s, const Summary::SwitchStop& stop
                          : fmt::format("process {}: ", stop.pid);
   return fmt::format(
       "{}context-switch records stopped at {} after {} records: at {} a second they would have "
-      "cost ~{:.0f}% of the program's CPU capacity (budget {:.4g}%, {:.0f} ns a record); thread "
+      "cost ~{:.0f}% of the program's CPU time (budget {:.4g}%, {:.0f} ns a record); thread "
       "states after that come from /proc samples",
       who, Rel(s, stop.ts), FormatCount(stop.records),
       FormatCount(static_cast<uint64_t>(std::llround(stop.rate_per_s))), stop.share * 100,

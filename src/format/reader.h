@@ -120,14 +120,14 @@ struct Definitions {
     uint64_t records = 0;         // records kept, all of them up to ts
     uint64_t window_records = 0;  // in the window that went over the budget
     uint64_t window_ns = 0;       // its length
-    uint64_t capacity_ns = 0;     // the CPU time the program could use in it
+    uint64_t window_cpu_ns = 0;   // the program's CPU time in it (at least window_ns)
     uint64_t cost_ns = 0;         // the cost of one record the recorder assumed
-    uint64_t budget_ppm = 0;      // the budget, parts per million of capacity_ns
-    // The share of capacity_ns the window's records cost.
+    uint64_t budget_ppm = 0;      // the budget, parts per million of window_cpu_ns
+    // The share of window_cpu_ns the window's records cost.
     double share() const {
-      return capacity_ns ? static_cast<double>(window_records) * static_cast<double>(cost_ns) /
-                               static_cast<double>(capacity_ns)
-                         : 0;
+      return window_cpu_ns ? static_cast<double>(window_records) * static_cast<double>(cost_ns) /
+                                 static_cast<double>(window_cpu_ns)
+                           : 0;
     }
   };
   static constexpr size_t kMaxSwitchStops = 4096;  // one per recorder (per-rank sessions)

@@ -19,7 +19,7 @@ struct SchedOptions {
   bool attached = false;            // -p PID
   bool switches = true;             // perf_event_open context switches
   // --switch-budget: trace mode stops the switch records when over a window they would cost more
-  // than this share of the program's CPU capacity (switch_budget.h); 0 = never.
+  // than this share of the program's CPU time (switch_budget.h); 0 = never.
   double switch_budget = kDefaultSwitchBudget;
   std::set<uint32_t> only_tids;  // --threads
 };
@@ -30,7 +30,7 @@ constexpr uint64_t kMaxPeriodNs = 60'000'000'000;
 // Adds the sampler and (unless switched off) the context-switch recorder to the recorder.
 void AddSchedSources(recorder::Recorder& recorder, const SchedOptions& options);
 
-// Parses --switch-budget: "5", "5%" or "0.5" (percent of the program's CPU capacity, more than 0
+// Parses --switch-budget: "5", "5%" or "0.5" (percent of the program's CPU time, more than 0
 // and at most 100), "0" or "none" (no budget). False (and *error says why) on anything else.
 bool ParseSwitchBudget(const std::string& text, double* share, std::string* error);
 

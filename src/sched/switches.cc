@@ -62,7 +62,6 @@ SwitchBudgetOptions BudgetOptions(const SwitchOptions& o) {
   b.share = o.periodic ? 0 : o.budget;  // periodic mode records switches only when asked
   b.cost_ns = o.record_cost_ns;
   b.window_ns = o.budget_window_ns;
-  b.cpus = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   return b;
 }
 
@@ -475,7 +474,7 @@ void SwitchRecorder::StopForBudget(recorder::SourceSink& recorder) {
   format::Event e = MakeEvent(
       Kind::kSwitchesStopped, stopped_ns_,
       {static_cast<uint64_t>(root > 0 ? root : 0), records_.load(), w.records, w.length_ns,
-       w.capacity_ns, static_cast<uint64_t>(std::llround(options_.record_cost_ns)),
+       w.cpu_ns, static_cast<uint64_t>(std::llround(options_.record_cost_ns)),
        static_cast<uint64_t>(std::llround(options_.budget * 1e6))});
   recorder.AppendDefinition(e);
 }

@@ -36,7 +36,7 @@ struct SwitchOptions {
   bool attached = false;
   uint32_t buffer_pages = 64;                // data pages per CPU buffer (a power of two)
   std::shared_ptr<SwitchActivity> activity;  // shared with the sampler; made here when null
-  // Trace mode: the share of the program's CPU capacity the records may cost over a window
+  // Trace mode: the share of the program's CPU time the records may cost over a window
   // before they are stopped (switch_budget.h); 0 = keep them all.
   double budget = 0;
   double record_cost_ns = format::kDefaultSwitchRecordCostNs;

@@ -838,7 +838,7 @@ TEST(SchedE2E, RunsAsAnOrdinaryUser) {
 
 // The switch-record budget (trace mode, --switch-budget, sched/switch_budget.h): four threads
 // calling sched_yield on a 2-CPU machine switch ~600,000 times a second, whose records would cost
-// ~14% of the CPUs (more than the default budget of 5% even when other work takes part of them).
+// ~14% of their CPU time or more (over the default budget of 5% whatever other work takes).
 // The recorder stops the records within a window or two; the stop is in the trace with its
 // reasons, no thread has a switch record after it (neither the threads whose events the kernel
 // inherited before the stop, nor those of a child process forked after it), and each thread's
@@ -906,8 +906,7 @@ TEST(SchedE2E, SwitchBudgetStopsTheRecordsOfAProgramThatSwitchesVeryOften) {
   EXPECT_NEAR(static_cast<double>(js[0]["share"]), stop.share(), 1e-9);
   const std::string sentence = js[0]["text"];
   EXPECT_NE(sentence.find("context-switch records stopped at "), std::string::npos) << sentence;
-  EXPECT_NE(sentence.find("of the program's CPU capacity (budget 5%"), std::string::npos)
-      << sentence;
+  EXPECT_NE(sentence.find("of the program's CPU time (budget 5%"), std::string::npos) << sentence;
   EXPECT_NE(sentence.find("thread states after that come from /proc samples"), std::string::npos)
       << sentence;
   EXPECT_NE(Unwrapped(Parmon({"report", dir.File("t.ptrace")}).out).find(sentence),
