@@ -3,7 +3,8 @@
 # run plain and under the real `parmon record -- mpirun ...`: trace mode, periodic mode (no switch
 # records, its default), trace mode --no-switches, periodic mode --switches, and trace mode with the
 # recorder at the normal scheduling policy (PARMON_RECORDER_SCHED=normal: how it ran before it
-# stepped aside as SCHED_BATCH), interleaved round by round so every variant sees the same load. Two programs: a 0-byte ping-pong on 2 ranks (added ns per MPI call; targets
+# stepped aside as SCHED_BATCH) and trace mode with every switch record kept (--switch-budget none:
+# how trace mode ran before its switch budget), interleaved round by round so every variant sees the same load. Two programs: a 0-byte ping-pong on 2 ranks (added ns per MPI call; targets
 # <= 100 ns in trace mode, <= 50 ns in periodic mode) and an MPI_Barrier loop on 4 ranks (added
 # share of a barrier; target <= 10%).
 # usage: bench/mpi_bench.sh [BUILD_DIR] [ROUNDS]
@@ -31,11 +32,12 @@ run() {
     noswitch) out=$("$parmon" record -q --no-switches -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
     periodic-switches) out=$("$parmon" record -q --mode periodic --switches -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
     trace-normal) out=$(PARMON_RECORDER_SCHED=normal "$parmon" record -q -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
+    trace-nobudget) out=$("$parmon" record -q --switch-budget none -o "$tmp/t.pmt" -- "${mpirun[@]}" -np "$np" "$calls" "$test") ;;
   esac
   awk -v t="$test" '$1 == t {print $2}' <<<"$out" >>"$tmp/$test.$variant"
 }
 
-variants=(plain trace periodic noswitch periodic-switches trace-normal)
+variants=(plain trace periodic noswitch periodic-switches trace-normal trace-nobudget)
 load0=$(cut -d' ' -f1 /proc/loadavg)
 for r in $(seq "$rounds"); do
   for v in "${variants[@]}"; do run "$v" pingpong 2; done
@@ -48,7 +50,7 @@ printf "%-9s %-8s %-17s %10s %10s %10s %8s\n" test stat variant plain recorded a
 for test in pingpong barrier; do
   for stat in least median; do
     p=$($stat <"$tmp/$test.plain")
-    for v in trace periodic noswitch periodic-switches trace-normal; do
+    for v in trace periodic noswitch periodic-switches trace-normal trace-nobudget; do
       x=$($stat <"$tmp/$test.$v")
       awk -v t="$test" -v s="$stat" -v v="$v" -v p="$p" -v x="$x" 'BEGIN {
         printf "%-9s %-8s %-17s %10.1f %10.1f %10.1f %7.2fx\n", t, s, v, p, x, x - p, x / p }'

@@ -14,6 +14,10 @@
 //                                     a second (--one-cpu: both on the CPU main started on, where
 //                                     a wake-up switches at once, ~100,000 times a second; on two
 //                                     CPUs of a virtual machine each wake-up waits for an IPI)
+//   duty_cycle [--seconds S] yield    four threads calling sched_yield in a loop (on 2 CPUs,
+//                                     each call switches: 100,000s of switches a second); half
+//                                     way through, a child process starts two more (role
+//                                     late_yielder) for the rest of the time
 //   duty_cycle churn                  100 threads one after another, each on a CPU for 1 ms and
 //                                     gone 2 ms later: most live and die between two samples.
 //                                     Prints "churn threads=100 cpu=NS" (their CPU time summed)
@@ -37,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +128,52 @@ static void* Spinner(void* arg) {
   SpinUntil(g_stop);
   Finish(t);
   return NULL;
+}
+
+static void* Yielder(void* arg) {
+  struct Truth* t = arg;
+  Begin(t, t->role ? t->role : "yielder");
+  while (Now(CLOCK_MONOTONIC) < g_stop)
+    sched_yield();
+  Finish(t);
+  return NULL;
+}
+
+static void PrintTruth(const struct Truth* t) {
+  printf(
+      "thread role=%s tid=%d start=%llu end=%llu cpu=%llu blocked=%llu read_begin=%llu "
+      "read_end=%llu cpu_at_read=%llu voluntary=%llu involuntary=%llu sched_run=%llu "
+      "sched_delay=%llu\n",
+      t->role, (int)t->tid, (unsigned long long)t->start, (unsigned long long)t->end,
+      (unsigned long long)t->cpu, (unsigned long long)t->blocked,
+      (unsigned long long)t->read_begin, (unsigned long long)t->read_end,
+      (unsigned long long)t->cpu_at_read, (unsigned long long)t->voluntary,
+      (unsigned long long)t->involuntary, (unsigned long long)t->sched_run,
+      (unsigned long long)t->sched_delay);
+}
+
+// yield: half way through, a child process yields on two threads of its own until the end.
+static pid_t LateYielders(void) {
+  struct timespec half = {(time_t)(g_seconds_ns / 2 / 1000000000ull),
+                          (long)(g_seconds_ns / 2 % 1000000000ull)};
+  nanosleep(&half, NULL);
+  fflush(stdout);
+  pid_t child = fork();
+  if (child != 0)
+    return child;
+  struct Truth truth[2];
+  pthread_t th[2];
+  memset(truth, 0, sizeof truth);
+  for (int i = 0; i < 2; ++i) {
+    truth[i].role = "late_yielder";
+    pthread_create(&th[i], NULL, Yielder, &truth[i]);
+  }
+  for (int i = 0; i < 2; ++i)
+    pthread_join(th[i], NULL);
+  for (int i = 0; i < 2; ++i)
+    PrintTruth(&truth[i]);
+  fflush(stdout);
+  _exit(0);
 }
 
 static void* Sleeper(void* arg) {
@@ -297,12 +348,13 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "churn") == 0) {
       return Churn();
     } else if (strcmp(argv[i], "basic") == 0 || strcmp(argv[i], "oversub") == 0 ||
-               strcmp(argv[i], "spin") == 0 || strcmp(argv[i], "pingpong") == 0) {
+               strcmp(argv[i], "spin") == 0 || strcmp(argv[i], "pingpong") == 0 ||
+               strcmp(argv[i], "yield") == 0) {
       scenario = argv[i];
     } else {
       fprintf(stderr,
               "usage: duty_cycle [--seconds S] [--rounds N] [--one-cpu] "
-              "[basic|oversub|spin|pingpong|churn]\n");
+              "[basic|oversub|spin|pingpong|yield|churn]\n");
       return 2;
     }
   }
@@ -334,6 +386,9 @@ int main(int argc, char** argv) {
     }
     fns[n++] = Pinger;
     fns[n++] = Ponger;
+  } else if (strcmp(scenario, "yield") == 0) {
+    for (int i = 0; i < 4; ++i)
+      fns[n++] = Yielder;
   } else if (strcmp(scenario, "oversub") == 0) {
     for (int i = 0; i < 4; ++i)
       fns[n++] = Spinner;
@@ -348,22 +403,14 @@ int main(int argc, char** argv) {
     pthread_create(&th[i], NULL, fns[i], &truth[i]);
   if (have_feeder)
     pthread_create(&feeder, NULL, PipeFeeder, NULL);
+  pid_t late = strcmp(scenario, "yield") == 0 ? LateYielders() : -1;
   for (int i = 0; i < n; ++i)
     pthread_join(th[i], NULL);
+  if (late > 0)
+    waitpid(late, NULL, 0);
   if (have_feeder)
     pthread_join(feeder, NULL);
-  for (int i = 0; i < n; ++i) {
-    const struct Truth* t = &truth[i];
-    printf(
-        "thread role=%s tid=%d start=%llu end=%llu cpu=%llu blocked=%llu read_begin=%llu "
-        "read_end=%llu cpu_at_read=%llu voluntary=%llu involuntary=%llu sched_run=%llu "
-        "sched_delay=%llu\n",
-        t->role, (int)t->tid, (unsigned long long)t->start, (unsigned long long)t->end,
-        (unsigned long long)t->cpu, (unsigned long long)t->blocked,
-        (unsigned long long)t->read_begin, (unsigned long long)t->read_end,
-        (unsigned long long)t->cpu_at_read, (unsigned long long)t->voluntary,
-        (unsigned long long)t->involuntary, (unsigned long long)t->sched_run,
-        (unsigned long long)t->sched_delay);
-  }
+  for (int i = 0; i < n; ++i)
+    PrintTruth(&truth[i]);
   return 0;
 }

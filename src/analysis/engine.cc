@@ -46,6 +46,7 @@ Engine::Impl::Impl(const model::Session& s, const Options& o)
     if (st.source == format::Source::kSampler || st.source == format::Source::kSched)
       has_sched = true;
   track_shares = locs.size() <= kMaxShareLocations;
+  NoteSwitchStops();
 }
 
 int32_t Engine::Impl::LocFor(uint32_t id) {
@@ -285,6 +286,8 @@ void Engine::ConsumeLive(const format::Event& e, model::StreamIndex s) {
   int32_t& li = m.live_loc_of_stream[s];
   if (li < 0) [[unlikely]]
     li = m.LocFor(m.session.streams()[s].location);
+  if (m.defs.switch_stops.size() != m.switch_stop_done.size()) [[unlikely]]
+    m.NoteSwitchStops();
   m.ConsumeAt(m.locs[static_cast<size_t>(li)], e);
 }
 

@@ -21,6 +21,7 @@
 #include "analysis/results.h"
 #include "base/status.h"
 #include "format/event.h"
+#include "format/session_info.h"
 #include "model/session.h"
 
 namespace parmon::analysis {
@@ -29,9 +30,8 @@ namespace parmon::analysis {
 // hot path is one timestamp and a few stores (measured by bench/ at 10-20 ns on x86-64).
 inline constexpr double kDefaultEventCostNs = 15;
 // Cost of one context-switch record in the switching thread when the trace does not record it
-// (traces before the recorder measured it): sched_bench's BM_SwitchRecordCost, 410-470 ns on the
-// development VM (2-CPU AMD EPYC, Linux 6.1).
-inline constexpr double kDefaultSwitchRecordCostNs = 450;
+// (traces before the recorder measured it): format/session_info.h.
+inline constexpr double kDefaultSwitchRecordCostNs = format::kDefaultSwitchRecordCostNs;
 
 struct Options {
   // Window, in ns from the session start; UINT64_MAX = to the end.

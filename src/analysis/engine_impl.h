@@ -365,6 +365,8 @@ struct Engine::Impl {
   }
   // l is e's location, resolved by the caller (once per stream in Run).
   void ConsumeAt(Loc& l, const Event& e) {
+    if (e.ts >= next_switch_stop) [[unlikely]]
+      ApplySwitchStops(e.ts);
     ++events;
     ++l.events;
     if (l.first == kNone) {
@@ -510,6 +512,8 @@ struct Engine::Impl {
     constexpr int kRun = static_cast<int>(State::kRunning);
     if (args[kRun] && total)
       l.kernel_running += WindowPart(args[kRun], e.ts > total ? e.ts - total : 0, e.ts, total);
+    if (l.switch_timed)
+      l.run_at_sample = RunClock(l, e.ts);
     if (periodic_session && !l.cpu)
       return HoldSample(l, e.ts, total, args);  // until the MPI time of its span is known
     if (l.mpi_time.active)
@@ -673,6 +677,22 @@ struct Engine::Impl {
                       const Endpoint::Use* ru,
                       bool main_writer,
                       Part part);
+
+  // --- the switch-record budget's stops (switch_stops.cc) ----------------------------------------
+  // defs.switch_stops applied so far (by index), and the earliest time of one not applied yet
+  // (UINT64_MAX: none).
+  std::vector<bool> switch_stop_done;
+  uint64_t next_switch_stop = UINT64_MAX;
+  // Takes the stops defs holds (again as a growing session's definitions grow).
+  void NoteSwitchStops();
+  // The stops up to ts: their threads go on without switch records from each stop's time.
+  void ApplySwitchStops(uint64_t ts);
+  // Thread l has no switch record from t on: its running, the critical path and the channel
+  // waits go on from the sampler's samples, as in a trace without switch records.
+  void StopSwitchTiming(Loc& l, uint64_t t);
+  // Whether process pid is root or one of its descendants (root 0: every process).
+  bool InProcessTree(uint32_t pid, uint32_t root) const;
+  void BuildSwitchStops(Results* res) const;
 
   // --- processes ended by a signal (process_deaths.cc) -----------------------------------------
   [[gnu::noinline]] void FatalSignal(Loc& l, const format::Event& e);

@@ -184,6 +184,9 @@ struct Loc {
   uint64_t on_cpu = kNone;
   uint64_t run_clock = 0;
   uint64_t cp_run_at = 0;
+  // The running clock at the thread's latest sample (ThreadStates) while timed by switch records:
+  // the samples after the records stop (switch_stops.cc) hold the running since then.
+  uint64_t run_at_sample = 0;
   // The thread that created this one (TaskStart's parent: the fork or pthread_create), kNoIndex
   // when not in the session: its path continues here at the start and takes this one's path
   // back at the exit (the join, the wait4 of a parent).

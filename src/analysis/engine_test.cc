@@ -373,6 +373,45 @@ TEST(Analyzers, TimePreemptedOrRunningInAChannelCallIsNotWaitingForThePeer) {
   EXPECT_EQ(r.links[0].time_ns, 5 * kMs);
 }
 
+// The switch-record budget stopped the records at 2 ms (SwitchesStopped) while the thread was on
+// a CPU since 0; the sampler then booked it 3 ms running of 10 (the records' 2 ms and 1 ms after).
+// A write to a pipe from 4 to 9 ms comes after the stop: without records all of it waits.
+void BuildStoppedRecords(TraceBuilder& b, bool stopped) {
+  b.Session({{"command", "w"}, {"start_ts", std::to_string(testing::kT0)}});
+  b.Process(400, 1, "w");
+  b.Thread(1, 400, 400, "w");
+  if (stopped)
+    b.SwitchesStopped(2 * kMs, 400, {1, 1, 200 * kMs, 200 * kMs, 450, 50'000});
+  b.Ev(1, 0, Kind::kChanInfo, {1, 1, 77, 0}, "pipe:[77]");
+  b.Ev(1, 0, Kind::kSwitchIn, {0}, "", kSched);
+  b.Ev(1, 9 * kMs, Kind::kChanWrite, {1, 20, TraceBuilder::At(4 * kMs), 0});
+  b.Ev(1, 10 * kMs, Kind::kThreadStates, {3 * kMs, 0, 0, 0, 0, 0, 0, 7 * kMs}, "", kSampler);
+  b.Ev(1, 10 * kMs, Kind::kThreadEnd);
+}
+
+TEST(Analyzers, AfterTheSwitchRecordsStopTheSamplesTimeTheThread) {
+  Trace t = Make("stopped", [](TraceBuilder& b) { BuildStoppedRecords(b, true); });
+  Results r = Engine(*t.session, FixedIntervals()).Run();
+  // The path: 2 ms by the running clock up to the stop, then the 1 ms the samples add.
+  EXPECT_EQ(r.critical_path.length_ns, 3 * kMs);
+  ASSERT_EQ(r.links.size(), 1u);
+  EXPECT_EQ(r.links[0].wait_ns, 5 * kMs);
+  ASSERT_EQ(r.summary.switch_stops.size(), 1u);
+  EXPECT_EQ(r.summary.switch_stops[0].ts, TraceBuilder::At(2 * kMs));
+  EXPECT_EQ(r.summary.switch_stops[0].records, 1u);
+  EXPECT_DOUBLE_EQ(r.summary.switch_stops[0].budget, 0.05);
+  EXPECT_NE(RenderText(r).find("context-switch records stopped at 2.00 ms after 1 records"),
+            std::string::npos)
+      << RenderText(r);
+  // Without the stop the records say it never left the CPU: 5 ms of path (all but the write),
+  // more than it ran, and a write that ran all along waited for nothing.
+  Trace all = Make("unstopped", [](TraceBuilder& b) { BuildStoppedRecords(b, false); });
+  Results u = Engine(*all.session, FixedIntervals()).Run();
+  EXPECT_EQ(u.critical_path.length_ns, 5 * kMs);
+  ASSERT_EQ(u.links.size(), 1u);
+  EXPECT_EQ(u.links[0].wait_ns, 0u);
+}
+
 TEST(Analyzers, CriticalPathFromSwitchRecordsEndsAtTheExit) {
   Trace t = Make("switched", &BuildSwitchedFork);
   Results r = Engine(*t.session, FixedIntervals()).Run();

@@ -327,6 +327,20 @@ struct Summary {
   double estimated_slowdown = 0;
   bool has_sched = false;  // sampler or context-switch data present
   bool has_comm = false;   // MPI or channel events present
+  // The switch-record budget of `parmon record` stopped the context-switch records (trace mode,
+  // --switch-budget; switch_stops.cc): one per recorder that did, by time. After one, the
+  // threads it recorded are booked from the sampler's /proc samples, as with --no-switches.
+  struct SwitchStop {
+    uint64_t ts = 0;  // session clock
+    uint32_t pid = 0;
+    int32_t rank = -1;  // the recorder's rank in a per-rank session
+    uint64_t records = 0;
+    double rate_per_s = 0;  // in the window that went over the budget
+    double share = 0;       // of the program's CPU time, in that window
+    double budget = 0;
+    double cost_ns = 0;  // per record, as the recorder assumed
+  };
+  std::vector<SwitchStop> switch_stops;
   // Ranks of other recorders whose clocks were measured, and whether any offset was applied.
   std::vector<ClockOffset> clock_offsets;
   bool clocks_aligned = false;

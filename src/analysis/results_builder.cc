@@ -161,6 +161,7 @@ Results Engine::Impl::Finish() {
   BuildCriticalPath(&res, order, result_index);
   BuildCpuAccount(&res);
   BuildOverhead(&res);
+  BuildSwitchStops(&res);
   omp.Build([this](uint32_t id) { return defs.Name(id); },
             [this](uint32_t id) { return Label(*Resolve(id)); },
             [this](uint32_t id) {

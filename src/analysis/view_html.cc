@@ -248,6 +248,8 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
                   FormatDuration(s.in_thread_switches_ns)));
   if (s.estimated_slowdown > 0)
     row("cost to the program", fmt::format("~{:.1f}% of its CPU time", s.estimated_slowdown * 100));
+  for (const Summary::SwitchStop& stop : s.switch_stops)
+    row("context-switch records", SwitchStopSentence(s, stop));
   o += "</table>\n<h2>Diagnosis</h2>\n<ol class=\"diag\">\n";
   for (const auto& f : r.findings)
     o +=

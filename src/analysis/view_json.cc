@@ -108,6 +108,18 @@ json SummaryJson(const Summary& s) {
                      {"switch_cost_source", s.switch_cost_source},
                      {"calibration_cpu_ns", s.calibration_cpu_ns},
                      {"estimated_slowdown", s.estimated_slowdown}};
+  json stops = json::array();
+  for (const Summary::SwitchStop& stop : s.switch_stops)
+    stops.push_back({{"at_ns", stop.ts > s.session_start ? stop.ts - s.session_start : 0},
+                     {"pid", stop.pid},
+                     {"rank", stop.rank},
+                     {"records", stop.records},
+                     {"rate_per_s", stop.rate_per_s},
+                     {"share", stop.share},
+                     {"budget", stop.budget},
+                     {"record_cost_ns", stop.cost_ns},
+                     {"text", SwitchStopSentence(s, stop)}});
+  sum["switch_stops"] = std::move(stops);
   sum["has_sched"] = s.has_sched;
   sum["has_comm"] = s.has_comm;
   json clocks = json::array();

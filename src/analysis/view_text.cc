@@ -131,6 +131,20 @@ std::string LostSentence(uint64_t lost_events) {
                           : fmt::format("{} events were lost", FormatCount(lost_events));
 }
 
+std::string SwitchStopSentence(const Summary& s, const Summary::SwitchStop& stop) {
+  std::string who;
+  if (s.switch_stops.size() > 1)
+    who = stop.rank >= 0 ? fmt::format("rank {}: ", stop.rank)
+                         : fmt::format("process {}: ", stop.pid);
+  return fmt::format(
+      "{}context-switch records stopped at {} after {} records: at {} a second they would have "
+      "cost ~{:.0f}% of the program's CPU time (budget {:.4g}%, {:.0f} ns a record); thread "
+      "states after that come from /proc samples",
+      who, Rel(s, stop.ts), FormatCount(stop.records),
+      FormatCount(static_cast<uint64_t>(std::llround(stop.rate_per_s))), stop.share * 100,
+      stop.budget * 100, stop.cost_ns);
+}
+
 std::string DamageSentence(const Summary& s) {
   const std::string missing =
       s.damaged_events == 1
@@ -260,6 +274,8 @@ void TextSummary(Out& o, const Results& r) {
         "theirs)",
         FormatDuration(s.parmon_held_ns));
   o.Wrapped("overhead   ", overhead, 11);
+  for (const Summary::SwitchStop& stop : s.switch_stops)
+    o.Wrapped("switches   ", SwitchStopSentence(s, stop), 11);
   TextCpuAccount(o, r);
   std::string ended;  // processes that died of a signal
   for (const ProcessDeath& d : r.deaths)

@@ -23,6 +23,9 @@ std::string RenderText(const Results& r, const TextOptions& options = {});
 // that what came after is unknown, not "0 missing". Empty when the trace is whole.
 std::string LostSentence(uint64_t lost_events);
 std::string DamageSentence(const Summary& s);
+// The switch-record budget's stop, in one sentence ("context-switch records stopped at 420 ms
+// after 123,456 records: ..."), shared by the text, HTML and JSON views.
+std::string SwitchStopSentence(const Summary& s, const Summary::SwitchStop& stop);
 nlohmann::json ToJson(const Results& r);
 // Several tables in one file, each introduced by a "# table: NAME" line and a header row.
 std::string RenderCsv(const Results& r);

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 
@@ -50,9 +51,10 @@ struct RecordArgs {
   std::string buffer_size, overflow = "block", flight_size, window, flush;
   std::string period = "10ms", mode = "trace", duration, threads;
   bool no_switches = false;
-  bool switches = false;   // periodic mode's switch records (off by default there)
-  bool libomp = false;     // --libomp: preload LLVM's libomp (docs/openmp.md)
-  bool pid_given = false;  // -p appeared (0 is then an error, not "no -p")
+  std::string switch_budget;  // --switch-budget PCT | none
+  bool switches = false;      // periodic mode's switch records (off by default there)
+  bool libomp = false;        // --libomp: preload LLVM's libomp (docs/openmp.md)
+  bool pid_given = false;     // -p appeared (0 is then an error, not "no -p")
   std::vector<std::string> command;
   live::RecordToArgs to;  // --to: stream to a collector (live/record_to.h)
 };
@@ -88,6 +90,9 @@ void DeclareOptions(CLI::App& app, RecordArgs& a) {
   app.add_option("--threads", a.threads, "monitor only these thread ids, e.g. 1234,1240");
   app.add_flag("--no-switches", a.no_switches,
                "trace mode: do not record context switches (sampling only)");
+  app.add_option("--switch-budget", a.switch_budget,
+                 "trace mode: stop the context-switch records when they would cost more than "
+                 "this percent of the program's CPU (default 5; 0 or none: keep them all)");
   app.add_flag("--switches", a.switches,
                "periodic mode: count context switches from switch records too (they cost the "
                "program's threads about 1 us a switch)");
@@ -166,6 +171,13 @@ bool ParseValues(RecordArgs& a, sched::SchedOptions* sched_options) {
   }
   if (!a.duration.empty())
     a.options.duration_ns = *ParseDuration(a.duration, "--duration");
+  if (!a.switch_budget.empty()) {
+    std::string error;
+    if (!sched::ParseSwitchBudget(a.switch_budget, &sched_options->switch_budget, &error)) {
+      fmt::print(stderr, "parmon record: --switch-budget: {}\n", error);
+      return false;
+    }
+  }
   if (!a.threads.empty()) {
     std::string error;
     if (!sched::ParseThreadList(a.threads, &sched_options->only_tids, &error)) {
@@ -192,6 +204,16 @@ bool Configure(RecordArgs& a, sched::SchedOptions* sched_options) {
   // as the trace mode's records (two kernel records per switch, written on its own threads): it
   // records them only when asked. Its states come from the sampler either way.
   sched_options->switches = sched_options->periodic ? a.switches : !a.no_switches;
+  if (!a.switch_budget.empty() && (sched_options->periodic || a.no_switches)) {
+    fmt::print(stderr,
+               "parmon record: --switch-budget applies to trace mode's context-switch records, "
+               "not to {}\n",
+               a.no_switches ? "--no-switches" : "--mode periodic");
+    return false;
+  }
+  if (sched_options->switches && !sched_options->periodic)
+    a.options.extra_session.emplace_back(
+        "switch_budget_ppm", std::to_string(std::llround(sched_options->switch_budget * 1e6)));
   a.options.extra_session.emplace_back("sample_period_ns",
                                        std::to_string(sched_options->period_ns));
   a.options.extra_session.emplace_back("mode", a.mode);

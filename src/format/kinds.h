@@ -88,6 +88,9 @@
   X(ThreadSample, 137, 5, false, 0, "cpu_time,last_cpu,syscall,state,run_count")         \
   X(CpuSample, 138, 4, false, 0, "busy_ns,idle_ns,iowait_ns,steal_ns")                   \
   X(ProcessSample, 139, 3, false, 0, "cpu_time,threads,exited_cpu")                      \
+  /* the switch-record budget stopped the records: in the definitions stream */          \
+  X(SwitchesStopped, 140, 7, false, 0,                                                   \
+    "pid,records,window_records,window_ns,window_cpu_ns,cost_ns,budget_ppm")             \
   /* recorder */                                                                         \
   X(RingLost, 192, 2, false, 0x2, "count,first_time")                                    \
   /* `parmon ctl`: session-wide, in the definitions stream (docs/control.md) */          \

@@ -145,6 +145,11 @@ void Definitions::Apply(const Event& e) {
       if (paused.empty() || paused.back().second != UINT64_MAX)
         paused.emplace_back(e.ts, UINT64_MAX);
       break;
+    case Kind::kSwitchesStopped:
+      if (e.nargs >= 7 && switch_stops.size() < kMaxSwitchStops)
+        switch_stops.push_back({e.ts, static_cast<uint32_t>(e.args[0]), e.args[1], e.args[2],
+                                e.args[3], e.args[4], e.args[5], e.args[6]});
+      break;
     case Kind::kControlResume:
       if (control.size() < kMaxControlMarks)
         control.push_back({e.ts, e.kind, 0, {}});

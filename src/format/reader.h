@@ -111,6 +111,27 @@ struct Definitions {
   };
   static constexpr size_t kMaxControlMarks = 100000;
   std::vector<ControlMark> control;
+  // The switch-record budget of `parmon record` stopped the context-switch records at ts
+  // (SwitchesStopped, docs/events.md): from then on the threads of process pid and its
+  // descendants (every thread when pid is 0) have none; their states come from the sampler.
+  struct SwitchStop {
+    uint64_t ts = 0;
+    uint32_t pid = 0;
+    uint64_t records = 0;         // records kept, all of them up to ts
+    uint64_t window_records = 0;  // in the window that went over the budget
+    uint64_t window_ns = 0;       // its length
+    uint64_t window_cpu_ns = 0;   // the program's CPU time in it (at least window_ns)
+    uint64_t cost_ns = 0;         // the cost of one record the recorder assumed
+    uint64_t budget_ppm = 0;      // the budget, parts per million of window_cpu_ns
+    // The share of window_cpu_ns the window's records cost.
+    double share() const {
+      return window_cpu_ns ? static_cast<double>(window_records) * static_cast<double>(cost_ns) /
+                                 static_cast<double>(window_cpu_ns)
+                           : 0;
+    }
+  };
+  static constexpr size_t kMaxSwitchStops = 4096;  // one per recorder (per-rank sessions)
+  std::vector<SwitchStop> switch_stops;
 
   // The string's text, or "#<id>" when it was never defined.
   std::string Name(uint32_t id) const;

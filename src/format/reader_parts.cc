@@ -276,6 +276,14 @@ void TraceReader::CombineParts() {
       defs_.event_names.emplace(id, s);
     for (const auto& [pid, proc] : p.defs_.processes)
       defs_.processes.emplace(pid, proc);
+    // Each rank's recorder keeps its own budget: its stop, once (the parts are merged afresh at
+    // every refresh of a growing session).
+    for (const Definitions::SwitchStop& stop : p.defs_.switch_stops)
+      if (std::none_of(defs_.switch_stops.begin(), defs_.switch_stops.end(),
+                       [&](const Definitions::SwitchStop& x) {
+                         return x.pid == stop.pid && x.ts == stop.ts;
+                       }))
+        defs_.switch_stops.push_back(stop);
     // The part's problems not merged yet, and its tail ones (replaced at each refresh).
     size_t non_tail = 0;
     for (Problem pr : p.problems_) {

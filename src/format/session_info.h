@@ -54,6 +54,11 @@ struct SessionInfo {
 // (location, source) of a stream: the key of the END chunk's per-stream totals.
 using StreamKey = std::pair<uint32_t, Source>;
 
+// Cost of one context-switch record in the switching thread when it was not measured (the
+// recorder's budget during the run; the report of traces before the recorder measured it):
+// sched_bench's BM_SwitchRecordCost, 410-470 ns on the development VM (2-CPU AMD EPYC, Linux 6.1).
+inline constexpr double kDefaultSwitchRecordCostNs = 450;
+
 // END values: the totals of a run that was closed cleanly.
 struct EndInfo {
   uint64_t end_ts = 0;

@@ -41,7 +41,8 @@ class SwitchActivity {
   // records of threads since the previous call (a record may come one call late: another CPU's
   // buffer can lag by microseconds, so compare ts before taking it as the latest). False when the
   // answer cannot be trusted: no records (never opened, refused, recorder gone) or records were
-  // lost since the previous call; then every thread must be read.
+  // lost since the previous call, or the budget stopped them (for good); then every thread must
+  // be read.
   bool Collect(std::vector<SwitchChange>* changes);
 
  private:
@@ -52,6 +53,7 @@ class SwitchActivity {
   std::vector<SwitchChange> changes_;   // guarded by mu_
   std::vector<size_t> run_ends_;        // guarded by mu_: changes_ is sorted within each run
   bool lost_ = false;                   // guarded by mu_
+  bool stopped_ = false;                // guarded by mu_: the budget stopped the records
 };
 
 }  // namespace parmon::sched

@@ -27,7 +27,39 @@ void AddSchedSources(recorder::Recorder& recorder, const SchedOptions& options) 
   wo.period_ns = options.period_ns;
   wo.only_tids = options.only_tids;
   wo.attached = options.attached;
+  wo.budget = options.switch_budget;
   recorder.AddSource(std::make_unique<SwitchRecorder>(wo));
+}
+
+bool ParseSwitchBudget(const std::string& text, double* share, std::string* error) {
+  if (text == "none" || text == "0" || text == "0%") {
+    *share = 0;
+    return true;
+  }
+  std::string_view number(text);
+  if (!number.empty() && number.back() == '%')
+    number.remove_suffix(1);
+  double pct = 0;
+  auto r = std::from_chars(number.data(), number.data() + number.size(), pct);
+  if (number.empty() || r.ec != std::errc() || r.ptr != number.data() + number.size() ||
+      !(pct >= 0) || pct > 100) {
+    *error = fmt::format(
+        "'{}' is not a share of the program's CPU from 0 to 100 percent (try 5, or none)", text);
+    return false;
+  }
+  if (pct == 0) {
+    *share = 0;
+    return true;
+  }
+  if (pct < 0.01) {
+    *error = fmt::format(
+        "'{}' percent is below what the switch records can be measured to "
+        "(0.01); give 0 or none to keep every record",
+        text);
+    return false;
+  }
+  *share = pct / 100;
+  return true;
 }
 
 bool ParseThreadList(const std::string& text, std::set<uint32_t>* out, std::string* error) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "sched/events.h"
@@ -56,9 +57,18 @@ std::string RefusalMessage(int err) {
                      strerror(err));
 }
 
+SwitchBudgetOptions BudgetOptions(const SwitchOptions& o) {
+  SwitchBudgetOptions b;
+  b.share = o.periodic ? 0 : o.budget;  // periodic mode records switches only when asked
+  b.cost_ns = o.record_cost_ns;
+  b.window_ns = o.budget_window_ns;
+  return b;
+}
+
 }  // namespace
 
-SwitchRecorder::SwitchRecorder(SwitchOptions options) : options_(std::move(options)) {
+SwitchRecorder::SwitchRecorder(SwitchOptions options)
+    : options_(std::move(options)), budget_(BudgetOptions(options_)) {
   if (!options_.activity)
     options_.activity = std::make_shared<SwitchActivity>();
   std::lock_guard<std::mutex> lock(options_.activity->mu_);
@@ -314,7 +324,7 @@ void SwitchRecorder::Drain(recorder::SourceSink* recorder, uint64_t until_ns) {
 
 bool SwitchActivity::Collect(std::vector<SwitchChange>* changes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recorder_ || !recorder_->opened_)
+  if (!recorder_ || !recorder_->opened_ || stopped_)
     return false;
   recorder_->ReadBuffers();
   if (lost_) {
@@ -364,6 +374,7 @@ void SwitchRecorder::Handle(recorder::SourceSink* recorder, const Record& r) {
     return;
   }
   if (r.type == PERF_RECORD_EXIT) {
+    budget_.Exit(r.ts, r.tid);
     emit(r.pid, r.tid, MakeEvent(Kind::kTaskExit, r.ts, {0}));
     return;
   }
@@ -375,6 +386,7 @@ void SwitchRecorder::Handle(recorder::SourceSink* recorder, const Record& r) {
       recorder->RenameThread(r.pid, r.tid, name, r.ts);
     return;
   }
+  budget_.Switch(r.ts, r.tid, (r.misc & PERF_RECORD_MISC_SWITCH_OUT) != 0);
   ThreadTrack& t = threads_[r.tid];
   t.pid = r.pid;
   t.active = true;
@@ -427,17 +439,44 @@ void SwitchRecorder::FlushInterval(recorder::SourceSink* recorder, uint64_t end_
 }
 
 void SwitchRecorder::Poll(recorder::SourceSink& recorder, uint64_t now_ns) {
-  if (!opened_)
+  if (!opened_ || stopped_ns_ != 0)
     return;
   // Another CPU's buffer may still be receiving records a few microseconds old; 20 ms is ample.
   constexpr uint64_t kHoldBack = 20'000'000;
   if (now_ns > kHoldBack)
     Drain(&recorder, now_ns - kHoldBack);
+  if (budget_.exceeded())
+    StopForBudget(recorder);
 }
 
 void SwitchRecorder::Enable(bool on) {
+  // An ioctl on an inherit event applies to the events the kernel made from it in the threads
+  // and processes created since (perf_event_for_each_child), and one created later copies the
+  // event's state, off once disabled; enable_on_exec was spent at the command's exec.
   for (int fd : fds_)
     ioctl(fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void SwitchRecorder::StopForBudget(recorder::SourceSink& recorder) {
+  Enable(false);
+  // Every record the kernel wrote is in the buffers once the ioctls returned: read them all.
+  stopped_ns_ = std::max<uint64_t>(recorder.clock().NowNs(), 1);
+  Drain(&recorder, ~uint64_t{0});
+  {
+    // From now on the sampler reads every thread's /proc files, as without records.
+    std::lock_guard<std::mutex> lock(options_.activity->mu_);
+    options_.activity->stopped_ = true;
+    options_.activity->changes_.clear();
+    options_.activity->run_ends_.clear();
+  }
+  const BudgetWindow& w = budget_.over();
+  const pid_t root = recorder.child_pid();
+  format::Event e = MakeEvent(
+      Kind::kSwitchesStopped, stopped_ns_,
+      {static_cast<uint64_t>(root > 0 ? root : 0), records_.load(), w.records, w.length_ns,
+       w.cpu_ns, static_cast<uint64_t>(std::llround(options_.record_cost_ns)),
+       static_cast<uint64_t>(std::llround(options_.budget * 1e6))});
+  recorder.AppendDefinition(e);
 }
 
 void SwitchRecorder::Stop(recorder::SourceSink& recorder) {
@@ -450,6 +489,8 @@ void SwitchRecorder::Stop(recorder::SourceSink& recorder) {
       last = std::max(last, t.in_ts);
     FlushInterval(&recorder, std::max(last, interval_start_ + 1));
   }
+  if (stopped_ns_ != 0)
+    recorder.AddEndValue("switch_records_stopped_ns", std::to_string(stopped_ns_));
   recorder.AddEndValue("switch_records", std::to_string(records_));
   recorder.AddEndValue("switch_records_lost", std::to_string(lost_));
   // What each record cost the program's threads (the report's overhead line), measured now that

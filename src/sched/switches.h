@@ -22,8 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "format/session_info.h"
 #include "recorder/source_sink.h"
 #include "sched/activity.h"
+#include "sched/switch_budget.h"
 
 namespace parmon::sched {
 
@@ -34,6 +36,11 @@ struct SwitchOptions {
   bool attached = false;
   uint32_t buffer_pages = 64;                // data pages per CPU buffer (a power of two)
   std::shared_ptr<SwitchActivity> activity;  // shared with the sampler; made here when null
+  // Trace mode: the share of the program's CPU time the records may cost over a window
+  // before they are stopped (switch_budget.h); 0 = keep them all.
+  double budget = 0;
+  double record_cost_ns = format::kDefaultSwitchRecordCostNs;
+  uint64_t budget_window_ns = 200'000'000;
 };
 
 class SwitchRecorder : public recorder::RecorderSource {
@@ -49,6 +56,8 @@ class SwitchRecorder : public recorder::RecorderSource {
 
   // Records read and lost so far (the benchmark's denominator).
   uint64_t records() const { return records_; }
+  // The budget stopped the records (then at stopped_ns(), on the session clock); 0: not stopped.
+  uint64_t stopped_ns() const { return stopped_ns_; }
   uint64_t lost() const { return lost_; }
   // Opens the events for tasks (per CPU); inherit: follow what they create.
   Status Open(const std::vector<pid_t>& tasks,
@@ -92,6 +101,9 @@ class SwitchRecorder : public recorder::RecorderSource {
   void ReadBuffers();
   void Handle(recorder::SourceSink* recorder, const Record& r);
   void FlushInterval(recorder::SourceSink* recorder, uint64_t end_ns);
+  // The budget was exceeded: turns the records off for every thread of the session, keeps those
+  // written until then and says so in the definitions stream (SwitchesStopped).
+  void StopForBudget(recorder::SourceSink& recorder);
   bool Wanted(uint32_t tid) const;
 
   SwitchOptions options_;
@@ -107,6 +119,8 @@ class SwitchRecorder : public recorder::RecorderSource {
   std::atomic<uint64_t> records_{0};  // counted on whichever thread reads the buffers
   uint64_t lost_ = 0;
   bool opened_ = false;
+  SwitchBudget budget_;
+  uint64_t stopped_ns_ = 0;
   std::string open_error_;
   std::vector<uint8_t> scratch_;
 };

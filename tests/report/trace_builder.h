@@ -55,6 +55,12 @@ class TraceBuilder {
   void Process(uint32_t pid, uint32_t ppid, const std::string& command) {
     Def(format::Kind::kDefProcess, {pid, ppid}, command);
   }
+  // The switch-record budget stopped the records of process pid's tree at kT0 + t
+  // (SwitchesStopped: records, window_records, window_ns, capacity_ns, cost_ns, budget_ppm).
+  void SwitchesStopped(uint64_t t, uint32_t pid, std::vector<uint64_t> figures) {
+    figures.insert(figures.begin(), pid);
+    defs_.Append(DefinitionEvent(format::Kind::kSwitchesStopped, figures, "", kT0 + t));
+  }
   // An event at kT0 + t on a location (times in args are absolute: use At()).
   void Ev(uint32_t location,
           uint64_t t,

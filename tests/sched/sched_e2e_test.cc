@@ -428,7 +428,9 @@ TEST(SchedE2E, SwitchCountsAndCpuTimeAgreeWithProc) {
 // the running time the sampler booked for it over its life (what `parmon report` sums).
 TEST(SchedE2E, RunningMatchesTheCpuClockOfThreadsThatSwitchOften) {
   TempDir dir;
-  Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--rounds", "300000", "--one-cpu", "pingpong"});
+  // Every record kept: their cost may pass the default switch budget, which would stop them.
+  Recorded r = RecordDuty(dir, {"-t", "10ms", "--switch-budget", "none"},
+                          {"--rounds", "300000", "--one-cpu", "pingpong"});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   ASSERT_EQ(r.truth.size(), 2u) << r.run.out;
   if (r.trace.CountAll(Kind::kSwitchIn) == 0)
@@ -476,7 +478,8 @@ TEST(SchedE2E, RunningMatchesTheCpuClockOfThreadsThatSwitchOften) {
 TEST(SchedE2E, OverheadLineCountsTheSwitchRecordsTheProgramPaid) {
   TempDir dir;
   constexpr uint64_t kRounds = 20000;
-  Recorded r = RecordDuty(dir, {"-t", "10ms"},
+  // Every record kept (the default switch budget could stop them): they are what is counted.
+  Recorded r = RecordDuty(dir, {"-t", "10ms", "--switch-budget", "none"},
                           {"--rounds", std::to_string(kRounds), "--one-cpu", "pingpong"});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   const uint64_t switch_ins = r.trace.CountAll(Kind::kSwitchIn);
@@ -833,6 +836,115 @@ TEST(SchedE2E, RunsAsAnOrdinaryUser) {
   }
 }
 
+// The switch-record budget (trace mode, --switch-budget, sched/switch_budget.h): four threads
+// calling sched_yield on a 2-CPU machine switch ~600,000 times a second, whose records would cost
+// ~14% of their CPU time or more (over the default budget of 5% whatever other work takes).
+// The recorder stops the records within a window or two; the stop is in the trace with its
+// reasons, no thread has a switch record after it (neither the threads whose events the kernel
+// inherited before the stop, nor those of a child process forked after it), and each thread's
+// running time, now booked from /proc after the stop, still matches its own CPU clock.
+TEST(SchedE2E, SwitchBudgetStopsTheRecordsOfAProgramThatSwitchesVeryOften) {
+  TempDir dir;
+  Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--seconds", "4", "yield"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.truth.size(), 6u) << r.run.out;
+  if (r.trace.CountAll(Kind::kSwitchIn) == 0)
+    GTEST_SKIP() << "perf_event_open context switches are not available here: " << r.run.err;
+  auto reader = format::TraceReader::Open(dir.File("t.ptrace"));
+  ASSERT_TRUE(reader.ok());
+  const auto& stops = (*reader)->definitions().switch_stops;
+  ASSERT_EQ(stops.size(), 1u) << "the records were not stopped";
+  const format::Definitions::SwitchStop& stop = stops[0];
+  EXPECT_GT(stop.window_records, 0u);
+  EXPECT_GT(stop.share(), 0.05) << "over the budget";
+  EXPECT_EQ(stop.budget_ppm, 50'000u);
+  EXPECT_EQ(stop.records, std::stoull(r.trace.session.at("switch_records")))
+      << "every record read was kept, none after the stop";
+  EXPECT_EQ(r.trace.session.at("switch_records_stopped_ns"), std::to_string(stop.ts));
+  // Not one switch record after the stop, on any thread of either process.
+  uint64_t before = 0, after = 0;
+  for (const auto& [tid, events] : r.trace.by_tid)
+    for (const Event& e : events)
+      if (e.kind_enum() == Kind::kSwitchIn || e.kind_enum() == Kind::kSwitchOut ||
+          e.kind_enum() == Kind::kMigrate)
+        ++(e.ts <= stop.ts ? before : after);
+  EXPECT_GT(before, 1000u);
+  EXPECT_EQ(after, 0u);
+  for (const Truth& t : r.truth) {
+    SCOPED_TRACE(t.role + " tid " + std::to_string(t.tid));
+    const std::vector<Event>& events = r.trace.by_tid.at(t.tid);
+    uint64_t running = 0, first = UINT64_MAX, switches = 0;
+    for (const Event& e : events) {
+      if (e.source == format::Source::kSampler && e.kind_enum() == Kind::kThreadStates) {
+        running += e.args[kRunning];
+        uint64_t len = 0;
+        for (int i = 0; i < 8; ++i)
+          len += e.args[i];
+        first = std::min(first, e.ts - len);
+      }
+      switches += e.kind_enum() == Kind::kSwitchIn;
+    }
+    if (t.role == "late_yielder") {
+      // Made half way through, after the stop: the kernel gave its threads events that are off.
+      EXPECT_GT(first, stop.ts) << "the child came before the stop; nothing is shown about it";
+      EXPECT_EQ(switches, 0u);
+    } else {
+      EXPECT_GT(switches, 100u) << "recorded until the stop";
+    }
+    // The oracle: the thread's own CPU clock at its end, against the running parmon booked over
+    // its life (records before the stop, /proc samples after it).
+    const double cpu = static_cast<double>(t.cpu);
+    EXPECT_NEAR(static_cast<double>(running), cpu, 0.02 * cpu + r.StolenNs());
+  }
+  // The report says it in one sentence, the same in text, JSON and HTML.
+  RunResult json = Parmon({"report", "--format", "json", dir.File("t.ptrace")});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json js = nlohmann::json::parse(json.out)["summary"]["switch_stops"];
+  ASSERT_EQ(js.size(), 1u);
+  EXPECT_EQ(js[0]["records"], stop.records);
+  EXPECT_DOUBLE_EQ(static_cast<double>(js[0]["budget"]), 0.05);
+  EXPECT_NEAR(static_cast<double>(js[0]["share"]), stop.share(), 1e-9);
+  const std::string sentence = js[0]["text"];
+  EXPECT_NE(sentence.find("context-switch records stopped at "), std::string::npos) << sentence;
+  EXPECT_NE(sentence.find("of the program's CPU time (budget 5%"), std::string::npos) << sentence;
+  EXPECT_NE(sentence.find("thread states after that come from /proc samples"), std::string::npos)
+      << sentence;
+  EXPECT_NE(Unwrapped(Parmon({"report", dir.File("t.ptrace")}).out).find(sentence),
+            std::string::npos);
+  RunResult html = Parmon({"report", "--format", "html", dir.File("t.ptrace")});
+  EXPECT_NE(html.out.find("context-switch records stopped at"), std::string::npos);
+}
+
+// A program that switches a few hundred times a second keeps every record; so does one that
+// switches very often when the budget is switched off.
+TEST(SchedE2E, SwitchBudgetKeepsTheRecordsOfFewSwitchesOrWithoutABudget) {
+  TempDir dir;
+  Recorded few = RecordDuty(dir, {"-t", "10ms"}, {"--seconds", "1.5", "basic"});
+  ASSERT_EQ(few.run.exit_code, 0) << few.run.err;
+  if (few.trace.CountAll(Kind::kSwitchIn) == 0)
+    GTEST_SKIP() << "perf_event_open context switches are not available here: " << few.run.err;
+  auto has_stop = [&](const std::string& path) {
+    auto reader = format::TraceReader::Open(path);
+    EXPECT_TRUE(reader.ok());
+    return reader.ok() && !(*reader)->definitions().switch_stops.empty();
+  };
+  EXPECT_FALSE(has_stop(dir.File("t.ptrace")));
+  EXPECT_EQ(few.trace.session.count("switch_records_stopped_ns"), 0u);
+  EXPECT_EQ(Unwrapped(Parmon({"report", dir.File("t.ptrace")}).out).find("records stopped"),
+            std::string::npos);
+
+  Recorded all =
+      RecordDuty(dir, {"-t", "10ms", "--switch-budget", "none"}, {"--seconds", "2", "yield"});
+  ASSERT_EQ(all.run.exit_code, 0) << all.run.err;
+  EXPECT_FALSE(has_stop(dir.File("t.ptrace")));
+  EXPECT_EQ(all.trace.session.at("switch_budget_ppm"), "0");
+  for (const Truth& t : all.truth) {
+    SCOPED_TRACE(t.role + " tid " + std::to_string(t.tid));
+    // The late child's threads too: the records go on to the end.
+    EXPECT_GT(all.trace.Count(t.tid, Kind::kSwitchIn), 100u);
+  }
+}
+
 TEST(SchedE2E, BadOptionsGetOneClearLine) {
   struct Case {
     std::vector<std::string> args;
@@ -844,6 +956,15 @@ TEST(SchedE2E, BadOptionsGetOneClearLine) {
       {{"record", "--duration", "1s", "--", "true"}, "needs -p"},
       {{"record", "-p", "999999999"}, "no process 999999999"},
       {{"record", "-p", "1", "--", "true"}, "either -p PID or a command"},
+      {{"record", "--switch-budget", "-5", "--", "true"}, "'-5' is not a share"},
+      {{"record", "--switch-budget", "101", "--", "true"}, "from 0 to 100 percent"},
+      {{"record", "--switch-budget", "lots", "--", "true"}, "'lots' is not a share"},
+      {{"record", "--switch-budget", "5x", "--", "true"}, "'5x' is not a share"},
+      {{"record", "--switch-budget", "nan", "--", "true"}, "'nan' is not a share"},
+      {{"record", "--switch-budget", "0.001", "--", "true"}, "below what"},
+      {{"record", "--switch-budget", "5", "--no-switches", "--", "true"}, "not to --no-switches"},
+      {{"record", "--switch-budget", "5", "--mode", "periodic", "--", "true"},
+       "not to --mode periodic"},
   };
   for (const auto& c : cases) {
     RunResult r = Parmon(c.args);
