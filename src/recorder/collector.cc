@@ -371,6 +371,9 @@ size_t Collector::DrainRing(uint32_t index) {
   } else {
     n = drainer_.Drain(index, clock_, router, head);
   }
+  // A writer waiting for room in this ring goes on now, not after the other rings' drains.
+  if (n > 0)
+    shm::WakeWaitingWriters(segment_.header());
   if (drainer_.corruptions() != corrupt_before)
     ledger_.Add(cur.location, drainer_.corruptions() - corrupt_before);
   events_seen_ += n;

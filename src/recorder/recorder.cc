@@ -337,12 +337,7 @@ void Recorder::RunLoop() {
 }
 
 void Recorder::WakeWriters() {
-  shm::SegmentHeader* h = segment_->header();
-  // seq_cst pairs with the writer's increment of writers_waiting before it looks at the tail.
-  if (h->writers_waiting.load(std::memory_order_seq_cst) == 0)
-    return;
-  h->space_seq.fetch_add(1, std::memory_order_seq_cst);
-  shm::FutexWake(&h->space_seq, INT_MAX);
+  shm::WakeWaitingWriters(segment_->header());
 }
 
 void Recorder::Sleep(uint32_t wake_seq) {

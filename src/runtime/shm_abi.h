@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 
 namespace parmon::shm {
@@ -253,6 +254,16 @@ inline void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t t
 }
 inline void FutexWake(std::atomic<uint32_t>* word, int n) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, n, nullptr, nullptr, 0);
+}
+
+// The recorder's notice that it freed space: wakes the writers waiting for room, if any (a load
+// of one shared word otherwise). seq_cst pairs with the writer's increment of writers_waiting
+// before it looks at the tail.
+inline void WakeWaitingWriters(SegmentHeader* h) {
+  if (h->writers_waiting.load(std::memory_order_seq_cst) == 0)
+    return;
+  h->space_seq.fetch_add(1, std::memory_order_seq_cst);
+  FutexWake(&h->space_seq, INT_MAX);
 }
 
 // A writer's request that the recorder drain now (its ring is filling or it waits for space).
