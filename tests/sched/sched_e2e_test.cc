@@ -838,14 +838,15 @@ TEST(SchedE2E, RunsAsAnOrdinaryUser) {
 
 // The switch-record budget (trace mode, --switch-budget, sched/switch_budget.h): four threads
 // calling sched_yield on a 2-CPU machine switch ~600,000 times a second, whose records would cost
-// ~14% of their CPU time or more (over the default budget of 5% whatever other work takes).
-// The recorder stops the records within a window or two; the stop is in the trace with its
+// ~14% of their CPU time or more. Under other work (a build beside the suite) their rate can fall
+// to a third of that, near the default budget of 5%, so the test sets 1%. The recorder stops the
+// records within a window or two; the stop is in the trace with its
 // reasons, no thread has a switch record after it (neither the threads whose events the kernel
 // inherited before the stop, nor those of a child process forked after it), and each thread's
 // running time, now booked from /proc after the stop, still matches its own CPU clock.
 TEST(SchedE2E, SwitchBudgetStopsTheRecordsOfAProgramThatSwitchesVeryOften) {
   TempDir dir;
-  Recorded r = RecordDuty(dir, {"-t", "10ms"}, {"--seconds", "4", "yield"});
+  Recorded r = RecordDuty(dir, {"-t", "10ms", "--switch-budget", "1"}, {"--seconds", "4", "yield"});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   ASSERT_EQ(r.truth.size(), 6u) << r.run.out;
   if (r.trace.CountAll(Kind::kSwitchIn) == 0)
@@ -853,11 +854,28 @@ TEST(SchedE2E, SwitchBudgetStopsTheRecordsOfAProgramThatSwitchesVeryOften) {
   auto reader = format::TraceReader::Open(dir.File("t.ptrace"));
   ASSERT_TRUE(reader.ok());
   const auto& stops = (*reader)->definitions().switch_stops;
-  ASSERT_EQ(stops.size(), 1u) << "the records were not stopped";
+  // The premise: the program switched often enough for its records to cost more than the budget.
+  // Beside CPU hogs, sched_yield hands the CPU to them for whole time slices and the program
+  // switches a hundred times less; then its records are cheap and there is nothing to stop.
+  // Oracle: the threads' own switch counts and CPU clocks (getrusage, at their ends), with the
+  // build's 450 ns a record, two records a switch.
+  uint64_t own_switches = 0, own_cpu = 0;
+  for (const Truth& t : r.truth) {
+    own_switches += t.voluntary + t.involuntary;
+    own_cpu += t.cpu;
+  }
+  const double own_share = 2.0 * 450.0 * static_cast<double>(own_switches) /
+                           static_cast<double>(std::max<uint64_t>(own_cpu, 1));
+  if (stops.empty() && own_share < 0.02)
+    GTEST_SKIP() << "the machine's load kept the program from switching often: " << own_switches
+                 << " switches in " << own_cpu / 1'000'000 << " ms of CPU, ~" << own_share * 100
+                 << "% of it in records, too near the 1% budget";
+  ASSERT_EQ(stops.size(), 1u) << "the records were not stopped; the program's own share "
+                              << own_share;
   const format::Definitions::SwitchStop& stop = stops[0];
   EXPECT_GT(stop.window_records, 0u);
-  EXPECT_GT(stop.share(), 0.05) << "over the budget";
-  EXPECT_EQ(stop.budget_ppm, 50'000u);
+  EXPECT_GT(stop.share(), 0.01) << "over the budget";
+  EXPECT_EQ(stop.budget_ppm, 10'000u);
   EXPECT_EQ(stop.records, std::stoull(r.trace.session.at("switch_records")))
       << "every record read was kept, none after the stop";
   EXPECT_EQ(r.trace.session.at("switch_records_stopped_ns"), std::to_string(stop.ts));
@@ -902,11 +920,11 @@ TEST(SchedE2E, SwitchBudgetStopsTheRecordsOfAProgramThatSwitchesVeryOften) {
   const nlohmann::json js = nlohmann::json::parse(json.out)["summary"]["switch_stops"];
   ASSERT_EQ(js.size(), 1u);
   EXPECT_EQ(js[0]["records"], stop.records);
-  EXPECT_DOUBLE_EQ(static_cast<double>(js[0]["budget"]), 0.05);
+  EXPECT_DOUBLE_EQ(static_cast<double>(js[0]["budget"]), 0.01);
   EXPECT_NEAR(static_cast<double>(js[0]["share"]), stop.share(), 1e-9);
   const std::string sentence = js[0]["text"];
   EXPECT_NE(sentence.find("context-switch records stopped at "), std::string::npos) << sentence;
-  EXPECT_NE(sentence.find("of the program's CPU time (budget 5%"), std::string::npos) << sentence;
+  EXPECT_NE(sentence.find("of the program's CPU time (budget 1%"), std::string::npos) << sentence;
   EXPECT_NE(sentence.find("thread states after that come from /proc samples"), std::string::npos)
       << sentence;
   EXPECT_NE(Unwrapped(Parmon({"report", dir.File("t.ptrace")}).out).find(sentence),
