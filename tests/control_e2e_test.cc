@@ -6,6 +6,9 @@
 // commands and dead recorders get one-sentence errors and harm nothing.
 #include <dirent.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
@@ -464,6 +468,28 @@ TEST(ControlE2e, DeadOrMissingRecorderIsOneSentence) {
   auto notrec = Parmon({"ctl", std::to_string(getpid()), "status"});
   EXPECT_EQ(notrec.exit_code, 1);
   EXPECT_NE(notrec.err.find("is not a parmon recorder"), std::string::npos) << notrec.err;
+  // The same, when a recorder that was killed left its socket file under this pid: nothing
+  // listens there, and this process is still not a recorder.
+  {
+    const std::string path = recorder::ControlSocketPath(getpid());
+    mkdir(recorder::ControlSocketDir().c_str(), 0700);
+    struct stat st;
+    const bool existed = stat(path.c_str(), &st) == 0;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    if (!existed) {
+      ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
+    }
+    close(fd);  // bound, never listened: the file stays, as a killed recorder leaves it
+    auto stale = Parmon({"ctl", std::to_string(getpid()), "status"});
+    unlink(path.c_str());
+    EXPECT_EQ(stale.exit_code, 1);
+    EXPECT_EQ(std::count(stale.err.begin(), stale.err.end(), '\n'), 1) << stale.err;
+    EXPECT_NE(stale.err.find("is not a parmon recorder"), std::string::npos) << stale.err;
+  }
   // A socket path nobody listens on.
   auto gone = Parmon({"ctl", dir.File("gone.ctl"), "status"});
   EXPECT_EQ(gone.exit_code, 1);

@@ -162,6 +162,17 @@ int RunCtl(int argc, char** argv) {
   }
   auto reply = recorder::SendControlCommand(*path, command, timeout_ms);
   if (!reply.ok()) {
+    // A socket file left by a recorder that was killed, whose pid another process has since
+    // taken: that process is not a recorder.
+    if (AllDigits(target) && kill(static_cast<pid_t>(std::stol(target)), 0) == 0 &&
+        reply.status().message().rfind("no recorder listens on", 0) == 0) {
+      fmt::print(stderr,
+                 "parmon ctl: process {} is not a parmon recorder (nothing listens on {}, a "
+                 "socket left by an earlier recorder of that pid; parmon ctl --list shows the "
+                 "live ones)\n",
+                 target, *path);
+      return 1;
+    }
     fmt::print(stderr, "parmon ctl: {}\n", reply.status().message());
     return 1;
   }
