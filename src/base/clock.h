@@ -22,16 +22,24 @@ inline uint64_t ReadTsc() {
   return __rdtsc();
 }
 
-inline uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+// The time of clock ID in nanoseconds.
+inline uint64_t ClockNs(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+inline uint64_t MonotonicNs() {
+  return ClockNs(CLOCK_MONOTONIC);
+}
+
 inline uint64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return ClockNs(CLOCK_REALTIME);
+}
+
+// The CPU time of the calling thread (the kernel's per-thread CPU clock).
+inline uint64_t ThreadCpuNs() {
+  return ClockNs(CLOCK_THREAD_CPUTIME_ID);
 }
 
 // True when the CPU reports an invariant TSC (CPUID 0x80000007 EDX bit 8) and the kernel uses it.

@@ -155,24 +155,14 @@ class OneArgAppender {
   [[gnu::always_inline]] void Put(uint16_t kind, uint64_t ts, uint64_t arg) {
     if (n_ == 0)
       first_ts_ = ts;
-    const uint64_t delta = ts - prev_ts_;
-    ++n_;
-    prev_ts_ = ts;
-    last_ts_ = std::max(last_ts_, ts);
-    if (delta < 128 && history_ == 2) [[likely]] {
-      if (kind == kind2_ && arg == arg2_) {
-        Repeat(static_cast<uint8_t>(delta));
-        std::swap(kind1_, kind2_);
-        std::swap(arg1_, arg2_);
+    if (history_ == 2) [[likely]] {
+      if (kind == kind2_ && arg == arg2_ && PutTwoBackAgain(ts))
         return;
-      }
-      if (kind == kind1_ && arg == arg1_) {
-        Repeat(static_cast<uint8_t>(0x80 | delta));
-        kind2_ = kind1_;
-        arg2_ = arg1_;
+      if (kind == kind1_ && arg == arg1_ && PutOneBackAgain(ts))
         return;
-      }
     }
+    const uint64_t delta = ts - prev_ts_;
+    Advance(ts);
     EndRun();
     uint8_t* p = PutVarint(p_, kind);
     p = PutVarint(p, ZigZag(static_cast<int64_t>(delta)));

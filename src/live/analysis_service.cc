@@ -12,6 +12,7 @@
 #include "analysis/engine.h"
 #include "analysis/json_dump.h"
 #include "analysis/views.h"
+#include "base/clock.h"
 #include "format/reader.h"
 #include "live/store_list.h"
 #include "model/merge.h"
@@ -27,12 +28,6 @@ analysis::Options ReportOptions() {
   o.default_event_cost_ns = analysis::kDefaultEventCostNs;
   o.default_switch_record_cost_ns = analysis::kDefaultSwitchRecordCostNs;
   return o;
-}
-
-uint64_t ThreadCpuNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 std::string Render(const analysis::Results& r, const std::string& format) {

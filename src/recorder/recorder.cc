@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "base/clock.h"
 #include "base/units.h"
 #include "recorder/control_socket.h"
 #include "recorder/launcher.h"
@@ -41,13 +42,6 @@ uint64_t CpuTimeNs(int who) {
              1000000000ull +
          (static_cast<uint64_t>(ru.ru_utime.tv_usec) + static_cast<uint64_t>(ru.ru_stime.tv_usec)) *
              1000ull;
-}
-
-// CPU time of the calling thread.
-uint64_t ThreadCpuNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace
@@ -325,7 +319,7 @@ void Recorder::RunLoop() {
     const uint32_t wake_seq = h->wake_seq.load(std::memory_order_seq_cst);
     uint64_t now = 0;
     size_t drained = DrainWindow(&now);
-    WakeWriters();
+    shm::WakeWaitingWriters(h);
     if (CommandDone(now))
       break;
     // Busy rings are drained again at once; otherwise sleep one window, or until a writer asks
@@ -334,10 +328,6 @@ void Recorder::RunLoop() {
     if (drained < busy)
       Sleep(wake_seq);
   }
-}
-
-void Recorder::WakeWriters() {
-  shm::WakeWaitingWriters(segment_->header());
 }
 
 void Recorder::Sleep(uint32_t wake_seq) {
@@ -369,7 +359,8 @@ void Recorder::FinishRings() {
   const uint64_t cpu_before = ThreadCpuNs();
   collector_->DrainAll();
   drain_cpu_ns_ += ThreadCpuNs() - cpu_before;
-  WakeWriters();  // a writer still waiting sees kFinishing and stops waiting
+  shm::WakeWaitingWriters(
+      segment_->header());  // a writer still waiting sees kFinishing and stops waiting
   for (uint32_t i = 0; i < segment_->header()->ring_count; ++i) {
     auto& ctl = segment_->rings()[i];
     if (ctl.state.load(std::memory_order_acquire) == shm::kClaimed) {

@@ -106,8 +106,6 @@ class Recorder final : public SourceSink {
   bool CommandDone(uint64_t now);
   size_t DrainWindow(uint64_t* now);
   void RunLoop();
-  // Wakes writers waiting for ring space (after a drain freed some).
-  void WakeWriters();
   // Sleeps one drain window, or until a writer bumps wake_seq past the value given, or a signal.
   void Sleep(uint32_t wake_seq);
   void FinishRings();

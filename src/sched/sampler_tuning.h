@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "sched/events.h"
 #include "sched/sampler.h"
 
@@ -47,12 +48,6 @@ inline constexpr uint64_t kCounterLagNs = 10'000'000;
 // the counter's CPU time over the records' running until then, once there is this much of it.
 inline constexpr uint64_t kMinRunForRatio = 20'000'000;
 inline constexpr double kMaxCpuRatio = 3.0;
-
-inline uint64_t ClockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 inline std::string TaskPath(uint32_t pid, uint32_t tid, const char* file) {
   return fmt::format("/proc/{}/task/{}/{}", pid, tid, file);

@@ -9,19 +9,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "base/clock.h"
 #include "sched/switches.h"
 
 namespace parmon::sched {
-namespace {
-
-uint64_t ClockNs(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
-
 PipePingPong::PipePingPong() {
   if (pipe(ab_) != 0)
     return;
