@@ -155,22 +155,36 @@ void ReportDrops(ThreadRing* r, uint32_t reserve) {
   r->drop_pending = 0;
 }
 
+// Writes a one-slot event at the ring's head and publishes it. Caller ensured room.
+PARMON_HOT void WriteOne(ThreadRing* r, uint64_t head, uint64_t ticks, uint8_t kind, uint32_t f) {
+  Slot* s = r->slots + (head & r->mask);
+  s->tsc = ticks;
+  s->word = shm::MakeWord(kind, 0, 1, f);
+  r->head = head + 1;
+  // Publishes the slot: pairs with the recorder's acquire load of head.
+  r->ctl->head.store(head + 1, std::memory_order_release);
+}
+
+// Emit1 when the ring is full or the clock is not the TSC. Kept out of line so that Emit1 itself
+// needs no stack frame: it only tail-calls this.
+[[gnu::noinline, gnu::cold]] void Emit1Slow(uint8_t kind, uint32_t field, const uint64_t* ticks) {
+  ThreadRing* r = &t_ring;
+  if (r->head >= r->limit && !MakeRoom(r, 1, false))
+    return;
+  WriteOne(r, r->head, ticks != nullptr ? *ticks : Now(), kind, field);
+}
+
 // `ticks`: a time taken earlier with Now() (preload wrappers reuse one timestamp for several
-// events of a call); null: now.
+// events of a call); null: now. The common case is one relaxed load, a TLS compare, one rdtsc
+// and two stores besides the head's, with no call and no frame (bench/record_loop_bench).
 PARMON_HOT void Emit1(uint8_t kind, uint32_t field, const uint64_t* ticks = nullptr) {
   if (g_enabled.load(std::memory_order_relaxed) == 0) [[unlikely]]
     return;
   ThreadRing* r = &t_ring;
-  if (r->head >= r->limit) [[unlikely]] {
-    if (!MakeRoom(r, 1, false))
-      return;
-  }
-  Slot* s = r->slots + (r->head & r->mask);
-  s->tsc = ticks != nullptr ? *ticks : Now();
-  s->word = shm::MakeWord(kind, 0, 1, field);
-  ++r->head;
-  // Publishes the slot: pairs with the recorder's acquire load of head.
-  r->ctl->head.store(r->head, std::memory_order_release);
+  const uint64_t head = r->head;
+  if (head >= r->limit || (ticks == nullptr && !g_use_tsc)) [[unlikely]]
+    return Emit1Slow(kind, field, ticks);
+  WriteOne(r, head, ticks != nullptr ? *ticks : __rdtsc(), kind, field);
 }
 
 int EmitGeneral(uint64_t ticks,
