@@ -286,7 +286,7 @@ void Engine::ConsumeLive(const format::Event& e, model::StreamIndex s) {
   int32_t& li = m.live_loc_of_stream[s];
   if (li < 0) [[unlikely]]
     li = m.LocFor(m.session.streams()[s].location);
-  if (m.defs.switch_stops.size() != m.switch_stop_done.size()) [[unlikely]]
+  if (m.defs.switch_stops.size() != m.switch_stops_noted) [[unlikely]]
     m.NoteSwitchStops();
   m.ConsumeAt(m.locs[static_cast<size_t>(li)], e);
 }

@@ -679,10 +679,17 @@ struct Engine::Impl {
                       Part part);
 
   // --- the switch-record budget's stops (switch_stops.cc) ----------------------------------------
-  // defs.switch_stops applied so far (by index), and the earliest time of one not applied yet
-  // (UINT64_MAX: none).
-  std::vector<bool> switch_stop_done;
+  // The stops applied so far, by (pid, time): a growing per-rank session combines its files'
+  // definitions afresh at every refresh, in file order, so a stop's place in defs.switch_stops
+  // changes when an earlier rank's stop comes later. How many stops defs held when last noted,
+  // and the earliest time of one not applied yet (UINT64_MAX: none).
+  std::vector<std::pair<uint32_t, uint64_t>> switch_stops_applied;
+  size_t switch_stops_noted = 0;
   uint64_t next_switch_stop = UINT64_MAX;
+  bool SwitchStopApplied(const format::Definitions::SwitchStop& stop) const;
+  // A stop's time on the session's time line: its recorder's clock, aligned as that process's
+  // events are (a per-rank session of several hosts).
+  uint64_t SwitchStopTime(const format::Definitions::SwitchStop& stop) const;
   // Takes the stops defs holds (again as a growing session's definitions grow).
   void NoteSwitchStops();
   // The stops up to ts: their threads go on without switch records from each stop's time.

@@ -4,19 +4,37 @@
 // engine takes it as a trace without switch records takes every thread: its states come from the
 // sampler's ThreadStates (the sampler reads /proc for it from the stop on), its computation on the
 // critical path from the running those samples booked, its time in channel calls all waiting.
-// Everything before the stop keeps what its records said.
+// Everything before the stop keeps what its records said. A stop is known by its process and
+// time, and put on the session's time line as that process's events are.
 #include <algorithm>
+#include <utility>
 
 #include "analysis/engine_impl.h"
 
 namespace parmon::analysis {
 
+bool Engine::Impl::SwitchStopApplied(const format::Definitions::SwitchStop& stop) const {
+  return std::find(switch_stops_applied.begin(), switch_stops_applied.end(),
+                   std::make_pair(stop.pid, stop.ts)) != switch_stops_applied.end();
+}
+
+uint64_t Engine::Impl::SwitchStopTime(const format::Definitions::SwitchStop& stop) const {
+  const auto& streams = session.streams();
+  for (model::StreamIndex i = 0; i < streams.size(); ++i) {
+    auto it = defs.locations.find(streams[i].location);
+    if (it != defs.locations.end() && it->second.pid == stop.pid &&
+        streams[i].source != format::Source::kDefinitions)
+      return session.Aligned(i, stop.ts);
+  }
+  return stop.ts;
+}
+
 void Engine::Impl::NoteSwitchStops() {
-  switch_stop_done.resize(defs.switch_stops.size(), false);
+  switch_stops_noted = defs.switch_stops.size();
   next_switch_stop = UINT64_MAX;
-  for (size_t i = 0; i < defs.switch_stops.size(); ++i)
-    if (!switch_stop_done[i])
-      next_switch_stop = std::min(next_switch_stop, defs.switch_stops[i].ts);
+  for (const format::Definitions::SwitchStop& stop : defs.switch_stops)
+    if (!SwitchStopApplied(stop))
+      next_switch_stop = std::min(next_switch_stop, SwitchStopTime(stop));
 }
 
 bool Engine::Impl::InProcessTree(uint32_t pid, uint32_t root) const {
@@ -35,17 +53,17 @@ bool Engine::Impl::InProcessTree(uint32_t pid, uint32_t root) const {
 }
 
 void Engine::Impl::ApplySwitchStops(uint64_t ts) {
-  for (size_t i = 0; i < defs.switch_stops.size(); ++i) {
-    const format::Definitions::SwitchStop& stop = defs.switch_stops[i];
-    if (switch_stop_done[i] || stop.ts > ts)
+  for (const format::Definitions::SwitchStop& stop : defs.switch_stops) {
+    const uint64_t at = SwitchStopTime(stop);
+    if (at > ts || SwitchStopApplied(stop))
       continue;
-    switch_stop_done[i] = true;
+    switch_stops_applied.emplace_back(stop.pid, stop.ts);
     // A root the session never defined (a recorder that followed a process it did not start)
     // stands for every thread.
     const uint32_t root = defs.processes.count(stop.pid) ? stop.pid : 0;
     for (Loc& l : locs)
       if (!l.cpu && InProcessTree(l.pid, root))
-        StopSwitchTiming(l, stop.ts);
+        StopSwitchTiming(l, at);
   }
   NoteSwitchStops();
 }
@@ -74,7 +92,7 @@ void Engine::Impl::StopSwitchTiming(Loc& l, uint64_t t) {
 void Engine::Impl::BuildSwitchStops(Results* res) const {
   for (const format::Definitions::SwitchStop& stop : defs.switch_stops) {
     Summary::SwitchStop x;
-    x.ts = stop.ts;
+    x.ts = SwitchStopTime(stop);
     x.pid = stop.pid;
     auto rank = rank_of_pid.find(stop.pid);
     x.rank = rank == rank_of_pid.end() ? -1 : rank->second;

@@ -92,7 +92,7 @@ void DeclareOptions(CLI::App& app, RecordArgs& a) {
                "trace mode: do not record context switches (sampling only)");
   app.add_option("--switch-budget", a.switch_budget,
                  "trace mode: stop the context-switch records when they would cost more than "
-                 "this percent of the program's CPU (default none: keep them all)");
+                 "this percent of the program's CPU (default 5; 0 or none: keep them all)");
   app.add_flag("--switches", a.switches,
                "periodic mode: count context switches from switch records too (they cost the "
                "program's threads about 1 us a switch)");

@@ -11,10 +11,8 @@
 
 namespace parmon::sched {
 
-// Off (keep every record) unless --switch-budget PCT: a stop read in the middle of a live session
-// makes the snapshots taken before it disagree with the final report (LivePerRankE2e's
-// prefix test failed 2 runs in 4 with a 5% default), which is not fixed yet.
-inline constexpr double kDefaultSwitchBudget = 0;
+// Trace mode's default budget for context-switch records (--switch-budget; switch_budget.h).
+inline constexpr double kDefaultSwitchBudget = 0.05;
 
 struct SchedOptions {
   uint64_t period_ns = 10'000'000;  // -t

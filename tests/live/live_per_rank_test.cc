@@ -122,13 +122,13 @@ class LivePerRankE2e : public ::testing::Test {
 };
 
 TEST_F(LivePerRankE2e, SnapshotsArePrefixesIncrementalAndTheLastEqualsTheStoredReport) {
-  auto run =
-      RecordRanks(dir_, c().Addr(), 25000);  // seconds: room for snapshots on a loaded machine
+  // About 3 s on an idle 2-CPU VM, longer on a loaded one: room for several snapshots.
+  auto run = RecordRanks(dir_, c().Addr(), 50000);
   std::string session;
   std::vector<json> during, metas;
-  // Ask every 0.5 s while the ranks run.
+  // Ask every 0.15 s while the ranks run.
   while (run->Running()) {
-    usleep(500'000);
+    usleep(150'000);
     if (session.empty() && (session = SessionIn(dir_.File("store"))).empty())
       continue;
     auto snap = client_->Ask(session, "json");
