@@ -153,7 +153,10 @@ TEST(OmpE2e, ImbalanceAndBarrierWaitMatchTheProgramsOwnMeasurements) {
                   m.serial_ns / 1e6);
     } else {
       ++workers;
-      EXPECT_GT(t["idle_ns"].get<double>(), 2 * 40e6 * 0.5) << t.dump();
+      // The workers idle through the 2 serial phases between the 3 regions, 2 of the 4 the
+      // program timed (their length in ms depends on the CPU: --serial is work units), less
+      // what a busy machine takes of them.
+      EXPECT_GT(t["idle_ns"].get<double>(), m.serial_ns * 2 / 4 * 0.5) << t.dump();
     }
   }
   for (const auto& [t, b] : m.barrier_ns)
