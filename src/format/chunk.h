@@ -15,9 +15,11 @@ namespace parmon::format {
 
 constexpr char kFileMagic[8] = {'P', 'A', 'R', 'M', 'O', 'N', 'T', 'R'};
 // What this parmon writes. 1.1 added the WATERMARK chunk; 2.0 the REPEAT RUN inside EVENTS
-// payloads (codec.h), which a 1.x reader cannot decode, hence the major version.
+// payloads (codec.h), which a 1.x reader cannot decode, hence the major version; 2.1 lets a run
+// hold kinds of several args whose args after the first are 0 (a 2.0 reader refuses such a run
+// in one sentence, losing that chunk).
 constexpr uint16_t kVersionMajor = 2;
-constexpr uint16_t kVersionMinor = 0;
+constexpr uint16_t kVersionMinor = 1;
 // It reads every major version from this one up to kVersionMajor (1.x payloads hold no runs).
 constexpr uint16_t kOldestReadableMajor = 1;
 inline bool ReadableMajor(uint16_t major) {

@@ -3,14 +3,16 @@
 // The number of args and whether a payload follows come from the kind table (the file's SCHEMA
 // chunk for files written by another version).
 //
-// Since format 1.2, a REPEAT RUN (kind 0, never a real kind) packs one-arg events that repeat one
-// of the two events before them, each in one byte (a tight loop of region enters and leaves):
+// Since format 2.0, a REPEAT RUN (kind 0, never a real kind) packs events that repeat one of the
+// two events before them, each in one byte (a tight loop of region enters and leaves):
 //   varint 0, count (3-byte varint, 1 .. 2^21-1), varint kind2, varint arg2, varint kind1,
 //   varint arg1, then count code bytes.
 // (kind2, arg2) and (kind1, arg1) are the events two back and one back when the run begins, both
-// of one-arg kinds without payload. Code byte c: bit 7 clear repeats the event two back, set the
-// event one back; bits 0-6 are the time since the previous event (0-127 ns). Each repeated event
-// becomes the one back, and the one back the two back, as with any event.
+// of kinds without payload; in 2.0 of one arg, since 2.1 of one or more, the args after the first
+// 0 (an MPI_Test polling loop's MpiEnter without its site, and MpiLeave). Code byte c: bit 7 clear
+// repeats the event two back, set the event one back; bits 0-6 are the time since the previous
+// event (0-127 ns). Each repeated event becomes the one back, and the one back the two back, as
+// with any event.
 #ifndef PARMON_SRC_FORMAT_CODEC_H_
 #define PARMON_SRC_FORMAT_CODEC_H_
 
@@ -152,7 +154,12 @@ class OneArgAppender {
         history_(encoder->history_),
         run_count_(encoder->run_count_),
         run_at_(encoder->run_at_) {}
-  [[gnu::always_inline]] void Put(uint16_t kind, uint64_t ts, uint64_t arg) {
+  // `zero_args`: how many args the kind has after `arg`, all 0 (a compact ring event of a kind of
+  // several args: MpiEnter without its site).
+  [[gnu::always_inline]] void Put(uint16_t kind,
+                                  uint64_t ts,
+                                  uint64_t arg,
+                                  unsigned zero_args = 0) {
     if (n_ == 0)
       first_ts_ = ts;
     if (history_ == 2) [[likely]] {
@@ -166,7 +173,10 @@ class OneArgAppender {
     EndRun();
     uint8_t* p = PutVarint(p_, kind);
     p = PutVarint(p, ZigZag(static_cast<int64_t>(delta)));
-    p_ = PutVarint(p, arg);
+    p = PutVarint(p, arg);
+    for (unsigned i = 0; i < zero_args; ++i)
+      *p++ = 0;
+    p_ = p;
     kind2_ = kind1_;
     arg2_ = arg1_;
     kind1_ = kind;
@@ -416,11 +426,22 @@ class EventDecoder {
       return Fail("repeat run of " + std::to_string(count) + " events in " +
                       std::to_string(end_ - p) + " bytes",
                   start);
-    for (uint64_t k : {k1, k2})
-      if (k > 0xffff || schema_->brief(static_cast<uint16_t>(k)) != (KindSchema::kBriefKnown | 1))
-        return Fail("repeat run of kind " + std::to_string(k) + ", not a one-arg kind", start);
+    // Kinds of at least one arg and no payload (format 2.1: the args after the first are 0).
+    uint8_t nargs[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+      const uint64_t k = i == 0 ? k1 : k2;
+      const uint8_t brief = k > 0xffff ? 0 : schema_->brief(static_cast<uint16_t>(k));
+      nargs[i] = brief & KindSchema::kBriefArgs;
+      if (!(brief & KindSchema::kBriefKnown) || (brief & KindSchema::kBriefPayload) ||
+          nargs[i] == 0)
+        return Fail(
+            "repeat run of kind " + std::to_string(k) + ", not a kind of args without a payload",
+            start);
+    }
     kind1_ = static_cast<uint16_t>(k1);
     kind2_ = static_cast<uint16_t>(k2);
+    nargs1_ = nargs[0];
+    nargs2_ = nargs[1];
     arg1_ = a1;
     arg2_ = a2;
     run_left_ = static_cast<uint32_t>(count);
@@ -434,17 +455,21 @@ class EventDecoder {
     e->location = location_;
     e->source = source_;
     e->ts = prev_ts_ + (code & 0x7f);
-    e->nargs = 1;
     e->payload = {};
     if (code & 0x80) {
       kind2_ = kind1_;
       arg2_ = arg1_;
+      nargs2_ = nargs1_;
     } else {
       std::swap(kind1_, kind2_);
       std::swap(arg1_, arg2_);
+      std::swap(nargs1_, nargs2_);
     }
     e->kind = kind1_;
+    e->nargs = nargs1_;
     e->args[0] = arg1_;
+    for (int i = 1; i < nargs1_; ++i)
+      e->args[i] = 0;
     prev_ts_ = e->ts;
     return true;
   }
@@ -460,6 +485,7 @@ class EventDecoder {
   // The open repeat run's last two events (set by its header), and its events still to come.
   uint64_t arg1_ = 0, arg2_ = 0;
   uint16_t kind1_ = 0, kind2_ = 0;
+  uint8_t nargs1_ = 0, nargs2_ = 0;
   uint32_t run_left_ = 0;
   uint32_t location_ = 0;
   Source source_ = Source::kRuntime;

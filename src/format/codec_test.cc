@@ -242,11 +242,41 @@ TEST(OneArgAppender, LongRunsAndChunkCutsDecodeExactly) {
   EXPECT_EQ(enc.count(), 300u);
 }
 
+// Format 2.1: compact events of kinds of several args (an MPI_Test polling loop's MpiEnter
+// without its site, and MpiLeave) go into repeat runs too, and decode with the kind's number of
+// args, those after the first 0, as when each is appended alone.
+TEST(OneArgAppender, RunsOfKindsOfSeveralArgsDecodeWithTheirOtherArgsZero) {
+  const uint16_t enter = static_cast<uint16_t>(Kind::kMpiEnter);  // func, site
+  const uint16_t leave = static_cast<uint16_t>(Kind::kMpiLeave);  // func
+  ASSERT_EQ(GetKindInfo(enter).nargs, 2);
+  StreamEncoder runs(4, Source::kRuntime), alone(4, Source::kRuntime);
+  std::vector<Event> want;
+  uint64_t ts = 100;
+  OneArgAppender run(&runs, 2000);
+  for (int i = 0; i < 2000; ++i) {
+    ts += i % 500 == 0 ? 300 : 20 + i % 7;  // now and then a gap past what a run holds
+    Event e;
+    e.kind = i % 2 ? leave : enter;
+    e.ts = ts;
+    e.nargs = GetKindInfo(e.kind).nargs;
+    e.args[0] = 31;
+    want.push_back(e);
+    alone.Append(e);
+    run.Put(e.kind, ts, 31, e.nargs - 1u);
+  }
+  EXPECT_EQ(run.Done(), 2000u);
+  ExpectSameEvents(DecodeAll(runs), want);
+  ExpectSameEvents(DecodeAll(alone), want);
+  // A byte each, against four (kind, delta, func, site) alone.
+  EXPECT_LT(runs.raw_size(), 2000u + 200u);
+  EXPECT_GT(alone.raw_size(), 3u * 2000u);
+}
+
 // Crafted repeat runs give one sentence each, and the events before them are kept.
 TEST(EventDecoder, CraftedRepeatRunsFailWithOneSentence) {
   const uint8_t enter = static_cast<uint8_t>(Kind::kRegionEnter);
-  const uint8_t counter = static_cast<uint8_t>(Kind::kCounterInt);  // two args
-  const uint8_t defstr = static_cast<uint8_t>(Kind::kDefString);    // has a payload
+  const uint8_t data = static_cast<uint8_t>(Kind::kTraceData);    // one arg and a payload
+  const uint8_t defstr = static_cast<uint8_t>(Kind::kDefString);  // has a payload
   struct Case {
     std::vector<uint8_t> run;  // after one good event
     const char* error;
@@ -254,9 +284,9 @@ TEST(EventDecoder, CraftedRepeatRunsFailWithOneSentence) {
   const Case cases[] = {
       {{0, 0x80, 0x80, 0x00, enter, 1, enter, 2, 5}, "repeat run of 0 events"},
       {{0, 0x85, 0x80, 0x00, enter, 1, enter, 2, 5}, "repeat run of 5 events in 1 bytes"},
-      {{0, 0x81, 0x80, 0x00, counter, 1, enter, 2, 5}, "not a one-arg kind"},
-      {{0, 0x81, 0x80, 0x00, enter, 1, defstr, 2, 5}, "not a one-arg kind"},
-      {{0, 0x81, 0x80, 0x00, enter, 1, 0x7e, 2, 5}, "not a one-arg kind"},
+      {{0, 0x81, 0x80, 0x00, data, 1, enter, 2, 5}, "not a kind of args without a payload"},
+      {{0, 0x81, 0x80, 0x00, enter, 1, defstr, 2, 5}, "not a kind of args without a payload"},
+      {{0, 0x81, 0x80, 0x00, enter, 1, 0x7e, 2, 5}, "not a kind of args without a payload"},
       {{0, 0x81, 0x80}, "repeat run header truncated"},
   };
   KindSchema schema;

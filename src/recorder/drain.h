@@ -65,6 +65,9 @@ class RingDrainer {
   struct RingKind {  // what the drain loop needs of a kind, for the 256 kinds a ring can carry
     uint8_t nargs;
     bool compact_only;  // one arg, no payload: OnCompact
+    // A compact ring event of this kind may go into a repeat run: no payload, and its args after
+    // the first (the ring's 32-bit field) are 0 (format 2.1; MpiEnter without its site).
+    bool in_runs;
     uint32_t time_mask;
   };
   void DecodeGeneral(const shm::Slot* slots, uint64_t pos, uint16_t nslots, format::Event* e);
@@ -118,9 +121,9 @@ size_t RingDrainer::Drain(uint32_t index,
         }
         const uint8_t kind = shm::WordKind(word);
         if (shm::WordSlots(word) != 1 || (shm::WordFlags(word) & shm::kFlagGeneral) != 0 ||
-            !kinds[kind].compact_only) [[unlikely]]
+            !kinds[kind].in_runs) [[unlikely]]
           break;
-        run.Put(kind, ts, shm::WordField(word));
+        run.Put(kind, ts, shm::WordField(word), kinds[kind].nargs - 1u);
         word2 = word1;
         word1 = word;
       }
