@@ -39,6 +39,7 @@ namespace parmon::preload::mpi {
 
 // ---- process state ---------------------------------------------------------------------------
 std::atomic<bool> g_ready{false};
+std::atomic<bool> g_thread_multiple{true};
 int g_world_rank = -1;
 int g_world_size = 0;
 uint64_t g_world_key = 0, g_self_key = 0;
@@ -419,6 +420,7 @@ void OnInit(Call& c, int rc) {
   PMPI_Comm_group(MPI_COMM_WORLD, &g_world_group);
   int level = 0;
   PMPI_Query_thread(&level);
+  g_thread_multiple.store(level >= MPI_THREAD_MULTIPLE, std::memory_order_relaxed);
   g_init_ticks = parmon_x_now();
   g_init_ns = MonotonicNs();
   // Periodic flushes: the session's period (default 100 ms) in ticks, rate measured over the run.

@@ -212,6 +212,11 @@ Completion::Completion(int n, const MPI_Request* creqs, const MPI_Fint* freqs)
     e.persistent = s->persistent;
   }
   DropDuplicates();
+  // Below MPI_THREAD_MULTIPLE no other thread calls MPI before this call's wrapper returns, so the
+  // entries stay in the table: Done takes out those that completed. A polling loop (MPI_Testany
+  // of nothing yet) then costs no compare-exchange per request and call.
+  if (!g_thread_multiple.load(std::memory_order_relaxed))
+    return;
   // MPI_THREAD_MULTIPLE: once the call below completes a (non-persistent) request, MPI frees
   // its handle and another thread's MPI_Irecv or MPI_Isend may get the same handle before this
   // thread is back here to untrack it; the table would then still hold this request under that

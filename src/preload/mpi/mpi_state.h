@@ -38,6 +38,10 @@ constexpr uint64_t kBusy = 1, kTomb = 2;
 
 // ---- process state (mpi_core.cc) -------------------------------------------------------------
 extern std::atomic<bool> g_ready;  // MPI initialised and world state below valid
+// The thread level MPI gave is MPI_THREAD_MULTIPLE (true until MPI_Init says otherwise): only
+// then may another thread's call reuse a request handle while this thread's completion call is
+// still in its wrapper (Completion).
+extern std::atomic<bool> g_thread_multiple;
 extern int g_world_rank;
 extern int g_world_size;
 extern uint64_t g_world_key, g_self_key;
