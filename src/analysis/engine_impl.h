@@ -715,6 +715,15 @@ struct Engine::Impl {
   void BuildSummary(Summary* s) const;
   void BuildLocations(Results* res, std::vector<size_t>* order, std::vector<int>* result_index);
   LocationResult BuildLocation(Loc& l, std::vector<StateTimes>* row);
+  // --- one location's result (results_location.cc) --------------------------------------------
+  void CpuStates(const Loc& l, LocationResult* r, std::vector<StateTimes>* row) const;
+  void SampledStates(const Loc& l, uint64_t held, LocationResult* r,
+                     std::vector<StateTimes>* row) const;
+  void InferredStates(const Loc& l, uint64_t held, LocationResult* r,
+                      std::vector<StateTimes>* row) const;
+  void LocationMessagesAndMpi(const Loc& l, LocationResult* r);
+  void LocationRegions(Loc& l, LocationResult* r);
+  void LocationWaitsAndCompute(const Loc& l, LocationResult* r) const;
   void BuildLost(Results* res) const;
   void BuildLinks(Results* res);
   void BuildIntervalStats(Results* res) const;
