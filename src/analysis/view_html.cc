@@ -210,27 +210,8 @@ document.documentElement.setAttribute('data-charts',String(charts.length));
 })();
 )";
 
-}  // namespace
-
-std::string RenderHtml(const Results& r, const std::string& chart_js) {
-  const Summary& s = r.summary;
-  std::string o = "<!doctype html>\n<html><head><meta charset=\"utf-8\">\n";
-  o += fmt::format("<title>parmon report: {}</title>\n<style>{}</style>\n</head><body>\n",
-                   Esc(s.file), kStyle);
-  o += fmt::format("<h1>parmon report: {}</h1>\n", Esc(s.file));
-  if (chart_js.empty())
-    o += "<div class=\"note\" id=\"no-charts\">This report has no charts: the charting library "
-         "(ECharts, from npm) was not available when parmon was built. The tables below carry "
-         "every figure.</div>\n";
-  if (s.lost_events)
-    o += fmt::format(
-        "<div class=\"warn\" id=\"lost\">{}: figures for the "
-        "locations concerned undercount.</div>\n",
-        LostSentence(s.lost_events));
-  if (std::string damage = DamageSentence(s); !damage.empty()) {
-    damage[0] = 'T';  // "the trace ..." opens the paragraph
-    o += fmt::format("<div class=\"warn\">{}</div>\n", Esc(damage));
-  }
+// The summary table: what ran, for how long, and what recording it cost.
+void HtmlSummary(const Summary& s, std::string& o) {
   o += "<h2>Summary</h2><table>\n";
   auto row = [&](const std::string& k, const std::string& v) {
     o += fmt::format("<tr><td>{}</td><td class=\"l\">{}</td></tr>\n", Esc(k), Esc(v));
@@ -250,7 +231,12 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
     row("cost to the program", fmt::format("~{:.1f}% of its CPU time", s.estimated_slowdown * 100));
   for (const Summary::SwitchStop& stop : s.switch_stops)
     row("context-switch records", SwitchStopSentence(s, stop));
-  o += "</table>\n<h2>Diagnosis</h2>\n<ol class=\"diag\">\n";
+  o += "</table>\n";
+}
+
+// The findings, and the places of the charts (drawn by kCharts from the report data).
+void HtmlDiagnosisAndCharts(const Results& r, bool charts, std::string& o) {
+  o += "<h2>Diagnosis</h2>\n<ol class=\"diag\">\n";
   for (const auto& f : r.findings)
     o +=
         fmt::format("<li><b>{}</b> [{} of the wall time at stake]<div class=\"ev\">{}</div></li>\n",
@@ -258,7 +244,7 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
   if (r.findings.empty())
     o += "<li>No bottleneck found.</li>\n";
   o += "</ol>\n";
-  if (!chart_js.empty()) {
+  if (charts) {
     o += "<h2>States per thread</h2><div id=\"states\" class=\"chart\"></div>\n"
          "<h2 id=\"pies-title\">Time per node</h2><div id=\"pies-legend\" class=\"legend\"></div>"
          "<div id=\"pies\" class=\"pies\"></div><p id=\"pies-more\"></p>\n";
@@ -284,6 +270,10 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
           what, kind);
     }
   }
+}
+
+// One row per location: its states and messages.
+void HtmlLocations(const Results& r, std::string& o) {
   o += "<h2>Locations</h2><table><tr><th>location</th><th>wall</th><th>cpu</th>";
   for (int i = 0; i < kStateCount; ++i)
     o += fmt::format("<th>{}</th>", StateName(static_cast<State>(i)));
@@ -304,7 +294,12 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
         FormatCount(l.messages_sent - std::min(l.messages_sent, l.mpi_messages_sent)),
         FormatCount(l.messages_received - std::min(l.messages_received, l.mpi_messages_received)));
   }
-  o += "</table>\n<h2>Communication</h2><table><tr><th>from</th><th>to</th><th>messages</th>"
+  o += "</table>\n";
+}
+
+// The links, the wait states and (trace mode) the MPI call sites.
+void HtmlCommunication(const Results& r, std::string& o) {
+  o += "<h2>Communication</h2><table><tr><th>from</th><th>to</th><th>messages</th>"
        "<th>bytes</th><th>time</th><th>wait</th><th>transfer</th><th>sender wait</th>"
        "<th>receiver wait</th></tr>\n";
   for (const auto& k : r.links)
@@ -339,6 +334,33 @@ std::string RenderHtml(const Results& r, const std::string& chart_js) {
           c.max_rank, c.cov);
     o += "</table>\n";
   }
+}
+
+}  // namespace
+
+std::string RenderHtml(const Results& r, const std::string& chart_js) {
+  const Summary& s = r.summary;
+  std::string o = "<!doctype html>\n<html><head><meta charset=\"utf-8\">\n";
+  o += fmt::format("<title>parmon report: {}</title>\n<style>{}</style>\n</head><body>\n",
+                   Esc(s.file), kStyle);
+  o += fmt::format("<h1>parmon report: {}</h1>\n", Esc(s.file));
+  if (chart_js.empty())
+    o += "<div class=\"note\" id=\"no-charts\">This report has no charts: the charting library "
+         "(ECharts, from npm) was not available when parmon was built. The tables below carry "
+         "every figure.</div>\n";
+  if (s.lost_events)
+    o += fmt::format(
+        "<div class=\"warn\" id=\"lost\">{}: figures for the "
+        "locations concerned undercount.</div>\n",
+        LostSentence(s.lost_events));
+  if (std::string damage = DamageSentence(s); !damage.empty()) {
+    damage[0] = 'T';  // "the trace ..." opens the paragraph
+    o += fmt::format("<div class=\"warn\">{}</div>\n", Esc(damage));
+  }
+  HtmlSummary(s, o);
+  HtmlDiagnosisAndCharts(r, !chart_js.empty(), o);
+  HtmlLocations(r, o);
+  HtmlCommunication(r, o);
   o += "<script type=\"application/json\" id=\"report-data\">" + ScriptSafe(DumpJson(ToJson(r))) +
        "</script>\n";
   if (!chart_js.empty()) {

@@ -30,6 +30,15 @@ class MonitorPublisher {
   void Publish(const std::vector<SamplerCore::Output>& out, uint64_t now_ns, uint64_t period_ns);
 
  private:
+  struct Figures;  // what one pass booked for one watched entry (monitor.cc)
+  struct Pass;     // one pass's watched entries and their Figures
+  void ScanEntries(Pass& p);
+  void ReadMpiTimes(Pass& p) const;
+  uint64_t MpiSince(const Pass& p, uint32_t pid, uint32_t tid);
+  void Book(const std::vector<SamplerCore::Output>& out, Pass& p);
+  void WriteEntry(uint32_t i, uint32_t claim, const Figures& f);
+  void WriteCpus(const std::vector<SamplerCore::Output>& out);
+
   shm::MonitorTable* table_;
   const shm::SegmentHeader* segment_;
   TickConversion clock_;
