@@ -2,7 +2,8 @@
 // libparmon's events in the program's threads (events x the cost of one), the kernel's
 // context-switch records, written on the switching thread's own time (two per switch, x the cost
 // the recorder measured after the run, sched/switch_cost.h), and the recorder's own CPU, which
-// takes a CPU from the program only when the CPUs were busy.
+// takes a CPU from the program only when the CPUs were busy. Their sum is set against the run's
+// wall time as the slowdown it caused (BuildOverhead).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -53,8 +54,25 @@ void Engine::Impl::BuildOverhead(Results* res) const {
     busy = 1 - static_cast<double>(std::min(a.idle_ns, a.capacity_ns)) /
                    static_cast<double>(a.capacity_ns);
   const double recorder_run = static_cast<double>(s.recorder_cpu_ns - s.calibration_cpu_ns);
-  s.estimated_slowdown = (static_cast<double>(s.in_thread_overhead_ns) + recorder_run * busy) /
-                         static_cast<double>(s.program_cpu_ns - s.in_thread_overhead_ns);
+  // The slowdown of the run's wall time. The rusage figures are the whole run's, so is the wall
+  // time they are set against. Each thread pays its own in-thread time: the run is longer by the
+  // average thread's share, in_thread / n, n the threads running on average. The recorder's CPU
+  // on busy CPUs held a program thread off its CPU that long: in a program whose threads wait for
+  // each other (MPI ranks, messages, channels, locks) the others then wait for it, so the whole
+  // run is that much longer; among independent threads only the one held up is (1/n of it).
+  const double wall = static_cast<double>(session_end > session_start ? session_end - session_start
+                                                                      : s.duration_ns);
+  if (wall <= 0)
+    return;
+  const double n = std::max(1.0, static_cast<double>(s.program_cpu_ns) / wall);
+  bool coupled = has_comm || s.ranks > 1;
+  for (const Loc& l : locs)
+    coupled = coupled || (!l.cpu && l.waits[static_cast<int>(State::kLockWait)] > 0);
+  const double taken = recorder_run * busy;
+  const double delay =
+      static_cast<double>(s.in_thread_overhead_ns) / n + (coupled ? taken : taken / n);
+  if (delay < wall)
+    s.estimated_slowdown = delay / (wall - delay);
 }
 
 }  // namespace parmon::analysis

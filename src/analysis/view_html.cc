@@ -228,7 +228,7 @@ void HtmlSummary(const Summary& s, std::string& o) {
                   FormatDuration(s.in_thread_overhead_ns), FormatDuration(s.in_thread_events_ns),
                   FormatDuration(s.in_thread_switches_ns)));
   if (s.estimated_slowdown > 0)
-    row("cost to the program", fmt::format("~{:.1f}% of its CPU time", s.estimated_slowdown * 100));
+    row("cost to the program", fmt::format("~{:.1f}% of its run time", s.estimated_slowdown * 100));
   for (const Summary::SwitchStop& stop : s.switch_stops)
     row("context-switch records", SwitchStopSentence(s, stop));
   o += "</table>\n";

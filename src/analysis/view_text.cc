@@ -267,7 +267,7 @@ void TextSummary(Out& o, const Results& r) {
                             s.switch_cost_source == "measured" ? "measured" : "estimated");
   if (s.estimated_slowdown > 0)
     overhead +=
-        fmt::format("; cost to the program ~{:.1f}% of its CPU time", s.estimated_slowdown * 100);
+        fmt::format("; cost to the program ~{:.1f}% of its run time", s.estimated_slowdown * 100);
   if (s.parmon_held_ns)
     overhead += fmt::format(
         "; parmon held them {} while their rings were full (--overflow block; in no state of "
