@@ -41,6 +41,11 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(std::unique_ptr<Chunk
 TraceWriter::TraceWriter(std::unique_ptr<ChunkSink> sink, WriterOptions options)
     : sink_(std::move(sink)), path_(sink_->name()), options_(options), cctx_(ZSTD_createCCtx()) {
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, options_.zstd_level);
+  // At the default level, a 16 KiB match table (2^12 entries) instead of level 1's 64 KiB: it
+  // stays in the L1 cache, and compresses the recorder's chunks 13-39% faster for 0-1% more bytes
+  // (chunks of a recorded MPI ping-pong and halo, docs/format.md).
+  if (options_.zstd_level == 1)
+    ZSTD_CCtx_setParameter(cctx_, ZSTD_c_hashLog, 12);
 }
 
 TraceWriter::~TraceWriter() {
