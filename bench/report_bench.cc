@@ -345,7 +345,8 @@ bool Advance(const parmon::format::TraceReader& reader, Head* h) {
     }
     h->decoder =
         parmon::format::EventDecoder(h->raw.data(), h->raw.size(), ref.header.location,
-                                     static_cast<Source>(ref.header.source), &reader.schema());
+                                     static_cast<Source>(ref.header.source), &reader.schema(),
+                                     (ref.header.flags & parmon::format::kChunkRelativeTimes) != 0);
   }
 }
 

@@ -90,8 +90,9 @@ TEST(Codec, EveryKindRoundTrips) {
   std::vector<Event> decoded;
   std::string error;
   KindSchema schema;
+  // An encoder's bytes are what a 3.0 EVENTS chunk holds: time args relative (kChunkRelativeTimes).
   ASSERT_TRUE(DecodeEvents(enc.bytes().data(), enc.bytes().size(), 7, Source::kRuntime, schema,
-                           &decoded, &error))
+                           &decoded, &error, true))
       << error;
   ASSERT_EQ(decoded.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {

@@ -17,9 +17,11 @@ constexpr char kFileMagic[8] = {'P', 'A', 'R', 'M', 'O', 'N', 'T', 'R'};
 // What this parmon writes. 1.1 added the WATERMARK chunk; 2.0 the REPEAT RUN inside EVENTS
 // payloads (codec.h), which a 1.x reader cannot decode, hence the major version; 2.1 lets a run
 // hold kinds of several args whose args after the first are 0 (a 2.0 reader refuses such a run
-// in one sentence, losing that chunk).
-constexpr uint16_t kVersionMajor = 2;
-constexpr uint16_t kVersionMinor = 1;
+// in one sentence, losing that chunk); 3.0 writes the time args of an event (MpiRecv.posted, ...)
+// relative to the event's own time, in the chunks that say so (kChunkRelativeTimes): a 2.x reader
+// would take them for absolute times, so it refuses the file by its major version instead.
+constexpr uint16_t kVersionMajor = 3;
+constexpr uint16_t kVersionMinor = 0;
 // It reads every major version from this one up to kVersionMajor (1.x payloads hold no runs).
 constexpr uint16_t kOldestReadableMajor = 1;
 inline bool ReadableMajor(uint16_t major) {
@@ -48,6 +50,10 @@ enum class ChunkType : uint16_t {
 };
 
 enum class Codec : uint16_t { kRaw = 0, kZstd = 1 };
+
+// ChunkHeader::flags of an EVENTS chunk (3.0): its time args are zigzag varints of the event's
+// time minus the arg (docs/format.md). Chunks of older files have none and hold absolute times.
+constexpr uint8_t kChunkRelativeTimes = 0x01;
 
 struct ChunkHeader {
   uint32_t magic;

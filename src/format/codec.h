@@ -296,8 +296,10 @@ class KindSchema {
   bool Known(uint16_t id) const { return id < entries_.size() && entries_[id].known; }
   uint8_t nargs(uint16_t id) const { return entry(id).nargs; }
   bool has_payload(uint16_t id) const { return entry(id).has_payload; }
-  // What a decoder needs of a kind, in one byte: kBriefKnown | kBriefPayload | nargs.
-  static constexpr uint8_t kBriefKnown = 0x80, kBriefPayload = 0x40, kBriefArgs = 0x0f;
+  // What a decoder needs of a kind, in one byte: kBriefKnown | kBriefPayload | kBriefTimes (some
+  // arg is a time: time_mask() is not 0) | nargs.
+  static constexpr uint8_t kBriefKnown = 0x80, kBriefPayload = 0x40, kBriefTimes = 0x20,
+                           kBriefArgs = 0x0f;
   uint8_t brief(uint16_t id) const { return brief_[id]; }
   uint32_t time_mask(uint16_t id) const { return entry(id).time_mask; }  // args that are times
   const std::string& name(uint16_t id) const { return entry(id).name; }
@@ -334,12 +336,20 @@ bool DecodeSchema(const uint8_t* p, size_t n, KindSchema* schema);
 class EventDecoder {
  public:
   EventDecoder() = default;
+  // `relative_times`: the chunk's header has kChunkRelativeTimes (format 3.0).
   EventDecoder(const uint8_t* p,
                size_t n,
                uint32_t location,
                Source source,
-               const KindSchema* schema)
-      : begin_(p), p_(p), end_(p + n), location_(location), source_(source), schema_(schema) {}
+               const KindSchema* schema,
+               bool relative_times = false)
+      : begin_(p),
+        p_(p),
+        end_(p + n),
+        location_(location),
+        source_(source),
+        schema_(schema),
+        relative_times_(relative_times) {}
   // The next event into *e, or false at the end of the payload or when it is malformed (then
   // error() says why and where).
   bool Next(Event* e) {
@@ -402,6 +412,8 @@ class EventDecoder {
     for (int i = 0; i < nargs; ++i)
       if (!(p = Get<kUnchecked>(p, &e->args[i])))
         return Fail("event args truncated", start);
+    if ((brief & KindSchema::kBriefTimes) && relative_times_) [[unlikely]]
+      AbsoluteTimes(e);
     e->payload = {};
     if (brief & KindSchema::kBriefPayload) {
       uint64_t len;
@@ -473,6 +485,13 @@ class EventDecoder {
     prev_ts_ = e->ts;
     return true;
   }
+  // Format 3.0: the time args were written as zigzag(ts - arg).
+  void AbsoluteTimes(Event* e) const {
+    const uint32_t mask = schema_->time_mask(e->kind);
+    for (int i = 0; i < e->nargs; ++i)
+      if (mask & (1u << i))
+        e->args[i] = e->ts - static_cast<uint64_t>(UnZigZag(e->args[i]));
+  }
   bool Fail(const std::string& what, const uint8_t* at) {
     error_ = what + " at byte " + std::to_string(at - begin_);
     p_ = end_;
@@ -490,6 +509,7 @@ class EventDecoder {
   uint32_t location_ = 0;
   Source source_ = Source::kRuntime;
   const KindSchema* schema_ = nullptr;
+  bool relative_times_ = false;
   std::string error_;
 };
 
@@ -501,7 +521,8 @@ bool DecodeEvents(const uint8_t* p,
                   Source source,
                   const KindSchema& schema,
                   std::vector<Event>* out,
-                  std::string* error);
+                  std::string* error,
+                  bool relative_times = false);
 
 // Key/value pairs of the SESSION chunk.
 void EncodeKeyValues(const std::vector<std::pair<std::string, std::string>>& kv, ByteBuffer* out);

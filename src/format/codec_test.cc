@@ -330,5 +330,49 @@ TEST(StreamEncoder, ResetAndReleaseFreesTheBufferAndEncodesAsNew) {
   EXPECT_EQ(used.count(), 10u);
 }
 
+// Format 3.0: time args are written relative to their event's time, and read back exactly
+// (before, at and after the event's time, and 0 for "none"); a chunk without the flag is read as
+// absolute, as every 2.x chunk was.
+TEST(EventDecoder, RelativeTimeArgsRoundTripExactly) {
+  const KindSchema schema;
+  StreamEncoder enc(1, Source::kRuntime);
+  const uint64_t ts = 5'000'000'000;
+  const uint64_t posted[] = {ts - 1500, ts, ts + 7, 0, ~uint64_t{0} >> 1};
+  for (uint64_t p : posted) {
+    Event e;
+    e.kind = static_cast<uint16_t>(Kind::kMpiRecv);
+    e.ts = ts;
+    e.nargs = 6;
+    uint64_t args[6] = {3, 7, 1, 128, 42, p};
+    for (int i = 0; i < 6; ++i)
+      e.args[i] = args[i];
+    enc.Append(e);
+  }
+  EventDecoder d(enc.bytes().data(), enc.bytes().size(), 1, Source::kRuntime, &schema, true);
+  Event out;
+  for (uint64_t p : posted) {
+    ASSERT_TRUE(d.Next(&out)) << d.error();
+    EXPECT_EQ(out.ts, ts);
+    EXPECT_EQ(out.args[4], 42u);  // not a time: as written
+    EXPECT_EQ(out.args[5], p);
+  }
+  EXPECT_FALSE(d.Next(&out));
+  EXPECT_TRUE(d.error().empty());
+  // A posted time 1.5 us before its event takes 2 bytes (absolute, 5): kind 1, time 5, the five
+  // other args 1 each, posted 2.
+  StreamEncoder one(1, Source::kRuntime);
+  Event e;
+  e.kind = static_cast<uint16_t>(Kind::kMpiRecv);
+  e.ts = ts;
+  e.nargs = 6;
+  e.args[5] = ts - 1500;
+  one.Append(e);
+  EXPECT_EQ(one.raw_size(), 1u + 5u + 5u + 2u);
+  // Read as a 2.x chunk (no flag), the same bytes give the relative value, not the time.
+  EventDecoder absolute(one.bytes().data(), one.bytes().size(), 1, Source::kRuntime, &schema);
+  ASSERT_TRUE(absolute.Next(&out));
+  EXPECT_EQ(out.args[5], 3000u);  // zigzag(1500)
+}
+
 }  // namespace
 }  // namespace parmon::format

@@ -136,8 +136,9 @@ Status TraceWriter::WriteEncoded(uint32_t location,
                                  size_t size) {
   if (count == 0)
     return Status::Ok();
+  // Bytes of a StreamEncoder: time args relative to their events' times.
   PARMON_RETURN_IF_ERROR(WriteChunk(ChunkType::kEvents, location, source, first_ts, last_ts, count,
-                                    bytes, size, true));
+                                    bytes, size, true, kChunkRelativeTimes));
   events_written_ += count;
   for (auto& t : totals_) {
     if (t.location == location && t.source == source) {
@@ -157,7 +158,8 @@ Status TraceWriter::WriteChunk(ChunkType type,
                                uint32_t count,
                                const uint8_t* raw,
                                size_t raw_size,
-                               bool compress) {
+                               bool compress,
+                               uint8_t flags) {
   if (failed_ && !finishing_)
     return Status::Error(fmt::format("trace file {} is no longer writable", path_));
   ChunkHeader h;
@@ -166,6 +168,7 @@ Status TraceWriter::WriteChunk(ChunkType type,
   h.type = static_cast<uint16_t>(type);
   h.location = location;
   h.source = static_cast<uint8_t>(source);
+  h.flags = flags;
   h.first_ts = first_ts;
   h.last_ts = last_ts;
   h.event_count = count;

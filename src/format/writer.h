@@ -90,7 +90,8 @@ class TraceWriter {
                     uint32_t count,
                     const uint8_t* raw,
                     size_t raw_size,
-                    bool compress);
+                    bool compress,
+                    uint8_t flags = 0);
 
   struct IndexEntry {
     uint64_t offset;

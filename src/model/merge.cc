@@ -90,7 +90,8 @@ bool Merge::NextChunk(Head& h) {
     }
     h.decoder =
         format::EventDecoder(h.raw.data(), h.raw.size(), ref->header.location,
-                             static_cast<format::Source>(ref->header.source), &reader.schema());
+                             static_cast<format::Source>(ref->header.source), &reader.schema(),
+                             (ref->header.flags & format::kChunkRelativeTimes) != 0);
     return true;
   }
 }

@@ -66,7 +66,8 @@ class RingDrainer {
     uint8_t nargs;
     bool compact_only;  // one arg, no payload: OnCompact
     // A compact ring event of this kind may go into a repeat run: no payload, and its args after
-    // the first (the ring's 32-bit field) are 0 (format 2.1; MpiEnter without its site).
+    // the first (the ring's 32-bit field) are 0 (format 2.1; MpiEnter without its site), and
+    // none is a time (a run's zeros are absolute; an event's time args are relative, 3.0).
     bool in_runs;
     uint32_t time_mask;
   };
