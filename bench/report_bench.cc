@@ -343,10 +343,9 @@ bool Advance(const parmon::format::TraceReader& reader, Head* h) {
       h->decoder = {};
       continue;
     }
-    h->decoder =
-        parmon::format::EventDecoder(h->raw.data(), h->raw.size(), ref.header.location,
-                                     static_cast<Source>(ref.header.source), &reader.schema(),
-                                     (ref.header.flags & parmon::format::kChunkRelativeTimes) != 0);
+    h->decoder = parmon::format::EventDecoder(
+        h->raw.data(), h->raw.size(), ref.header.location, static_cast<Source>(ref.header.source),
+        &reader.schema(), parmon::format::RelativeTimes(ref.header));
   }
 }
 

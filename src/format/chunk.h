@@ -75,6 +75,11 @@ struct ChunkHeader {
 };
 static_assert(sizeof(ChunkHeader) == 64);
 
+// Whether an EVENTS chunk's time args are relative to their events (the decoder's flag).
+inline bool RelativeTimes(const ChunkHeader& h) {
+  return (h.flags & kChunkRelativeTimes) != 0;
+}
+
 constexpr uint32_t kTrailerMagic = 0x4C544D50;  // "PMTL"
 
 struct Trailer {

@@ -88,10 +88,9 @@ bool Merge::NextChunk(Head& h) {
       h.decoder = {};
       continue;
     }
-    h.decoder =
-        format::EventDecoder(h.raw.data(), h.raw.size(), ref->header.location,
-                             static_cast<format::Source>(ref->header.source), &reader.schema(),
-                             (ref->header.flags & format::kChunkRelativeTimes) != 0);
+    h.decoder = format::EventDecoder(h.raw.data(), h.raw.size(), ref->header.location,
+                                     static_cast<format::Source>(ref->header.source),
+                                     &reader.schema(), format::RelativeTimes(ref->header));
     return true;
   }
 }
