@@ -345,7 +345,7 @@ bool Advance(const parmon::format::TraceReader& reader, Head* h) {
     }
     h->decoder = parmon::format::EventDecoder(
         h->raw.data(), h->raw.size(), ref.header.location, static_cast<Source>(ref.header.source),
-        &reader.schema(), parmon::format::RelativeTimes(ref.header));
+        &reader.schema(), parmon::format::ChunkCoding(ref.header));
   }
 }
 

@@ -90,9 +90,10 @@ TEST(Codec, EveryKindRoundTrips) {
   std::vector<Event> decoded;
   std::string error;
   KindSchema schema;
-  // An encoder's bytes are what a 3.0 EVENTS chunk holds: time args relative (kChunkRelativeTimes).
+  // An encoder's bytes are what a 4.0 EVENTS chunk holds: time args relative, some args
+  // differences (kEncoderCoding).
   ASSERT_TRUE(DecodeEvents(enc.bytes().data(), enc.bytes().size(), 7, Source::kRuntime, schema,
-                           &decoded, &error, true))
+                           &decoded, &error, kEncoderCoding))
       << error;
   ASSERT_EQ(decoded.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {

@@ -19,8 +19,11 @@ constexpr char kFileMagic[8] = {'P', 'A', 'R', 'M', 'O', 'N', 'T', 'R'};
 // hold kinds of several args whose args after the first are 0 (a 2.0 reader refuses such a run
 // in one sentence, losing that chunk); 3.0 writes the time args of an event (MpiRecv.posted, ...)
 // relative to the event's own time, in the chunks that say so (kChunkRelativeTimes): a 2.x reader
-// would take them for absolute times, so it refuses the file by its major version instead.
-constexpr uint16_t kVersionMajor = 3;
+// would take them for absolute times, so it refuses the file by its major version instead; 4.0
+// writes the args of a few kinds (MpiSend's peer, tag, ..., kinds.h's kKindDeltas) as differences
+// from the kind's previous event in the chunk (kChunkArgDeltas) and names those args in the SCHEMA
+// chunk, which a 3.x reader would misread.
+constexpr uint16_t kVersionMajor = 4;
 constexpr uint16_t kVersionMinor = 0;
 // It reads every major version from this one up to kVersionMajor (1.x payloads hold no runs).
 constexpr uint16_t kOldestReadableMajor = 1;
@@ -54,6 +57,11 @@ enum class Codec : uint16_t { kRaw = 0, kZstd = 1 };
 // ChunkHeader::flags of an EVENTS chunk (3.0): its time args are zigzag varints of the event's
 // time minus the arg (docs/format.md). Chunks of older files have none and hold absolute times.
 constexpr uint8_t kChunkRelativeTimes = 0x01;
+// (4.0) The args the SCHEMA names as differences (kinds.h, kKindDeltas) are zigzag varints of the
+// arg minus the same arg of the previous event of its kind in the chunk.
+constexpr uint8_t kChunkArgDeltas = 0x02;
+// What a StreamEncoder's bytes need: the flags TraceWriter::WriteEncoded gives their chunk.
+constexpr uint8_t kEncoderCoding = kChunkRelativeTimes | kChunkArgDeltas;
 
 struct ChunkHeader {
   uint32_t magic;
@@ -75,9 +83,10 @@ struct ChunkHeader {
 };
 static_assert(sizeof(ChunkHeader) == 64);
 
-// Whether an EVENTS chunk's time args are relative to their events (the decoder's flag).
-inline bool RelativeTimes(const ChunkHeader& h) {
-  return (h.flags & kChunkRelativeTimes) != 0;
+// How an EVENTS chunk's args are written: its kChunkRelativeTimes and kChunkArgDeltas flags (the
+// decoder's `coding`).
+inline uint8_t ChunkCoding(const ChunkHeader& h) {
+  return h.flags & (kChunkRelativeTimes | kChunkArgDeltas);
 }
 
 constexpr uint32_t kTrailerMagic = 0x4C544D50;  // "PMTL"

@@ -17,10 +17,25 @@ void StreamEncoder::Append(const Event& e) {
   p = PutVarint(p, ZigZag(static_cast<int64_t>(e.ts - prev_ts_)));
   // Time args relative to the event's time (format 3.0, kChunkRelativeTimes): a wait's begin or
   // a receive's posting is microseconds before the event, a varint of 1-3 bytes instead of 7.
+  // Args of a few kinds as differences from the kind's previous event (4.0, kChunkArgDeltas).
   const uint32_t times = info.name ? info.time_mask : 0;
-  for (int i = 0; i < nargs; ++i) {
-    const uint64_t v = i < e.nargs ? e.args[i] : 0;
-    p = PutVarint(p, (times & (1u << i)) ? ZigZag(static_cast<int64_t>(e.ts - v)) : v);
+  if (info.delta_mask == 0) [[likely]] {
+    for (int i = 0; i < nargs; ++i) {
+      const uint64_t v = i < e.nargs ? e.args[i] : 0;
+      p = PutVarint(p, (times & (1u << i)) ? ZigZag(static_cast<int64_t>(e.ts - v)) : v);
+    }
+  } else {
+    uint64_t* prev = prev_args_[info.delta_slot];
+    delta_kinds_used_ = true;
+    for (int i = 0; i < nargs; ++i) {
+      const uint64_t v = i < e.nargs ? e.args[i] : 0;
+      if (info.delta_mask & (1u << i)) {
+        p = PutVarint(p, ZigZag(static_cast<int64_t>(v - prev[i])));
+        prev[i] = v;
+      } else {
+        p = PutVarint(p, (times & (1u << i)) ? ZigZag(static_cast<int64_t>(e.ts - v)) : v);
+      }
+    }
   }
   if (info.has_payload) {
     p = PutVarint(p, e.payload.size());
@@ -35,7 +50,7 @@ const KindSchema::Entry KindSchema::kUnknown;
 
 KindSchema::KindSchema() : brief_(65536, 0) {
 #define PARMON_SCHEMA_ENTRY_(name_, id_, nargs_, payload_, time_mask_, arg_names_) \
-  Set(id_, nargs_, payload_, time_mask_, #name_, arg_names_);
+  Set(id_, nargs_, payload_, time_mask_, #name_, arg_names_, GetKindInfo(id_).delta_mask);
   PARMON_EVENT_KINDS(PARMON_SCHEMA_ENTRY_)
 #undef PARMON_SCHEMA_ENTRY_
 }
@@ -45,18 +60,31 @@ const std::shared_ptr<const KindSchema>& KindSchema::Builtin() {
   return builtin;
 }
 
-void KindSchema::Set(uint16_t id,
+bool KindSchema::Set(uint16_t id,
                      uint8_t nargs,
                      bool has_payload,
                      uint32_t time_mask,
                      std::string name,
-                     std::string arg_names) {
+                     std::string arg_names,
+                     uint32_t delta_mask) {
+  uint8_t slot = entry(id).delta_slot;
+  if (delta_mask != 0) {
+    if ((delta_mask & time_mask) != 0)
+      return false;
+    if (slot == kNoDeltaSlot) {
+      if (delta_slots_ >= kMaxDeltaKinds)
+        return false;
+      slot = delta_slots_++;
+    }
+  }
   if (id >= entries_.size())
     entries_.resize(static_cast<size_t>(id) + 1);
-  entries_[id] = Entry{true, nargs, has_payload, time_mask, std::move(name), std::move(arg_names)};
-  brief_[id] = static_cast<uint8_t>(kBriefKnown | (has_payload ? kBriefPayload : 0) |
-                                    (time_mask != 0 ? kBriefTimes : 0) |
-                                    std::min<uint8_t>(nargs, kBriefArgs));
+  entries_[id] = Entry{
+      true, nargs, has_payload, time_mask, std::move(name), std::move(arg_names), delta_mask, slot};
+  brief_[id] = static_cast<uint8_t>(
+      kBriefKnown | (has_payload ? kBriefPayload : 0) | (time_mask != 0 ? kBriefTimes : 0) |
+      (delta_mask != 0 ? kBriefDeltas : 0) | std::min<uint8_t>(nargs, kBriefArgs));
+  return true;
 }
 
 namespace {
@@ -85,7 +113,7 @@ void EncodeSchema(ByteBuffer* out) {
     uint8_t* p = out->Reserve(4 * kMaxVarintBytes);                                 \
     p = PutVarint(p, id_);                                                          \
     p = PutVarint(p, nargs_);                                                       \
-    p = PutVarint(p, (payload_) ? 1 : 0);                                           \
+    p = PutVarint(p, ((payload_) ? 1 : 0) | GetKindInfo(id_).delta_mask << 8);      \
     p = PutVarint(p, time_mask_);                                                   \
     out->Commit(p);                                                                 \
     PutString(out, #name_);                                                         \
@@ -105,10 +133,13 @@ bool DecodeSchema(const uint8_t* p, size_t n, KindSchema* schema) {
     std::string name, arg_names;
     if (!GetString(&p, end, &name) || !GetString(&p, end, &arg_names))
       return false;
-    if (id > 0xffff || nargs > kMaxArgs)
+    // The third field: bit 0 a payload, bits 8-15 (4.0) the args written as differences.
+    if (id > 0xffff || nargs > kMaxArgs || payload > 0xffff)
       return false;
-    schema->Set(static_cast<uint16_t>(id), static_cast<uint8_t>(nargs), payload != 0,
-                static_cast<uint32_t>(time_mask), std::move(name), std::move(arg_names));
+    if (!schema->Set(static_cast<uint16_t>(id), static_cast<uint8_t>(nargs), (payload & 1) != 0,
+                     static_cast<uint32_t>(time_mask), std::move(name), std::move(arg_names),
+                     static_cast<uint32_t>(payload >> 8)))
+      return false;
   }
   return true;
 }
@@ -120,8 +151,8 @@ bool DecodeEvents(const uint8_t* p,
                   const KindSchema& schema,
                   std::vector<Event>* out,
                   std::string* error,
-                  bool relative_times) {
-  EventDecoder decoder(p, n, location, source, &schema, relative_times);
+                  uint8_t coding) {
+  EventDecoder decoder(p, n, location, source, &schema, coding);
   // Decoded in place (no copy of the 96-byte Event); the last one is removed again on damage.
   while (decoder.Next(&out->emplace_back())) {
   }

@@ -13,6 +13,11 @@
 // repeats the event two back, set the event one back; bits 0-6 are the time since the previous
 // event (0-127 ns). Each repeated event becomes the one back, and the one back the two back, as
 // with any event.
+//
+// Since 4.0 the args of the kinds kinds.h's kKindDeltas names (the SCHEMA chunk's delta masks)
+// are differences: zigzag(arg - the same arg of the previous event of the kind in the chunk, 0
+// before the first), in chunks flagged kChunkArgDeltas. Events of a repeat run are never of such
+// a kind. A kind's time args are relative to the event's time (3.0), never differences.
 #ifndef PARMON_SRC_FORMAT_CODEC_H_
 #define PARMON_SRC_FORMAT_CODEC_H_
 
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "base/varint.h"
+#include "format/chunk.h"
 #include "format/event.h"
 
 namespace parmon::format {
@@ -87,6 +93,10 @@ class StreamEncoder {
   void Reset() {
     buf_.Clear();
     EndRun();
+    if (delta_kinds_used_ != 0) {
+      std::memset(prev_args_, 0, sizeof(prev_args_));
+      delta_kinds_used_ = 0;
+    }
     count_ = 0;
     prev_ts_ = 0;
     first_ts_ = 0;
@@ -131,6 +141,10 @@ class StreamEncoder {
   int history_ = 0;
   size_t run_at_ = 0;
   uint32_t run_count_ = 0;
+  // The args of each delta kind's previous event in this chunk (by KindInfo::delta_slot), and
+  // whether any was written since the last Reset.
+  uint64_t prev_args_[kMaxDeltaKinds][kMaxArgs] = {};
+  bool delta_kinds_used_ = false;
 };
 
 // Appends a run of one-arg events to a StreamEncoder with the encoder's bookkeeping (buffer room,
@@ -287,21 +301,28 @@ class KindSchema {
   // One shared copy of the compiled-in table: readers of files whose SCHEMA chunk says nothing
   // else point here instead of holding their own (a session of thousands of rank files).
   static const std::shared_ptr<const KindSchema>& Builtin();
-  void Set(uint16_t id,
+  // False (nothing set) when delta_mask names a kind beyond the kMaxDeltaKinds a decoder keeps,
+  // or args that are also times.
+  bool Set(uint16_t id,
            uint8_t nargs,
            bool has_payload,
            uint32_t time_mask,
            std::string name,
-           std::string arg_names);
+           std::string arg_names,
+           uint32_t delta_mask = 0);
   bool Known(uint16_t id) const { return id < entries_.size() && entries_[id].known; }
   uint8_t nargs(uint16_t id) const { return entry(id).nargs; }
   bool has_payload(uint16_t id) const { return entry(id).has_payload; }
   // What a decoder needs of a kind, in one byte: kBriefKnown | kBriefPayload | kBriefTimes (some
-  // arg is a time: time_mask() is not 0) | nargs.
+  // arg is a time: time_mask() is not 0) | kBriefDeltas (some arg is a difference: delta_mask()
+  // is not 0) | nargs.
   static constexpr uint8_t kBriefKnown = 0x80, kBriefPayload = 0x40, kBriefTimes = 0x20,
-                           kBriefArgs = 0x0f;
+                           kBriefDeltas = 0x10, kBriefArgs = 0x0f;
   uint8_t brief(uint16_t id) const { return brief_[id]; }
-  uint32_t time_mask(uint16_t id) const { return entry(id).time_mask; }  // args that are times
+  uint32_t time_mask(uint16_t id) const { return entry(id).time_mask; }    // args that are times
+  uint32_t delta_mask(uint16_t id) const { return entry(id).delta_mask; }  // args as differences
+  // Where a decoder keeps the kind's previous args (< kMaxDeltaKinds when delta_mask() is not 0).
+  uint8_t delta_slot(uint16_t id) const { return entry(id).delta_slot; }
   const std::string& name(uint16_t id) const { return entry(id).name; }
   const std::string& arg_names(uint16_t id) const { return entry(id).arg_names; }
   // Both describe the same kinds the same way.
@@ -315,6 +336,8 @@ class KindSchema {
     uint32_t time_mask = 0;
     std::string name;
     std::string arg_names;
+    uint32_t delta_mask = 0;
+    uint8_t delta_slot = kNoDeltaSlot;  // kept by the id once given, whatever the mask becomes
     bool operator==(const Entry&) const = default;
   };
   const Entry& entry(uint16_t id) const { return id < entries_.size() ? entries_[id] : kUnknown; }
@@ -323,6 +346,7 @@ class KindSchema {
   // cost of a rank file); ids past it are unknown.
   std::vector<Entry> entries_;
   std::vector<uint8_t> brief_;  // by id, see brief(): 64 KiB the decoder's hot loop reads
+  uint8_t delta_slots_ = 0;     // slots given out
 };
 
 // Encodes the compiled-in kind table (the SCHEMA chunk's payload).
@@ -336,20 +360,21 @@ bool DecodeSchema(const uint8_t* p, size_t n, KindSchema* schema);
 class EventDecoder {
  public:
   EventDecoder() = default;
-  // `relative_times`: the chunk's header has kChunkRelativeTimes (format 3.0).
+  // `coding`: the chunk header's kChunkRelativeTimes (3.0) and kChunkArgDeltas (4.0) flags
+  // (ChunkCoding); 0 for a chunk of an older file.
   EventDecoder(const uint8_t* p,
                size_t n,
                uint32_t location,
                Source source,
                const KindSchema* schema,
-               bool relative_times = false)
+               uint8_t coding = 0)
       : begin_(p),
         p_(p),
         end_(p + n),
         location_(location),
         source_(source),
         schema_(schema),
-        relative_times_(relative_times) {}
+        coding_(coding) {}
   // The next event into *e, or false at the end of the payload or when it is malformed (then
   // error() says why and where).
   bool Next(Event* e) {
@@ -412,8 +437,8 @@ class EventDecoder {
     for (int i = 0; i < nargs; ++i)
       if (!(p = Get<kUnchecked>(p, &e->args[i])))
         return Fail("event args truncated", start);
-    if ((brief & KindSchema::kBriefTimes) && relative_times_) [[unlikely]]
-      AbsoluteTimes(e);
+    if (brief & (KindSchema::kBriefTimes | KindSchema::kBriefDeltas)) [[unlikely]]
+      WholeArgs(e, brief);
     e->payload = {};
     if (brief & KindSchema::kBriefPayload) {
       uint64_t len;
@@ -485,12 +510,22 @@ class EventDecoder {
     prev_ts_ = e->ts;
     return true;
   }
-  // Format 3.0: the time args were written as zigzag(ts - arg).
-  void AbsoluteTimes(Event* e) const {
-    const uint32_t mask = schema_->time_mask(e->kind);
-    for (int i = 0; i < e->nargs; ++i)
-      if (mask & (1u << i))
-        e->args[i] = e->ts - static_cast<uint64_t>(UnZigZag(e->args[i]));
+  // Format 3.0: the time args were written as zigzag(ts - arg); 4.0: the delta args as
+  // zigzag(arg - the kind's previous arg).
+  void WholeArgs(Event* e, uint8_t brief) {
+    if ((brief & KindSchema::kBriefDeltas) && (coding_ & kChunkArgDeltas)) {
+      const uint32_t mask = schema_->delta_mask(e->kind);
+      uint64_t* prev = prev_args_[schema_->delta_slot(e->kind)];
+      for (int i = 0; i < e->nargs; ++i)
+        if (mask & (1u << i))
+          e->args[i] = prev[i] += static_cast<uint64_t>(UnZigZag(e->args[i]));
+    }
+    if ((brief & KindSchema::kBriefTimes) && (coding_ & kChunkRelativeTimes)) {
+      const uint32_t mask = schema_->time_mask(e->kind);
+      for (int i = 0; i < e->nargs; ++i)
+        if (mask & (1u << i))
+          e->args[i] = e->ts - static_cast<uint64_t>(UnZigZag(e->args[i]));
+    }
   }
   bool Fail(const std::string& what, const uint8_t* at) {
     error_ = what + " at byte " + std::to_string(at - begin_);
@@ -509,7 +544,8 @@ class EventDecoder {
   uint32_t location_ = 0;
   Source source_ = Source::kRuntime;
   const KindSchema* schema_ = nullptr;
-  bool relative_times_ = false;
+  uint8_t coding_ = 0;
+  uint64_t prev_args_[kMaxDeltaKinds][kMaxArgs] = {};  // by KindSchema::delta_slot (4.0)
   std::string error_;
 };
 
@@ -522,7 +558,7 @@ bool DecodeEvents(const uint8_t* p,
                   const KindSchema& schema,
                   std::vector<Event>* out,
                   std::string* error,
-                  bool relative_times = false);
+                  uint8_t coding = 0);
 
 // Key/value pairs of the SESSION chunk.
 void EncodeKeyValues(const std::vector<std::pair<std::string, std::string>>& kv, ByteBuffer* out);

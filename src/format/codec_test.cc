@@ -348,7 +348,8 @@ TEST(EventDecoder, RelativeTimeArgsRoundTripExactly) {
       e.args[i] = args[i];
     enc.Append(e);
   }
-  EventDecoder d(enc.bytes().data(), enc.bytes().size(), 1, Source::kRuntime, &schema, true);
+  EventDecoder d(enc.bytes().data(), enc.bytes().size(), 1, Source::kRuntime, &schema,
+                 kEncoderCoding);
   Event out;
   for (uint64_t p : posted) {
     ASSERT_TRUE(d.Next(&out)) << d.error();
@@ -372,6 +373,120 @@ TEST(EventDecoder, RelativeTimeArgsRoundTripExactly) {
   EventDecoder absolute(one.bytes().data(), one.bytes().size(), 1, Source::kRuntime, &schema);
   ASSERT_TRUE(absolute.Next(&out));
   EXPECT_EQ(out.args[5], 3000u);  // zigzag(1500)
+}
+
+// Format 4.0: the args kKindDeltas names are written as differences from the kind's previous
+// event in the chunk, and read back exactly: counting up, going down, wrapping past 2^64, kinds
+// interleaved (each against its own previous event), and from 0 again after Reset (a new chunk).
+TEST(EventDecoder, DeltaArgsRoundTripExactly) {
+  const KindSchema schema;
+  ASSERT_EQ(schema.delta_mask(static_cast<uint16_t>(Kind::kMpiSend)), 0x1fu);
+  ASSERT_EQ(schema.delta_mask(static_cast<uint16_t>(Kind::kMpiEnter)), 0u);  // goes into runs
+  StreamEncoder enc(1, Source::kRuntime);
+  std::vector<Event> in;
+  const uint64_t requests[] = {47, 48, 51, 52, 7, ~uint64_t{0}, 0, 1ull << 63, 5};
+  uint64_t ts = 1'000'000;
+  for (size_t i = 0; i < std::size(requests); ++i) {
+    Event s;
+    s.kind = static_cast<uint16_t>(Kind::kMpiSend);
+    s.ts = ts += 100;
+    s.nargs = 5;
+    const uint64_t args[5] = {i % 2 ? 3u : 1u, i % 2, 1, 128, requests[i]};
+    std::copy(args, args + 5, s.args);
+    Event done;
+    done.kind = static_cast<uint16_t>(Kind::kMpiRequestDone);
+    done.ts = ts += 30;
+    done.nargs = 2;
+    done.args[0] = requests[std::size(requests) - 1 - i];
+    done.args[1] = ts - 200;  // a time: relative, not a difference
+    Event enter;
+    enter.kind = static_cast<uint16_t>(Kind::kMpiEnter);
+    enter.ts = ts;
+    enter.nargs = 2;
+    enter.args[0] = 9;
+    enter.args[1] = i;
+    for (const Event* e : {&s, &done, &enter}) {
+      enc.Append(*e);
+      in.push_back(*e);
+    }
+  }
+  auto check = [&](const StreamEncoder& from, const std::vector<Event>& want) {
+    std::vector<Event> out;
+    std::string error;
+    ASSERT_TRUE(DecodeEvents(from.bytes().data(), from.bytes().size(), 1, Source::kRuntime, schema,
+                             &out, &error, kEncoderCoding))
+        << error;
+    ASSERT_EQ(out.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      SCOPED_TRACE(DescribeEvent(want[i]));
+      EXPECT_EQ(out[i].kind, want[i].kind);
+      EXPECT_EQ(out[i].ts, want[i].ts);
+      for (int a = 0; a < want[i].nargs; ++a)
+        EXPECT_EQ(out[i].args[a], want[i].args[a]) << "arg " << a;
+    }
+  };
+  check(enc, in);
+  // The same sends counted on after a Reset: the new chunk's first send is against zeros.
+  enc.Reset();
+  std::vector<Event> second(in.begin() + 3, in.end());
+  for (const Event& e : second)
+    enc.Append(e);
+  check(enc, second);
+  // A send that repeats the previous one but its request (+1): one byte for each of its args.
+  StreamEncoder two(1, Source::kRuntime);
+  two.Append(in[0]);
+  const size_t first = two.raw_size();
+  Event next = in[0];
+  next.ts += 100;
+  next.args[4] += 1;
+  two.Append(next);
+  EXPECT_EQ(two.raw_size() - first, 1u + 2u + 5u);  // kind, time (100: 2 bytes), five args
+  // Read without the flag (a 3.x chunk), the second send's args are the differences.
+  std::vector<Event> raw;
+  std::string error;
+  ASSERT_TRUE(DecodeEvents(two.bytes().data(), two.bytes().size(), 1, Source::kRuntime, schema,
+                           &raw, &error, kChunkRelativeTimes));
+  ASSERT_EQ(raw.size(), 2u);
+  EXPECT_EQ(raw[1].args[0], 0u);
+  EXPECT_EQ(raw[1].args[4], 2u);  // zigzag(+1)
+}
+
+// The SCHEMA chunk carries the delta masks (bits 8-15 of its third field); a crafted schema with
+// more kinds of differences than a decoder keeps, or with an arg both a time and a difference, is
+// malformed, not a crash.
+TEST(KindSchema, DeltaMasksRoundTripAndCraftedOnesAreRefused) {
+  ByteBuffer buf;
+  EncodeSchema(&buf);
+  KindSchema read;
+  ASSERT_TRUE(DecodeSchema(buf.data(), buf.size(), &read));
+  EXPECT_TRUE(read == KindSchema());
+  for (const KindDeltas& d : kKindDeltas) {
+    EXPECT_EQ(read.delta_mask(d.id), d.mask) << d.id;
+    EXPECT_LT(read.delta_slot(d.id), kMaxDeltaKinds);
+    EXPECT_TRUE(read.brief(d.id) & KindSchema::kBriefDeltas);
+  }
+  auto entry = [](ByteBuffer* out, uint64_t id, uint64_t nargs, uint64_t flags, uint64_t times) {
+    uint8_t* p = out->Reserve(6 * kMaxVarintBytes);
+    for (uint64_t v : {id, nargs, flags, times, uint64_t{0}, uint64_t{0}})
+      p = PutVarint(p, v);  // two empty strings: name and arg names
+    out->Commit(p);
+  };
+  ByteBuffer many;
+  for (uint64_t id = 1000; id < 1000 + kMaxDeltaKinds; ++id)
+    entry(&many, id, 3, 0x3 << 8, 0);
+  KindSchema fresh;  // the compiled-in table already holds std::size(kKindDeltas) of them
+  EXPECT_FALSE(DecodeSchema(many.data(), many.size(), &fresh));
+  ByteBuffer both;
+  entry(&both, 1000, 3, 0x4 << 8, 0x4);
+  KindSchema other;
+  EXPECT_FALSE(DecodeSchema(both.data(), both.size(), &other));
+  // Re-describing a kind keeps its slot: a file's own table over the compiled-in one.
+  ByteBuffer again;
+  entry(&again, 67, 5, 0x1f << 8, 0);
+  KindSchema over;
+  const uint8_t slot = over.delta_slot(67);
+  ASSERT_TRUE(DecodeSchema(again.data(), again.size(), &over));
+  EXPECT_EQ(over.delta_slot(67), slot);
 }
 
 }  // namespace

@@ -19,6 +19,16 @@ constexpr KindTable MakeKindTable() {
   infos[id_] = KindInfo{id_, #name_, nargs_, payload_, time_mask_, arg_names_};
   PARMON_EVENT_KINDS(PARMON_KIND_INFO_)
 #undef PARMON_KIND_INFO_
+  for (size_t i = 0; i < std::size(kKindDeltas); ++i) {
+    KindInfo& k = infos[kKindDeltas[i].id];
+    // A kind of the table, of several args, none of them both a time and a difference (a
+    // constant expression: a wrong entry fails the build).
+    if (!k.name || k.nargs < 2 || (kKindDeltas[i].mask & k.time_mask) != 0 ||
+        (kKindDeltas[i].mask >> k.nargs) != 0)
+      throw "kKindDeltas: not a kind whose args can be differences";
+    k.delta_mask = kKindDeltas[i].mask;
+    k.delta_slot = static_cast<uint8_t>(i);
+  }
   return infos;
 }
 

@@ -422,7 +422,7 @@ void TraceReader::ScanChunk(const ChunkRef& ref, std::vector<uint8_t>* payload) 
         std::vector<Event> events;
         std::string error;
         if (!DecodeEvents(payload->data(), payload->size(), 0, Source::kDefinitions, *schema_,
-                          &events, &error, RelativeTimes(ref.header)))
+                          &events, &error, ChunkCoding(ref.header)))
           AddProblem({ref.offset,
                       fmt::format("definition chunk at offset {}: {}", ref.offset, error),
                       -1,
@@ -584,7 +584,7 @@ Status TraceReader::ReadChunk(const ChunkRef& ref, DecodedChunk* out) const {
   out->events.reserve(std::min<size_t>(ref.header.event_count, out->raw.size() / kMinEventBytes));
   if (!DecodeEvents(out->raw.data(), out->raw.size(), ref.header.location,
                     static_cast<Source>(ref.header.source), *schema_, &out->events, &error,
-                    RelativeTimes(ref.header))) {
+                    ChunkCoding(ref.header))) {
     int64_t lost =
         static_cast<int64_t>(ref.header.event_count) - static_cast<int64_t>(out->events.size());
     std::string msg =

@@ -136,9 +136,9 @@ Status TraceWriter::WriteEncoded(uint32_t location,
                                  size_t size) {
   if (count == 0)
     return Status::Ok();
-  // Bytes of a StreamEncoder: time args relative to their events' times.
+  // Bytes of a StreamEncoder: time args relative to their events' times, some args differences.
   PARMON_RETURN_IF_ERROR(WriteChunk(ChunkType::kEvents, location, source, first_ts, last_ts, count,
-                                    bytes, size, true, kChunkRelativeTimes));
+                                    bytes, size, true, kEncoderCoding));
   events_written_ += count;
   for (auto& t : totals_) {
     if (t.location == location && t.source == source) {

@@ -90,7 +90,7 @@ bool Merge::NextChunk(Head& h) {
     }
     h.decoder = format::EventDecoder(h.raw.data(), h.raw.size(), ref->header.location,
                                      static_cast<format::Source>(ref->header.source),
-                                     &reader.schema(), format::RelativeTimes(ref->header));
+                                     &reader.schema(), format::ChunkCoding(ref->header));
     return true;
   }
 }

@@ -8,9 +8,10 @@ namespace parmon::recorder {
 RingDrainer::RingDrainer(const Segment& segment) : segment_(segment) {
   for (int k = 0; k < 256; ++k) {
     const auto& info = format::GetKindInfo(static_cast<uint16_t>(k));
-    kinds_[k] =
-        RingKind{info.nargs, info.nargs == 1 && !info.has_payload,
-                 info.nargs >= 1 && !info.has_payload && info.time_mask == 0, info.time_mask};
+    kinds_[k] = RingKind{
+        info.nargs, info.nargs == 1 && !info.has_payload,
+        info.nargs >= 1 && !info.has_payload && info.time_mask == 0 && info.delta_mask == 0,
+        info.time_mask};
   }
 }
 

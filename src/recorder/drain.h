@@ -1,6 +1,7 @@
-// RingDrainer: the consumer side of the ring protocol (runtime/shm_abi.h). It copies the events a
-// thread has published, [tail, head), converts their ticks to session nanoseconds, hands them to
-// a sink, and gives the space back with one release store of tail.
+// RingDrainer: the consumer side of the ring protocol (runtime/shm_abi.h). It reads the events a
+// thread has published, [tail, head), in place (an event that wraps around the ring's end is
+// copied whole first), converts their ticks to session nanoseconds, hands them to a sink, and
+// gives the space back with one release store of tail.
 //
 // It is separate from the Recorder so that tests can drive a real ring in one process (producers
 // through libparmon, the drainer on another thread) under ThreadSanitizer.
@@ -67,7 +68,8 @@ class RingDrainer {
     bool compact_only;  // one arg, no payload: OnCompact
     // A compact ring event of this kind may go into a repeat run: no payload, and its args after
     // the first (the ring's 32-bit field) are 0 (format 2.1; MpiEnter without its site), and
-    // none is a time (a run's zeros are absolute; an event's time args are relative, 3.0).
+    // none is a time (a run's zeros are absolute; an event's time args are relative, 3.0) or a
+    // difference (4.0: a repeated event is not its kind's previous event).
     bool in_runs;
     uint32_t time_mask;
   };
