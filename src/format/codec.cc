@@ -19,22 +19,16 @@ void StreamEncoder::Append(const Event& e) {
   // a receive's posting is microseconds before the event, a varint of 1-3 bytes instead of 7.
   // Args of a few kinds as differences from the kind's previous event (4.0, kChunkArgDeltas).
   const uint32_t times = info.name ? info.time_mask : 0;
-  if (info.delta_mask == 0) [[likely]] {
-    for (int i = 0; i < nargs; ++i) {
-      const uint64_t v = i < e.nargs ? e.args[i] : 0;
+  const uint32_t deltas = info.delta_mask;
+  uint64_t* prev = deltas ? prev_args_[info.delta_slot] : nullptr;
+  delta_kinds_used_ |= deltas != 0;
+  for (int i = 0; i < nargs; ++i) {
+    const uint64_t v = i < e.nargs ? e.args[i] : 0;
+    if (deltas & (1u << i)) {
+      p = PutVarint(p, ZigZag(static_cast<int64_t>(v - prev[i])));
+      prev[i] = v;
+    } else {
       p = PutVarint(p, (times & (1u << i)) ? ZigZag(static_cast<int64_t>(e.ts - v)) : v);
-    }
-  } else {
-    uint64_t* prev = prev_args_[info.delta_slot];
-    delta_kinds_used_ = true;
-    for (int i = 0; i < nargs; ++i) {
-      const uint64_t v = i < e.nargs ? e.args[i] : 0;
-      if (info.delta_mask & (1u << i)) {
-        p = PutVarint(p, ZigZag(static_cast<int64_t>(v - prev[i])));
-        prev[i] = v;
-      } else {
-        p = PutVarint(p, (times & (1u << i)) ? ZigZag(static_cast<int64_t>(e.ts - v)) : v);
-      }
     }
   }
   if (info.has_payload) {

@@ -93,9 +93,9 @@ class StreamEncoder {
   void Reset() {
     buf_.Clear();
     EndRun();
-    if (delta_kinds_used_ != 0) {
+    if (delta_kinds_used_) {
       std::memset(prev_args_, 0, sizeof(prev_args_));
-      delta_kinds_used_ = 0;
+      delta_kinds_used_ = false;
     }
     count_ = 0;
     prev_ts_ = 0;
